@@ -1,0 +1,118 @@
+"""The one error hierarchy of toolgate.
+
+Every failure a caller can act on is a subclass of :class:`ToolgateError` named for
+the problem. Adapters map these to MCP errors in one place (``toolgate.wire``). This
+module is the base layer: it imports nothing from toolgate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ToolgateError(Exception):
+    """Base of every toolgate error. ``code`` is a stable machine-readable name."""
+
+    code = "toolgate_error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **self.details}
+
+
+class RegistrationError(ToolgateError):
+    """A tool, group, exclusion set or flow cannot be registered as given."""
+
+    code = "registration_error"
+
+
+class ConfigError(ToolgateError):
+    """A configuration value is invalid (unknown trust level, unknown stage, ...)."""
+
+    code = "config_error"
+
+
+class GroupNotFound(ToolgateError):
+    """The group does not exist, or the principal may not see it (same error for both)."""
+
+    code = "group_not_found"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Unknown group: {name}", group=name)
+
+
+class ParentInactive(ToolgateError):
+    code = "parent_inactive"
+
+    def __init__(self, name: str, parent: str) -> None:
+        super().__init__(
+            f"Cannot enable group {name!r}: its parent group {parent!r} is not enabled. "
+            f"Enable {parent!r} first, or both in one request.",
+            group=name,
+            parent=parent,
+        )
+
+
+class BudgetExceeded(ToolgateError):
+    code = "budget_exceeded"
+
+
+class HookFailed(ToolgateError):
+    code = "hook_failed"
+
+
+class ToolNotFound(ToolgateError):
+    """Unknown tool, or a tool the principal may not access: the two are indistinguishable."""
+
+    code = "unknown_tool"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Unknown tool: {name}")
+
+
+class ToolHidden(ToolgateError):
+    """The tool exists and is accessible but not surfaced now (stage, group, predicate)."""
+
+    code = "tool_hidden"
+
+
+class InvalidArguments(ToolgateError):
+    code = "invalid_arguments"
+
+
+class InvalidCursor(ToolgateError):
+    code = "invalid_cursor"
+
+    def __init__(self, cursor: str) -> None:
+        super().__init__(f"Invalid cursor: {cursor[:64]!r}")
+
+
+class RateLimited(ToolgateError):
+    code = "rate_limited"
+
+    def __init__(self, name: str, retry_after: float) -> None:
+        super().__init__(
+            f"Rate limit reached for tool {name!r}; retry after {retry_after:.1f} s.",
+            tool=name,
+            retry_after=round(retry_after, 3),
+        )
+        self.retry_after = retry_after
+
+
+class ConfirmationRefused(ToolgateError):
+    code = "confirmation_refused"
+
+
+class DescriptionRequired(ToolgateError):
+    code = "TOOL_DESCRIPTION_REQUIRED"
+
+
+class StoreUnavailable(ToolgateError):
+    """The session store failed or timed out. Retryable; nothing hidden was shown or run."""
+
+    code = "store_unavailable"
+    retryable = True

@@ -1,0 +1,135 @@
+"""Events: every decision that changes what an agent sees or can do.
+
+An ``EventBus`` fans events out to sinks: in-process subscribers, ``logging`` and a
+JSONL file live here; OpenTelemetry is an optional sink at the edges. A sink that
+raises is logged and never breaks the request. Base layer: stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("toolgate.events")
+
+EVENT_TYPES = frozenset(
+    {
+        "tool.registered",
+        "tool.unregistered",
+        "tool.surfaced",
+        "tool.executed",
+        "tool.progressed",
+        "group.activated",
+        "group.deactivated",
+        "budget.exceeded",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str
+    session: str | None
+    principal: str | None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    time: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "time": self.time,
+            "session": self.session,
+            "principal": self.principal,
+            **self.data,
+        }
+
+
+class Sink:
+    """Receives events. Override :meth:`handle`; :meth:`close` is optional."""
+
+    def handle(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        return None
+
+
+class LoggingSink(Sink):
+    def __init__(self, logger_: logging.Logger | None = None, level: int = logging.INFO) -> None:
+        self.logger = logger_ or logger
+        self.level = level
+
+    def handle(self, event: Event) -> None:
+        self.logger.log(self.level, "%s %s", event.type, json.dumps(event.to_dict(), default=str))
+
+
+class JsonlSink(Sink):
+    """Appends one JSON object per event to a file (line-buffered, thread-safe)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("a", encoding="utf-8", buffering=1)
+        self._lock = threading.Lock()
+
+    def handle(self, event: Event) -> None:
+        line = json.dumps(event.to_dict(), default=str, separators=(",", ":"))
+        with self._lock:
+            self._file.write(line + "\n")
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class CallbackSink(Sink):
+    def __init__(self, callback: Callable[[Event], None]) -> None:
+        self.callback = callback
+
+    def handle(self, event: Event) -> None:
+        self.callback(event)
+
+
+class EventBus:
+    """Delivers each event to every sink, in registration order."""
+
+    def __init__(self) -> None:
+        self._sinks: list[Sink] = []
+
+    def add_sink(self, sink: Sink) -> Callable[[], None]:
+        self._sinks.append(sink)
+        return lambda: self._sinks.remove(sink) if sink in self._sinks else None
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event; returns an unsubscribe function."""
+        return self.add_sink(CallbackSink(callback))
+
+    @property
+    def active(self) -> bool:
+        return bool(self._sinks)
+
+    def emit(
+        self,
+        type_: str,
+        *,
+        session: str | None = None,
+        principal: str | None = None,
+        **data: Any,
+    ) -> None:
+        if not self._sinks:
+            return
+        event = Event(type_, session, principal, data)
+        for sink in list(self._sinks):
+            try:
+                sink.handle(event)
+            except Exception:  # a sink must never break a request
+                logger.exception("event sink %r failed on %s", sink, type_)
+
+    def close(self) -> None:
+        for sink in self._sinks:
+            sink.close()

@@ -1,0 +1,137 @@
+"""Stages: where a session is in a flow, and which tools each stage allows.
+
+One concept for the tool-management seed's "progression" and TrustGraph's "state":
+a flow has an ``initial`` stage and stages with ``enables`` (further stages whose
+tools stay available) and ``transitions`` (``on`` tool → ``to`` stage). Pure; core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolgate.errors import ConfigError
+
+UNDEFINED = "undefined"
+
+
+@dataclass(frozen=True)
+class Transition:
+    on: str
+    to: str
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    enables: tuple[str, ...] = ()
+    transitions: tuple[Transition, ...] = ()
+
+
+@dataclass(frozen=True)
+class Flow:
+    """The stage graph. ``Flow()`` has one stage, ``"undefined"``, which allows all tools."""
+
+    initial: str = UNDEFINED
+    stages: tuple[Stage, ...] = ()
+    _by_name: Mapping[str, Stage] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        stages = tuple(self.stages)
+        if not any(s.name == self.initial for s in stages):
+            stages = (Stage(self.initial), *stages)
+        by_name: dict[str, Stage] = {}
+        for s in stages:
+            if s.name in by_name:
+                raise ConfigError(f"Duplicate stage {s.name!r}", key="stages")
+            by_name[s.name] = s
+        for s in stages:
+            for e in s.enables:
+                if e not in by_name:
+                    raise ConfigError(
+                        f"Stage {s.name!r} enables unknown stage {e!r}", key="stages.enables"
+                    )
+            for t in s.transitions:
+                if t.to not in by_name:
+                    raise ConfigError(
+                        f"Stage {s.name!r} transitions to unknown stage {t.to!r}",
+                        key="stages.transitions",
+                    )
+        object.__setattr__(self, "stages", stages)
+        object.__setattr__(self, "_by_name", by_name)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self._by_name)
+
+    def has(self, name: str) -> bool:
+        return name in self._by_name
+
+    def check(self, name: str, *, where: str) -> str:
+        if name not in self._by_name:
+            raise ConfigError(
+                f"Unknown stage {name!r} in {where}; "
+                f"known stages: {', '.join(sorted(self._by_name))}",
+                key=where,
+            )
+        return name
+
+    def current(self, stage: str | None) -> str:
+        return self.initial if stage is None else stage
+
+    def allowed_stages(self, stage: str) -> frozenset[str]:
+        """The stage itself plus the stages it enables."""
+        s = self._by_name.get(stage)
+        return frozenset((stage, *(s.enables if s else ())))
+
+    def allows(self, tool_stages: frozenset[str] | None, stage: str) -> bool:
+        if tool_stages is None:
+            return True
+        return not tool_stages.isdisjoint(self.allowed_stages(stage))
+
+    def next_stage(self, stage: str, tool: str, tool_next: str | None) -> str | None:
+        """Where a successful call of ``tool`` leads from ``stage``: the stage's own
+        transition on that tool first, else the tool's ``next_stage``, else nowhere."""
+        s = self._by_name.get(stage)
+        if s is not None:
+            for t in s.transitions:
+                if t.on == tool:
+                    return t.to
+        return tool_next
+
+    def transition_triggers(self) -> Iterable[str]:
+        for s in self.stages:
+            for t in s.transitions:
+                yield t.on
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Flow:
+        """A Flow from config: ``{"initial": ..., "stages": [{name, enables, transitions}]}``."""
+        if not isinstance(data, Mapping):
+            raise ConfigError("stages must be an object with 'initial' and 'stages'", key="stages")
+        raw: Sequence[Any] = data.get("stages", [])
+        if not isinstance(raw, Sequence) or isinstance(raw, str):
+            raise ConfigError("stages.stages must be a list", key="stages.stages")
+        stages = []
+        for i, item in enumerate(raw):
+            if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+                raise ConfigError(
+                    f"stages.stages[{i}] must be an object with a name", key=f"stages.stages[{i}]"
+                )
+            transitions = []
+            for j, t in enumerate(item.get("transitions", [])):
+                if not isinstance(t, Mapping) or not {"on", "to"} <= set(t):
+                    raise ConfigError(
+                        f"stages.stages[{i}].transitions[{j}] needs 'on' and 'to'",
+                        key=f"stages.stages[{i}].transitions[{j}]",
+                    )
+                transitions.append(Transition(on=str(t["on"]), to=str(t["to"])))
+            stages.append(
+                Stage(
+                    name=item["name"],
+                    enables=tuple(item.get("enables", ())),
+                    transitions=tuple(transitions),
+                )
+            )
+        return cls(initial=str(data.get("initial", UNDEFINED)), stages=tuple(stages))

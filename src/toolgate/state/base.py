@@ -1,0 +1,218 @@
+"""``SessionState`` and the narrow ``StateStore`` base class every store subclasses.
+
+A store implements four primitives (get, compare-and-set, delete, rate-limit hit) and
+inherits ``mutate``: an atomic read-modify-write per session that serializes in-process
+callers with a per-key lock and detects cross-process races by version (CAS).
+Base layer: imports only ``toolgate.errors``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from toolgate.errors import ConfigError, StoreUnavailable
+
+T = TypeVar("T")
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """What one session has done: active groups, stage, described and revealed tools.
+
+    ``stage`` is ``None`` until the session leaves the flow's initial stage.
+    ``version`` counts saved mutations; ``touched_at`` drives idle expiry.
+    """
+
+    active: frozenset[str] = frozenset()
+    stage: str | None = None
+    described: frozenset[str] = frozenset()
+    revealed: frozenset[str] = frozenset()
+    version: int = 0
+    touched_at: float = 0.0
+
+    @property
+    def content_key(self) -> tuple[frozenset[str], str | None, frozenset[str]]:
+        """What the view depends on (not ``described``, not ``version``)."""
+        return (self.active, self.stage, self.revealed)
+
+    def same_content(self, other: SessionState) -> bool:
+        return (
+            self.active == other.active
+            and self.stage == other.stage
+            and self.described == other.described
+            and self.revealed == other.revealed
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "active": sorted(self.active),
+                "stage": self.stage,
+                "described": sorted(self.described),
+                "revealed": sorted(self.revealed),
+                "version": self.version,
+                "touched_at": self.touched_at,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SessionState:
+        data: dict[str, Any] = json.loads(text)
+        return cls(
+            active=frozenset(data.get("active", ())),
+            stage=data.get("stage"),
+            described=frozenset(data.get("described", ())),
+            revealed=frozenset(data.get("revealed", ())),
+            version=int(data.get("version", 0)),
+            touched_at=float(data.get("touched_at", 0.0)),
+        )
+
+
+EMPTY = SessionState()
+
+
+@dataclass
+class StateStore:
+    """Base class of session stores.
+
+    Subclasses implement :meth:`get`, :meth:`compare_and_set`, :meth:`delete`,
+    :meth:`rate_hit` and :meth:`sweep`; :meth:`mutate` and :meth:`load` come for free.
+    ``idle_ttl`` is seconds of inactivity after which a session's state is forgotten.
+    """
+
+    idle_ttl: float = 3600.0
+    clock: Clock = field(default=time.time)
+    timeout: float = 2.0
+    _locks: weakref.WeakValueDictionary[str, asyncio.Lock] = field(
+        default_factory=weakref.WeakValueDictionary, init=False, repr=False
+    )
+
+    # -- primitives a store implements -------------------------------------------------
+    async def get(self, key: str) -> SessionState | None:
+        """The stored state, or None when absent or expired."""
+        raise NotImplementedError
+
+    async def compare_and_set(self, key: str, expected_version: int, state: SessionState) -> bool:
+        """Store ``state`` if the stored version is ``expected_version`` (0 = absent)."""
+        raise NotImplementedError
+
+    async def delete(self, key: str) -> None:
+        raise NotImplementedError
+
+    async def rate_hit(self, bucket: str, limit: int, window_s: float) -> float | None:
+        """Record one call in ``bucket`` if fewer than ``limit`` happened in the last
+        ``window_s`` seconds. Returns None when allowed, else seconds until retry."""
+        raise NotImplementedError
+
+    async def sweep(self) -> int:
+        """Forget idle sessions and old rate-limit entries; returns sessions removed."""
+        return 0
+
+    async def session_count(self) -> int:
+        """How many live sessions the store holds (for dashboards and benchmarks)."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        return None
+
+    # -- derived operations -----------------------------------------------------------
+    async def load(self, key: str) -> SessionState:
+        """The session's state (empty when new). Store failures raise StoreUnavailable."""
+        try:
+            state = await asyncio.wait_for(self.get(key), self.timeout)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:  # any backend failure fails closed
+            raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
+        return state if state is not None else EMPTY
+
+    async def mutate(
+        self,
+        key: str,
+        change: Callable[[SessionState], Awaitable[tuple[SessionState, T]]],
+        *,
+        max_attempts: int = 20,
+    ) -> T:
+        """Atomically apply ``change`` to the session's state and return its result.
+
+        In-process callers on one key run one at a time; a concurrent writer elsewhere
+        (another replica) makes the compare-and-set fail, and the change is re-run on
+        the fresh state. Keys never block each other. An unchanged state is not written.
+        """
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[key] = lock
+        async with lock:
+            for _ in range(max_attempts):
+                current = await self.load(key)
+                new, result = await change(current)
+                if new.same_content(current):
+                    if current.version > 0:
+                        await self._touch(key, current)
+                    return result
+                stamped = replace(new, version=current.version + 1, touched_at=self.clock())
+                try:
+                    ok = await asyncio.wait_for(
+                        self.compare_and_set(key, current.version, stamped), self.timeout
+                    )
+                except StoreUnavailable:
+                    raise
+                except Exception as exc:
+                    raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
+                if ok:
+                    return result
+            raise StoreUnavailable(f"Session {key!r} is changing too fast; retry the request.")
+
+    async def _touch(self, key: str, state: SessionState) -> None:
+        """Refresh idle expiry without a content change (cheap: at most once per minute)."""
+        now = self.clock()
+        if now - state.touched_at < min(60.0, self.idle_ttl / 4):
+            return
+        try:
+            await asyncio.wait_for(
+                self.compare_and_set(key, state.version, replace(state, touched_at=now)),
+                self.timeout,
+            )
+        except Exception as exc:
+            raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
+
+    async def rate_check(self, bucket: str, limit: int, window_s: float) -> float | None:
+        try:
+            return await asyncio.wait_for(self.rate_hit(bucket, limit, window_s), self.timeout)
+        except Exception as exc:
+            raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
+
+
+def open_store(url: str, *, idle_ttl: float = 3600.0, **options: Any) -> StateStore:
+    """A store from a URL: ``memory://``, ``sqlite:///path``, ``redis://host:port/db``."""
+    if url in ("memory://", "memory", ""):
+        from toolgate.state.memory import MemoryStore
+
+        return MemoryStore(idle_ttl=idle_ttl, **options)
+    if url.startswith("sqlite://"):
+        from toolgate.state.sqlite import SqliteStore  # type: ignore[import-not-found,unused-ignore]
+
+        path = url.removeprefix("sqlite://")
+        if path.startswith("/") and not path.startswith("//"):
+            path = path[1:] if path.startswith("/./") else path
+        store: StateStore = SqliteStore(path=path, idle_ttl=idle_ttl, **options)
+        return store
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from toolgate.state.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
+
+        redis_store: StateStore = RedisStore(url=url, idle_ttl=idle_ttl, **options)
+        return redis_store
+    raise ConfigError(
+        f"Unknown store URL {url!r}: use memory://, sqlite:///path or redis://host:port/db",
+        key="store",
+    )

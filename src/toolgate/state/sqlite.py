@@ -1,0 +1,179 @@
+"""``SqliteStore``: session state in one SQLite file that survives restarts.
+
+Owns the file's schema (``sessions`` and ``rate_hits``), WAL mode and the single-statement
+compare-and-set that keeps several processes on one file safe. Base layer: imports only
+``toolgate.state.base``, the stdlib and ``sqlite3``; never ``mcp`` or ``fastmcp``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from toolgate.state.base import SessionState, StateStore
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    key        TEXT PRIMARY KEY,
+    version    INTEGER NOT NULL,
+    touched_at REAL NOT NULL,
+    state      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_touched_at ON sessions (touched_at);
+CREATE TABLE IF NOT EXISTS rate_hits (
+    id     INTEGER PRIMARY KEY,
+    bucket TEXT NOT NULL,
+    at     REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS rate_hits_bucket_at ON rate_hits (bucket, at);
+"""
+
+# A row is idle-expired when ``now - touched_at > idle_ttl`` (the MemoryStore rule);
+# every statement below spells that comparison the same way, with (now, idle_ttl) bound.
+_LIVE = "(? - touched_at) <= ?"
+
+# Rate-limit entries older than this are garbage whatever the window (as in MemoryStore).
+_RATE_LOG_HORIZON_S = 86400.0
+
+
+@dataclass
+class SqliteStore(StateStore):
+    """Session state in a SQLite file; several processes may share the file.
+
+    ``path`` is the database file (its directory is created); ``busy_timeout`` is how
+    long a statement waits for another process's write lock, in seconds.
+    Example: ``SqliteStore(path="/var/lib/toolgate/state.db", idle_ttl=1800)``.
+    """
+
+    path: str = field(kw_only=True)
+    busy_timeout: float = 5.0
+    sweep_every: int = 1024
+    _conn: sqlite3.Connection = field(init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _writes: int = field(default=0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.path != ":memory:" and not self.path.startswith("file:"):
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit mode: each write below is one statement (atomic on its own) or an
+        # explicit BEGIN IMMEDIATE block, so no implicit transaction is ever left open.
+        self._conn = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            uri=self.path.startswith("file:"),
+        )
+        self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._conn.executescript(_SCHEMA)
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on the store's connection in a worker thread, one at a time."""
+
+        def locked() -> T:
+            with self._lock:
+                return work(self._conn)
+
+        return await asyncio.to_thread(locked)
+
+    # -- primitives -------------------------------------------------------------------
+    async def get(self, key: str) -> SessionState | None:
+        now, ttl = self.clock(), self.idle_ttl
+
+        def read(conn: sqlite3.Connection) -> SessionState | None:
+            row = conn.execute(
+                f"SELECT state FROM sessions WHERE key = ? AND {_LIVE}", (key, now, ttl)
+            ).fetchone()
+            return SessionState.from_json(row[0]) if row is not None else None
+
+        return await self._run(read)
+
+    async def compare_and_set(self, key: str, expected_version: int, state: SessionState) -> bool:
+        now, ttl = self.clock(), self.idle_ttl
+        text = state.to_json()
+
+        def write(conn: sqlite3.Connection) -> bool:
+            if expected_version == 0:
+                # Absent, or present but idle-expired (which reads as absent).
+                cursor = conn.execute(
+                    "INSERT INTO sessions (key, version, touched_at, state) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET version = excluded.version, "
+                    "touched_at = excluded.touched_at, state = excluded.state "
+                    f"WHERE NOT {_LIVE}",
+                    (key, state.version, state.touched_at, text, now, ttl),
+                )
+            else:
+                cursor = conn.execute(
+                    "UPDATE sessions SET version = ?, touched_at = ?, state = ? "
+                    f"WHERE key = ? AND version = ? AND {_LIVE}",
+                    (state.version, state.touched_at, text, key, expected_version, now, ttl),
+                )
+            return cursor.rowcount == 1
+
+        ok = await self._run(write)
+        if ok:
+            self._writes += 1
+            if self._writes % self.sweep_every == 0:
+                await self.sweep()
+        return ok
+
+    async def delete(self, key: str) -> None:
+        await self._run(lambda conn: conn.execute("DELETE FROM sessions WHERE key = ?", (key,)))
+
+    async def rate_hit(self, bucket: str, limit: int, window_s: float) -> float | None:
+        now = self.clock()
+
+        def hit(conn: sqlite3.Connection) -> float | None:
+            # IMMEDIATE takes the write lock up front: count-then-insert cannot interleave
+            # with another process doing the same.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(
+                    "DELETE FROM rate_hits WHERE bucket = ? AND at <= ?", (bucket, now - window_s)
+                )
+                count, oldest = conn.execute(
+                    "SELECT COUNT(*), MIN(at) FROM rate_hits WHERE bucket = ?", (bucket,)
+                ).fetchone()
+                if count >= limit:
+                    retry_after: float | None = float(oldest) + window_s - now
+                else:
+                    conn.execute("INSERT INTO rate_hits (bucket, at) VALUES (?, ?)", (bucket, now))
+                    retry_after = None
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return retry_after
+
+        return await self._run(hit)
+
+    async def sweep(self) -> int:
+        now, ttl = self.clock(), self.idle_ttl
+
+        def clean(conn: sqlite3.Connection) -> int:
+            removed = conn.execute(f"DELETE FROM sessions WHERE NOT {_LIVE}", (now, ttl)).rowcount
+            conn.execute("DELETE FROM rate_hits WHERE at < ?", (now - _RATE_LOG_HORIZON_S,))
+            return removed
+
+        return await self._run(clean)
+
+    async def session_count(self) -> int:
+        """Rows in the file, idle ones included until :meth:`sweep` removes them."""
+
+        def count(conn: sqlite3.Connection) -> int:
+            return int(conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
+
+        return await self._run(count)
+
+    async def close(self) -> None:
+        await self._run(lambda conn: conn.close())

@@ -1,0 +1,286 @@
+"""Token counting for budgets and estimates.
+
+``TokenCounter`` is the narrow extension point (one ``count`` method); the default
+counts ``ceil(chars / 4)``, ``TiktokenCounter`` counts real BPE tokens from a vocabulary
+on disk (never downloaded). ``wire_text`` is the one serialization every count uses:
+compact JSON with sorted keys of a tool's MCP wire form. Core: no MCP imports.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+import math
+import os
+import statistics
+import tempfile
+import threading
+import types
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolgate.errors import ConfigError
+
+TOKENIZER_DIR_ENV = "TOOLGATE_TOKENIZER_DIR"
+OUTLIER_FACTOR = 3
+
+
+def wire_text(wire: Mapping[str, Any]) -> str:
+    """The exact text a tool definition costs: compact JSON, sorted keys, UTF-8."""
+    return json.dumps(wire, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class TokenCounter:
+    """Counts tokens in text. Subclasses override :meth:`count` and ``name``."""
+
+    name = "chars/4"
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / 4)
+
+
+def default_counter() -> TokenCounter:
+    return TokenCounter()
+
+
+# -- tiktoken vocabularies -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EncodingSpec:
+    """What tiktoken's own constructor says about an encoding, minus the vocabulary."""
+
+    name: str
+    url: str  # where tiktoken would download the vocabulary from
+    sha256: str  # the hash tiktoken checks the vocabulary against
+    constructor_args: Mapping[str, Any]  # pat_str, special_tokens, explicit_n_vocab...
+
+    @property
+    def file_name(self) -> str:
+        """``o200k_base.tiktoken``: the name of the vocabulary in a tokenizer folder."""
+        return self.url.rsplit("/", 1)[-1]
+
+    @property
+    def cache_name(self) -> str:
+        """The file name in tiktoken's cache: the SHA-1 of the download URL."""
+        return hashlib.sha1(self.url.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=16)
+def encoding_spec(encoding: str) -> EncodingSpec:
+    """Read an encoding's pattern, special tokens and vocabulary URL from tiktoken itself.
+
+    The constructors in ``tiktoken_ext.openai_public`` download their vocabulary as a
+    side effect. We run a copy of the constructor whose ``load_tiktoken_bpe`` records
+    the URL and hash instead, so nothing is hard-coded here and nothing is fetched.
+    """
+    try:
+        from tiktoken_ext import openai_public
+    except ImportError as exc:
+        raise ConfigError(
+            "Token counting with tiktoken needs the 'tiktoken' package: "
+            "pip install 'toolgate[tokens]'"
+        ) from exc
+    constructors: Mapping[str, Callable[[], dict[str, Any]]] = openai_public.ENCODING_CONSTRUCTORS
+    if encoding not in constructors:
+        raise ConfigError(
+            f"Unknown tiktoken encoding {encoding!r}; known: {', '.join(sorted(constructors))}",
+            encoding=encoding,
+        )
+    seen: list[tuple[str, str]] = []
+
+    def record(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        seen.append((url, expected_hash or ""))
+        return {}
+
+    def unsupported(*_args: Any, **_kwargs: Any) -> dict[bytes, int]:
+        raise ConfigError(
+            f"Encoding {encoding!r} is not stored as a single .tiktoken file; "
+            "use o200k_base or cl100k_base",
+            encoding=encoding,
+        )
+
+    sandbox: dict[str, Any] = dict(vars(openai_public))
+    sandbox["load_tiktoken_bpe"] = record
+    sandbox["data_gym_to_mergeable_bpe_ranks"] = unsupported
+    for name, fn in constructors.items():  # o200k_harmony calls o200k_base by name
+        sandbox[name] = types.FunctionType(fn.__code__, sandbox, fn.__name__)
+    args = sandbox[encoding]()
+    if not seen or not seen[0][1]:
+        raise ConfigError(f"tiktoken gives no checked vocabulary for {encoding!r}")
+    url, sha256 = seen[0]
+    rest = {k: v for k, v in args.items() if k != "mergeable_ranks"}
+    return EncodingSpec(name=encoding, url=url, sha256=sha256, constructor_args=rest)
+
+
+def tiktoken_cache_dir() -> Path | None:
+    """tiktoken's cache folder, resolved exactly as tiktoken does (``None``: disabled)."""
+    for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if var in os.environ:
+            value = os.environ[var]
+            return Path(value) if value else None
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def find_vocabulary(encoding: str, vocab_dir: str | Path | None = None) -> Path | None:
+    """The vocabulary file for ``encoding``, or ``None`` when none is on disk.
+
+    Looked up in order: ``vocab_dir``, ``$TOOLGATE_TOKENIZER_DIR`` (both holding
+    ``<encoding>.tiktoken``), then tiktoken's cache (``<sha1 of the URL>``).
+    """
+    spec = encoding_spec(encoding)
+    folders = [vocab_dir, os.environ.get(TOKENIZER_DIR_ENV) or None]
+    for folder in folders:
+        if folder is not None and (Path(folder) / spec.file_name).is_file():
+            return Path(folder) / spec.file_name
+    cache = tiktoken_cache_dir()
+    if cache is not None and (cache / spec.cache_name).is_file():
+        return cache / spec.cache_name
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _load_encoding(encoding: str, path: str, size: int, mtime_ns: int) -> Any:
+    """Parse a vocabulary into a ``tiktoken.Encoding``; cached per file version (~0.5 s)."""
+    import tiktoken
+
+    spec = encoding_spec(encoding)
+    data = Path(path).read_bytes()
+    if hashlib.sha256(data).hexdigest() != spec.sha256:
+        raise ConfigError(
+            f"Tokenizer vocabulary {path} is corrupt or not {encoding}: its SHA-256 is not "
+            f"{spec.sha256}. Replace it with the file tiktoken downloads from {spec.url}.",
+            path=path,
+            encoding=encoding,
+        )
+    # Same format and parse as tiktoken.load.load_tiktoken_bpe, which we don't call: on a
+    # local path it would copy the file into tiktoken's cache folder as a side effect.
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return tiktoken.Encoding(mergeable_ranks=ranks, **spec.constructor_args)
+
+
+class TiktokenCounter(TokenCounter):
+    """Counts BPE tokens with tiktoken from a vocabulary on disk; never downloads.
+
+    ``TiktokenCounter()`` finds ``o200k_base`` (see :func:`find_vocabulary`) and raises
+    :class:`ConfigError` when it is missing or corrupt. Counts are cached (an LRU keyed
+    by a hash of the text), so estimating the same catalog again is cheap.
+    """
+
+    def __init__(
+        self,
+        encoding: str = "o200k_base",
+        vocab_dir: str | Path | None = None,
+        *,
+        cache_size: int = 4096,
+    ) -> None:
+        try:
+            import tiktoken  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError(
+                "TiktokenCounter needs the 'tiktoken' package: pip install 'toolgate[tokens]'"
+            ) from exc
+        path = find_vocabulary(encoding, vocab_dir)
+        if path is None:
+            spec = encoding_spec(encoding)
+            raise ConfigError(
+                f"No {encoding} vocabulary found: put {spec.file_name} in vocab_dir or "
+                f"${TOKENIZER_DIR_ENV}, or {spec.cache_name} in tiktoken's cache "
+                f"({tiktoken_cache_dir()})",
+                encoding=encoding,
+            )
+        stat = path.stat()
+        self._encoding = _load_encoding(encoding, str(path), stat.st_size, stat.st_mtime_ns)
+        self.name = f"tiktoken:{encoding}"
+        self.path = path
+        self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def count(self, text: str) -> int:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        # Special-token text in a description is just text here, never a control token.
+        n = len(self._encoding.encode(text, disallowed_special=()))
+        with self._lock:
+            self._cache[key] = n
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return n
+
+    @property
+    def cache_info(self) -> tuple[int, int]:
+        """(entries cached, maximum entries)."""
+        return len(self._cache), self._cache_size
+
+
+def best_counter(encoding: str = "o200k_base", vocab_dir: str | Path | None = None) -> TokenCounter:
+    """The tiktoken counter when its vocabulary is on disk, else ``ceil(chars / 4)``.
+
+    A missing vocabulary (or a missing ``tiktoken``) is not an error; a corrupt one is
+    a :class:`ConfigError`, as is an unknown encoding.
+    """
+    try:
+        import tiktoken  # noqa: F401
+    except ImportError:
+        return default_counter()
+    if find_vocabulary(encoding, vocab_dir) is None:
+        return default_counter()
+    return TiktokenCounter(encoding, vocab_dir)
+
+
+# -- estimates -------------------------------------------------------------------------
+
+
+def estimate_tokens(
+    wires: Iterable[Mapping[str, Any]],
+    counter: TokenCounter | None = None,
+    *,
+    groups_of: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Any]:
+    """What a list of tool definitions costs, per tool and per group.
+
+    ``wires`` are MCP wire dicts (``tool.wire()``). ``counter`` defaults to
+    :func:`best_counter`. ``groups_of`` maps a tool name to the groups it is counted in
+    (a tool in two groups counts in both; pass ``tool.scope_groups`` to count root tools
+    as ``"default"``). ``outliers`` names the tools costing more than 3x the median.
+
+    >>> estimate_tokens([{"name": "a", "description": "", "inputSchema": {}}],
+    ...                 TokenCounter())["total"]
+    12
+    """
+    counter = counter if counter is not None else best_counter()
+    per_tool = []
+    for wire in wires:
+        text = wire_text(wire)
+        per_tool.append(
+            {"name": str(wire["name"]), "characters": len(text), "tokens": counter.count(text)}
+        )
+    per_tool.sort(key=lambda row: row["name"])
+    per_group: dict[str, dict[str, int]] = {}
+    for row in per_tool:
+        for group in (groups_of or {}).get(row["name"], ()):
+            entry = per_group.setdefault(group, {"tools": 0, "tokens": 0})
+            entry["tools"] += 1
+            entry["tokens"] += row["tokens"]
+    median = statistics.median(row["tokens"] for row in per_tool) if per_tool else 0
+    return {
+        "total": sum(row["tokens"] for row in per_tool),
+        "tokenizer": counter.name,
+        "per_tool": per_tool,
+        "per_group": dict(sorted(per_group.items())),
+        "outliers": [r["name"] for r in per_tool if r["tokens"] > OUTLIER_FACTOR * median],
+    }

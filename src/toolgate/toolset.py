@@ -1,0 +1,757 @@
+"""``ToolSet`` and ``Session``: catalog + state + view + events, together.
+
+The orchestration layer. A ``ToolSet`` owns one catalog, one store, one event bus and
+the view cache; a ``Session`` is one client's handle on it: activate, deactivate,
+list, call. Dispatch asks the view (visible implies dispatchable) and never re-decides
+a rule. Core: no MCP imports; strategies and adapters sit above it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from toolgate.catalog import (
+    CallContext,
+    Catalog,
+    Group,
+    HookContext,
+    Tool,
+    ToolResult,
+    to_result,
+)
+from toolgate.errors import (
+    BudgetExceeded,
+    ConfigError,
+    ConfirmationRefused,
+    DescriptionRequired,
+    GroupNotFound,
+    ParentInactive,
+    RateLimited,
+    RegistrationError,
+    ToolgateError,
+    ToolHidden,
+    ToolNotFound,
+)
+from toolgate.events import EventBus
+from toolgate.flow import Flow
+from toolgate.policy import DEFAULT_TRUST_LEVELS, Confirmer, ConfirmRequest, Principal, TrustLadder
+from toolgate.state.base import EMPTY, SessionState, StateStore
+from toolgate.state.memory import MemoryStore
+from toolgate.tokens import TokenCounter, default_counter, wire_text
+from toolgate.view import DEFAULT_RULES, Rule, Surfacing, View, ViewCache, compute_view
+
+HiddenToolErrors = str  # "hint" | "opaque"
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """A group as ``list_groups`` shows it; ``tool_count`` counts its own tools."""
+
+    name: str
+    title: str | None
+    description: str
+    active: bool
+    parent: str | None
+    tool_count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "active": self.active,
+            "parent": self.parent,
+            "tool_count": self.tool_count,
+        }
+
+
+@dataclass(frozen=True)
+class GroupError:
+    group: str
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"group": self.group, "code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True)
+class ChangeResult:
+    """The outcome of an activate or deactivate request, group by group."""
+
+    action: str  # "activate" | "deactivate"
+    changed: tuple[str, ...]  # groups the request itself enabled / disabled
+    also_disabled: tuple[str, ...]  # turned off by exclusion or cascade
+    errors: tuple[GroupError, ...]
+    before: View
+    after: View
+
+    @property
+    def visible_changed(self) -> bool:
+        return self.before.visible_names != self.after.visible_names
+
+    @property
+    def newly_visible(self) -> tuple[Tool, ...]:
+        return tuple(t for t in self.after.visible if t.name not in self.before.visible_names)
+
+    @property
+    def newly_hidden(self) -> tuple[str, ...]:
+        return tuple(sorted(self.before.visible_names - self.after.visible_names))
+
+    @property
+    def active_groups(self) -> tuple[str, ...]:
+        return tuple(sorted(self.after.ctx.state.active))
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """A finished call: its result, and what it changed for the session."""
+
+    result: ToolResult
+    stage_from: str | None = None
+    stage_to: str | None = None
+    visible_changed: bool = False
+
+    @property
+    def stage_changed(self) -> bool:
+        return self.stage_to is not None and self.stage_to != self.stage_from
+
+
+def _maybe_await(value: Any) -> Awaitable[Any]:
+    async def done() -> Any:
+        return await value if inspect.isawaitable(value) else value
+
+    return done()
+
+
+class ToolSet:
+    """One catalog served to many sessions.
+
+    >>> ts = ToolSet()
+    >>> ts.add_group(Group("files", "File operations"))
+    >>> ts.add_tool(Tool("read_file", "Read a file.", groups=("files",)))
+    """
+
+    def __init__(
+        self,
+        name: str = "toolgate",
+        *,
+        store: StateStore | None = None,
+        flow: Flow | None = None,
+        trust_levels: Sequence[str] = DEFAULT_TRUST_LEVELS,
+        initial_groups: Sequence[str] = (),
+        max_tools: int | None = None,
+        max_tokens: int | None = None,
+        token_counter: TokenCounter | None = None,
+        hidden_tool_errors: HiddenToolErrors = "hint",
+        page_size: int = 100,
+        namespace_tools: bool = False,
+        separator: str = ".",
+        rules: Sequence[Rule] = DEFAULT_RULES,
+        describe_before_call: bool = False,
+        default_principal: Principal | None = None,
+        events: EventBus | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if hidden_tool_errors not in ("hint", "opaque"):
+            raise ConfigError(
+                f"hidden_tool_errors must be 'hint' or 'opaque', got {hidden_tool_errors!r}",
+                key="hidden_tool_errors",
+            )
+        if not isinstance(page_size, int) or page_size < 1:
+            raise ConfigError(f"page_size must be a positive integer, got {page_size!r}")
+        if separator not in (".", "_", "-"):
+            raise ConfigError(f"separator must be '.', '_' or '-', got {separator!r}")
+        for label, value in (("max_tools", max_tools), ("max_tokens", max_tokens)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{label} must be a positive integer, got {value!r}", key=label)
+        self.name = name
+        self.catalog = Catalog(flow)
+        self.store: StateStore = store if store is not None else MemoryStore(clock=clock)
+        self.ladder = TrustLadder(tuple(trust_levels))
+        self.initial_groups = tuple(initial_groups)
+        self.max_tools = max_tools
+        self.max_tokens = max_tokens
+        self.token_counter = token_counter or default_counter()
+        self.hidden_tool_errors = hidden_tool_errors
+        self.page_size = page_size
+        self.namespace_tools = namespace_tools
+        self.separator = separator
+        self.rules = tuple(rules)
+        self.describe_before_call = describe_before_call
+        self.default_principal = default_principal or Principal()
+        self.ladder.check(self.default_principal.trust)
+        self.events = events or EventBus()
+        self.clock = clock
+        self.views = ViewCache()
+        self._token_cache: dict[str, tuple[Tool, int]] = {}
+        self._validated_version = -1
+        self._validators: dict[str, tuple[Tool, Any]] = {}
+
+    # -- registration ----------------------------------------------------------------
+    def add_group(self, group: Group) -> Group:
+        self.catalog.add_group(group)
+        return group
+
+    def add_groups(self, groups: Iterable[Group]) -> None:
+        self.catalog.add_groups(groups)
+
+    def exclusive(self, *groups: str) -> None:
+        """At most one of ``groups`` may be active in a session."""
+        self.catalog.add_exclusion(groups)
+
+    def add_tool(self, tool: Tool) -> Tool:
+        self.catalog.add_tool(tool)
+        self.events.emit("tool.registered", tool=tool.name, groups=list(tool.groups))
+        return tool
+
+    def add_tools(self, tools: Iterable[Tool]) -> None:
+        batch = list(tools)
+        self.catalog.add_tools(batch)
+        for t in batch:
+            self.events.emit("tool.registered", tool=t.name, groups=list(t.groups))
+
+    def remove_tool(self, name: str) -> Tool:
+        tool = self.catalog.remove_tool(name)
+        self.events.emit("tool.unregistered", tool=name)
+        return tool
+
+    def remove_group(self, name: str) -> Group:
+        return self.catalog.remove_group(name)
+
+    def set_flow(self, flow: Flow) -> None:
+        self.catalog.set_flow(flow)
+
+    def tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """Decorator: register a function as a tool (see ``toolgate.declare.tool``)."""
+        from toolgate.declare import tool_from_function
+
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_tool(tool_from_function(f, **options))
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def include(self, obj: Any, *, parent: str | None = None) -> None:
+        """Register a ``@group`` class instance (with its tools and child groups) or a
+        handler object whose methods carry ``@in_group`` / ``@tool`` marks."""
+        from toolgate.declare import declarations_of
+
+        groups, tools, exclusions = declarations_of(
+            obj, parent=parent, namespace=self.namespace_tools, separator=self.separator
+        )
+        known = set(self.catalog.groups)
+        self.add_groups([g for g in groups if g.name not in known])
+        self.add_tools(tools)
+        for ex in exclusions:
+            self.exclusive(*ex)
+
+    # -- validation of start-up configuration ------------------------------------------
+    def validate(self) -> None:
+        """Check configuration that spans registrations: initial groups exist, respect
+        hierarchy and exclusion sets, and fit the budgets. Raises ``ConfigError``."""
+        if self._validated_version == self.catalog.version:
+            return
+        cat = self.catalog
+        seen: set[str] = set()
+        for g in self.initial_groups:
+            if g not in cat.groups:
+                raise ConfigError(f"initial_groups names unknown group {g!r}", key="initial_groups")
+            seen.add(g)
+        for g in self.initial_groups:
+            for a in cat.ancestors(g):
+                if a not in seen:
+                    raise ConfigError(
+                        f"initial group {g!r} needs its parent {a!r} in initial_groups too",
+                        key="initial_groups",
+                    )
+        for ex in cat.exclusions:
+            both = sorted(ex & seen)
+            if len(both) > 1:
+                raise ConfigError(
+                    f"initial_groups {both} are mutually exclusive", key="initial_groups"
+                )
+        widest = Principal(id="*", trust=self.ladder.levels[-1], scope=("*",))
+        view = compute_view(cat, widest, self.initial_state(), ladder=self.ladder, rules=self.rules)
+        problem = self._budget_problem(view)
+        if problem is not None:
+            raise ConfigError(f"initial_groups exceed the budget: {problem}", key="initial_groups")
+        self._validated_version = cat.version
+
+    def initial_state(self) -> SessionState:
+        return replace(EMPTY, active=frozenset(self.initial_groups))
+
+    # -- views and tokens --------------------------------------------------------------
+    def view(self, principal: Principal, state: SessionState) -> View:
+        return self.views.get(self.catalog, principal, state, self.ladder, self.rules)
+
+    def tool_tokens(self, tool: Tool) -> int:
+        cached = self._token_cache.get(tool.name)
+        if cached is not None and cached[0] is tool:
+            return cached[1]
+        n = self.token_counter.count(wire_text(tool.wire()))
+        self._token_cache[tool.name] = (tool, n)
+        return n
+
+    def view_tokens(self, view: View) -> int:
+        return sum(self.tool_tokens(t) for t in view.visible)
+
+    def _budget_problem(self, view: View, before: View | None = None) -> str | None:
+        count = len(view.visible)
+        if self.max_tools is not None and count > self.max_tools:
+            have = len(before.visible) if before is not None else 0
+            return (
+                f"{count} tools would be visible, over max_tools={self.max_tools} "
+                f"(the activation adds {count - have}; the budget leaves "
+                f"{max(self.max_tools - have, 0)})"
+            )
+        if self.max_tokens is not None:
+            tokens = self.view_tokens(view)
+            if tokens > self.max_tokens:
+                have = self.view_tokens(before) if before is not None else 0
+                return (
+                    f"{tokens} tokens would be visible ({self.token_counter.name}), over "
+                    f"max_tokens={self.max_tokens} (the activation adds {tokens - have}; "
+                    f"the budget leaves {max(self.max_tokens - have, 0)})"
+                )
+        return None
+
+    # -- sessions ----------------------------------------------------------------------
+    def session(self, key: str | None, principal: Principal | None = None) -> Session:
+        """A handle on one session's state. ``key=None`` is an ephemeral session: it
+        sees the initial state and records nothing (stateless protocol, catalog mode)."""
+        return Session(self, key, principal or self.default_principal)
+
+    async def close(self) -> None:
+        await self.store.close()
+        self.events.close()
+
+    # -- call helpers ------------------------------------------------------------------
+    def validate_arguments(self, tool: Tool, arguments: Mapping[str, Any]) -> str | None:
+        """A message describing why ``arguments`` don't fit the tool's input schema."""
+        import jsonschema
+
+        cached = self._validators.get(tool.name)
+        if cached is None or cached[0] is not tool:
+            cls = jsonschema.validators.validator_for(tool.input_schema)
+            cached = (tool, cls(tool.input_schema))
+            self._validators[tool.name] = cached
+        errors = sorted(cached[1].iter_errors(arguments), key=lambda e: list(e.path))
+        if not errors:
+            return None
+        parts = []
+        for e in errors[:5]:
+            where = "/".join(str(p) for p in e.absolute_path) or "(root)"
+            parts.append(f"{where}: {e.message}")
+        return f"Invalid arguments for tool {tool.name!r}: " + "; ".join(parts)
+
+    def hidden_error(self, s: Surfacing, stage: str) -> ToolgateError:
+        """The error for calling a tool that is not visible (``stage``: the current one)."""
+        if s.is_unknown_to_principal or self.hidden_tool_errors == "opaque":
+            return ToolNotFound(s.name)
+        tool = s.tool
+        assert tool is not None
+        if s.reason.startswith("stage-locked:"):
+            need = s.reason.removeprefix("stage-locked:").split(",")
+            return ToolHidden(
+                f"Tool {s.name!r} is only available in stage {' or '.join(map(repr, need))}; "
+                f"this session is in stage {stage!r}.",
+                tool=s.name,
+                reason=s.reason,
+                stages=need,
+                current_stage=stage,
+            )
+        if s.reason.startswith("group-inactive:"):
+            chains = []
+            for g in tool.groups:
+                chain = [*reversed(self.catalog.ancestors(g)), g]
+                chains.append(chain)
+            chain = min(chains, key=len)
+            return ToolHidden(
+                f"Tool {s.name!r} is not enabled. Enable group {chain[-1]!r} first"
+                + (f" (and its parents {chain[:-1]})" if len(chain) > 1 else "")
+                + ", then call it again.",
+                tool=s.name,
+                reason=s.reason,
+                groups=list(tool.groups),
+                enable=chain,
+            )
+        return ToolHidden(
+            f"Tool {s.name!r} is not available in the current state.",
+            tool=s.name,
+            reason=s.reason,
+        )
+
+
+class Session:
+    """One client's view of a ``ToolSet``: its state, its list, its calls."""
+
+    def __init__(self, toolset: ToolSet, key: str | None, principal: Principal) -> None:
+        self.toolset = toolset
+        self.key = key
+        self.principal = principal
+        toolset.ladder.check(principal.trust)
+
+    @property
+    def ephemeral(self) -> bool:
+        return self.key is None
+
+    def _emit(self, type_: str, **data: Any) -> None:
+        self.toolset.events.emit(type_, session=self.key, principal=self.principal.id, **data)
+
+    def _fresh(self, state: SessionState) -> SessionState:
+        """A brand-new session starts with the initial groups."""
+        if state.version == 0:
+            ts = self.toolset
+            ts.validate()
+            return replace(state, active=frozenset(ts.initial_groups))
+        return state
+
+    async def state(self) -> SessionState:
+        if self.key is None:
+            return self._fresh(EMPTY)
+        return self._fresh(await self.toolset.store.load(self.key))
+
+    async def view(self) -> View:
+        return self.toolset.view(self.principal, await self.state())
+
+    async def list_tools(self) -> tuple[Tool, ...]:
+        return (await self.view()).visible
+
+    async def explain(self) -> list[Surfacing]:
+        return (await self.view()).explain()
+
+    async def list_groups(self) -> list[GroupInfo]:
+        """Groups in this principal's scope, name-sorted (root is never listed)."""
+        view = await self.view()
+        return self.group_infos(view)
+
+    def group_infos(self, view: View) -> list[GroupInfo]:
+        cat = self.toolset.catalog
+        out = []
+        for name in sorted(cat.groups):
+            if not cat.group_in_scope(name, self.principal):
+                continue
+            g = cat.groups[name]
+            out.append(
+                GroupInfo(
+                    name=name,
+                    title=g.title,
+                    description=g.description,
+                    active=name in view.ctx.effective,
+                    parent=g.parent,
+                    tool_count=len(cat.tools_in(name)),
+                )
+            )
+        return out
+
+    def available_groups(self, view: View) -> list[str]:
+        """In-scope groups that are not active and whose parent is effectively active."""
+        cat = self.toolset.catalog
+        return [
+            name
+            for name, g in sorted(cat.groups.items())
+            if g.parent is not None
+            and g.parent in view.ctx.effective
+            and name not in view.ctx.state.active
+            and cat.group_in_scope(name, self.principal)
+        ]
+
+    # -- mutation --------------------------------------------------------------------
+    async def _mutate(
+        self, change: Callable[[SessionState], Awaitable[tuple[SessionState, R]]]
+    ) -> R:
+        if self.key is None:
+            _, result = await change(self._fresh(EMPTY))
+            return result
+
+        async def fresh_change(state: SessionState) -> tuple[SessionState, R]:
+            return await change(self._fresh(state))
+
+        return await self.toolset.store.mutate(self.key, fresh_change)
+
+    async def _run_hook(self, group: Group, action: str) -> None:
+        hook = group.on_activate if action == "activate" else group.on_deactivate
+        if hook is None:
+            return
+        await _maybe_await(hook(HookContext(group.name, self.key, self.principal, action)))
+
+    def _unknown_or_hidden(self, name: str) -> bool:
+        cat = self.toolset.catalog
+        return name not in cat.groups or not cat.group_in_scope(name, self.principal)
+
+    async def activate(self, names: Sequence[str]) -> ChangeResult:
+        """Enable groups. Parents are applied before children whatever the order given;
+        each group succeeds or fails on its own, and failures leave it unchanged."""
+        ts = self.toolset
+        cat = ts.catalog
+        requested = list(dict.fromkeys(names))
+
+        async def change(state: SessionState) -> tuple[SessionState, ChangeResult]:
+            before = ts.view(self.principal, state)
+            errors: list[GroupError] = []
+            enabled: list[str] = []
+            displaced_all: list[str] = []
+            valid = []
+            for n in requested:
+                if self._unknown_or_hidden(n):
+                    errors.append(GroupError(n, GroupNotFound.code, GroupNotFound(n).message))
+                else:
+                    valid.append(n)
+            valid.sort(key=lambda n: (cat.depth(n), n))
+            working = set(state.active)
+            current = state
+            for n in valid:
+                group = cat.groups[n]
+                if n in working:
+                    errors.append(
+                        GroupError(n, "already_active", f"Group {n!r} is already enabled")
+                    )
+                    continue
+                parent = group.parent
+                if parent is not None and not (
+                    parent in working and all(a in working for a in cat.ancestors(parent))
+                ):
+                    err = ParentInactive(n, parent)
+                    errors.append(GroupError(n, err.code, err.message))
+                    continue
+                displaced: list[str] = []
+                for peer in sorted(cat.exclusion_peers(n)):
+                    if peer in working:
+                        displaced.extend(d for d in cat.descendants(peer) if d in working)
+                        displaced.append(peer)
+                trial = replace(current, active=frozenset((working - set(displaced)) | {n}))
+                trial_view = ts.view(self.principal, trial)
+                problem = ts._budget_problem(trial_view, ts.view(self.principal, current))
+                if problem is not None:
+                    errors.append(
+                        GroupError(n, BudgetExceeded.code, f"Cannot enable group {n!r}: {problem}")
+                    )
+                    self._emit("budget.exceeded", group=n, detail=problem)
+                    continue
+                try:
+                    for d in displaced:
+                        await self._run_hook(cat.groups[d], "deactivate")
+                    await self._run_hook(group, "activate")
+                except Exception as exc:
+                    errors.append(
+                        GroupError(
+                            n, "hook_failed", f"Activation hook of group {n!r} failed: {exc}"
+                        )
+                    )
+                    continue
+                working = set(trial.active)
+                current = trial
+                enabled.append(n)
+                displaced_all.extend(displaced)
+            after = ts.view(self.principal, current)
+            result = ChangeResult(
+                "activate", tuple(enabled), tuple(displaced_all), tuple(errors), before, after
+            )
+            return current, result
+
+        result: ChangeResult = await self._mutate(change)
+        for g in result.changed:
+            self._emit("group.activated", group=g)
+        for g in result.also_disabled:
+            self._emit("group.deactivated", group=g, cause="exclusion")
+        self._emit_surfaced(result.before, result.after)
+        return result
+
+    async def deactivate(self, names: Sequence[str]) -> ChangeResult:
+        """Disable groups and, with them, their active descendants."""
+        ts = self.toolset
+        cat = ts.catalog
+        requested = list(dict.fromkeys(names))
+
+        async def change(state: SessionState) -> tuple[SessionState, ChangeResult]:
+            before = ts.view(self.principal, state)
+            errors: list[GroupError] = []
+            disabled: list[str] = []
+            cascaded: list[str] = []
+            working = set(state.active)
+            valid = []
+            for n in requested:
+                if self._unknown_or_hidden(n):
+                    errors.append(GroupError(n, GroupNotFound.code, GroupNotFound(n).message))
+                else:
+                    valid.append(n)
+            valid.sort(key=lambda n: (cat.depth(n), n))
+            for n in valid:
+                if n not in working:
+                    if n in cascaded:
+                        continue  # already turned off with its parent in this request
+                    errors.append(GroupError(n, "not_active", f"Group {n!r} is not enabled"))
+                    continue
+                below = [d for d in cat.descendants(n) if d in working]
+                below.sort(key=lambda d: -cat.depth(d))  # children first
+                try:
+                    for d in below:
+                        await self._run_hook(cat.groups[d], "deactivate")
+                    await self._run_hook(cat.groups[n], "deactivate")
+                except Exception as exc:
+                    errors.append(
+                        GroupError(
+                            n, "hook_failed", f"Deactivation hook of group {n!r} failed: {exc}"
+                        )
+                    )
+                    continue
+                working -= {n, *below}
+                disabled.append(n)
+                cascaded.extend(below)
+            new = replace(state, active=frozenset(working))
+            after = ts.view(self.principal, new)
+            return new, ChangeResult(
+                "deactivate", tuple(disabled), tuple(cascaded), tuple(errors), before, after
+            )
+
+        result: ChangeResult = await self._mutate(change)
+        for g in result.changed:
+            self._emit("group.deactivated", group=g)
+        for g in result.also_disabled:
+            self._emit("group.deactivated", group=g, cause="cascade")
+        self._emit_surfaced(result.before, result.after)
+        return result
+
+    def _emit_surfaced(self, before: View, after: View) -> None:
+        if not self.toolset.events.active:
+            return
+        for name in sorted(after.visible_names - before.visible_names):
+            self._emit("tool.surfaced", tool=name, state="enabled")
+        for name in sorted(before.visible_names - after.visible_names):
+            self._emit("tool.surfaced", tool=name, state="disabled")
+
+    async def mark(
+        self, *, described: Iterable[str] = (), revealed: Iterable[str] = ()
+    ) -> tuple[View, View]:
+        """Record tools as described (lazy descriptions) or revealed (search results)."""
+        ts = self.toolset
+        d, r = frozenset(described), frozenset(revealed)
+
+        async def change(state: SessionState) -> tuple[SessionState, tuple[View, View]]:
+            new = replace(state, described=state.described | d, revealed=state.revealed | r)
+            return new, (ts.view(self.principal, state), ts.view(self.principal, new))
+
+        before, after = await self._mutate(change)
+        self._emit_surfaced(before, after)
+        return before, after
+
+    async def set_stage(self, stage: str, *, trigger: str | None = None) -> bool:
+        """Move the session to ``stage``; returns whether its visible set changed."""
+        ts = self.toolset
+        ts.catalog.flow.check(stage, where="set_stage")
+
+        async def change(state: SessionState) -> tuple[SessionState, tuple[str, View, View]]:
+            old = ts.catalog.flow.current(state.stage)
+            new = replace(state, stage=stage)
+            return new, (old, ts.view(self.principal, state), ts.view(self.principal, new))
+
+        old, before, after = await self._mutate(change)
+        if old != stage:
+            self._emit("tool.progressed", **{"from": old, "to": stage, "trigger": trigger})
+            self._emit_surfaced(before, after)
+        return before.visible_names != after.visible_names
+
+    # -- dispatch ----------------------------------------------------------------------
+    async def check_call(self, name: str) -> tuple[Tool, View]:
+        """The view's verdict for calling ``name`` now; raises the error a client gets."""
+        view = await self.view()
+        s = view.surfacing(name)
+        if not s.visible:
+            self._emit("tool.executed", tool=name, outcome="blocked", reason=s.reason)
+            raise self.toolset.hidden_error(s, view.ctx.stage)
+        assert s.tool is not None
+        return s.tool, view
+
+    async def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        confirmer: Confirmer | None = None,
+        extras: Mapping[str, Any] | None = None,
+        handler: Callable[[Mapping[str, Any], CallContext], Any] | None = None,
+    ) -> CallOutcome:
+        """Run a visible tool. Access and discovery rules come from the view; then the
+        rate limit, the describe-before-call gate, confirmation and argument validation.
+        A successful call may move the session to its next stage."""
+        ts = self.toolset
+        tool, view = await self.check_call(name)
+        args: Mapping[str, Any] = arguments if arguments is not None else {}
+        if not isinstance(args, Mapping):
+            return self._refuse_args(name, "Arguments must be a JSON object")
+        policy = tool.policy
+        if policy.rate_limit is not None:
+            bucket = f"{self.principal.id}\x1f{name}"
+            retry = await ts.store.rate_check(
+                bucket, policy.rate_limit.max, policy.rate_limit.window_s
+            )
+            if retry is not None:
+                self._emit("tool.executed", tool=name, outcome="blocked", reason="rate-limited")
+                raise RateLimited(name, retry)
+        if (
+            ts.describe_before_call
+            and self.key is not None
+            and name not in view.ctx.state.described
+        ):
+            self._emit("tool.executed", tool=name, outcome="blocked", reason="description-required")
+            raise DescriptionRequired(
+                f"Tool {name!r} requires fetching its description before use.", tool=name
+            )
+        if policy.decision == "confirm":
+            await self._confirm(tool, args, confirmer)
+        problem = ts.validate_arguments(tool, args)
+        if problem is not None:
+            return self._refuse_args(name, problem)
+        run = handler or tool.handler
+        if run is None:
+            raise RegistrationError(f"Tool {name!r} has no handler", name=name)
+        ctx = CallContext(name, self.key, self.principal, extras or {})
+        try:
+            result = to_result(await _maybe_await(run(args, ctx)))
+        except ToolgateError:
+            raise
+        except Exception as exc:
+            self._emit("tool.executed", tool=name, outcome="error", reason=str(exc)[:200])
+            return CallOutcome(ToolResult.error(f"Tool {name!r} failed: {exc}"))
+        if result.is_error:
+            self._emit("tool.executed", tool=name, outcome="error", reason="tool reported error")
+            return CallOutcome(result)
+        self._emit("tool.executed", tool=name, outcome="success")
+        stage = view.ctx.stage
+        nxt = ts.catalog.flow.next_stage(stage, name, tool.next_stage)
+        if nxt is None or nxt == stage:
+            return CallOutcome(result)
+        changed = await self.set_stage(nxt, trigger=name)
+        return CallOutcome(result, stage_from=stage, stage_to=nxt, visible_changed=changed)
+
+    def _refuse_args(self, name: str, message: str) -> CallOutcome:
+        self._emit("tool.executed", tool=name, outcome="error", reason="invalid-arguments")
+        return CallOutcome(ToolResult.error(message))
+
+    async def _confirm(
+        self, tool: Tool, args: Mapping[str, Any], confirmer: Confirmer | None
+    ) -> None:
+        if confirmer is None:
+            self._emit("tool.executed", tool=tool.name, outcome="blocked", reason="no-confirmer")
+            raise ConfirmationRefused(
+                f"Tool {tool.name!r} needs a human's confirmation, and this client cannot "
+                "ask for it (no elicitation support). Nothing was run.",
+                tool=tool.name,
+            )
+        request = ConfirmRequest(
+            tool=tool.name,
+            arguments=dict(args),
+            principal=self.principal,
+            message=f"Allow {self.principal.id!r} to run {tool.name!r} with {dict(args)!r}?",
+        )
+        if not await confirmer.confirm(request):
+            self._emit("tool.executed", tool=tool.name, outcome="blocked", reason="declined")
+            raise ConfirmationRefused(
+                f"The user declined to run {tool.name!r}. Nothing was run.", tool=tool.name
+            )
