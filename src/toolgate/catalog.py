@@ -119,7 +119,8 @@ class Tool:
             object.__setattr__(self, "groups", (self.groups,))
         else:
             object.__setattr__(self, "groups", tuple(dict.fromkeys(self.groups)))
-        if self.stages is not None and not isinstance(self.stages, frozenset):
+        if self.stages is not None:
+            # "*" means every stage, whatever container it comes in (a frozenset too)
             stages = (self.stages,) if isinstance(self.stages, str) else tuple(self.stages)
             object.__setattr__(self, "stages", None if "*" in stages else frozenset(stages))
 
@@ -207,6 +208,7 @@ class Catalog:
         self._groups: dict[str, Group] = {}
         self._exclusions: list[frozenset[str]] = []
         self._reserved: dict[str, str] = {}
+        self._reserved_suffixes: dict[str, str] = {}
         self._flow = flow or Flow()
         self.version = 0
         self._index_version = -1
@@ -331,6 +333,31 @@ class Catalog:
 
     def release(self, owner: str) -> None:
         self._reserved = {n: o for n, o in self._reserved.items() if o != owner}
+        self._reserved_suffixes = {x: o for x, o in self._reserved_suffixes.items() if o != owner}
+
+    def reserve_group_suffixes(self, suffixes: Iterable[str], owner: str) -> None:
+        """Reserve ``<group><suffix>`` for every group, present and future (activators)."""
+        suffixes = list(suffixes)
+        for g in self._groups:
+            for x in suffixes:
+                if g + x in self._tools:
+                    raise RegistrationError(
+                        f"Meta-tool name {g + x!r} ({owner}) collides with a registered tool",
+                        name=g + x,
+                    )
+        for x in suffixes:
+            self._reserved_suffixes[x] = owner
+        self._changed()
+
+    def reserved_owner(self, name: str) -> str | None:
+        """Which meta-tool owns ``name``, if it is reserved."""
+        owner = self._reserved.get(name)
+        if owner is not None:
+            return owner
+        for x, o in self._reserved_suffixes.items():
+            if name.endswith(x) and name[: -len(x)] in self._groups:
+                return o
+        return None
 
     def set_flow(self, flow: Flow) -> None:
         for t in self._tools.values():
@@ -368,6 +395,13 @@ class Catalog:
                     name=g.name,
                 )
             wire_names[g.wire_name] = g.name
+            for x, owner in self._reserved_suffixes.items():
+                if g.name + x in self._tools:
+                    raise RegistrationError(
+                        f"Group {g.name!r} would make meta-tool {g.name + x!r} ({owner}) "
+                        "collide with a registered tool",
+                        name=g.name,
+                    )
             new[g.name] = g
         merged = {**self._groups, **new}
         for g in new.values():
@@ -414,6 +448,16 @@ class Catalog:
         for n in members:
             if n not in self._groups:
                 raise RegistrationError(f"Exclusion set names unknown group {n!r}", name=n)
+        for n in members:
+            # activating the child would displace its own ancestor: it could never be
+            # effectively active, so the set is a configuration mistake
+            for a in self.ancestors(n):
+                if a in members:
+                    raise RegistrationError(
+                        f"Exclusion set {sorted(set(members))} holds group {n!r} and its "
+                        f"ancestor {a!r}; a group cannot exclude its own ancestor",
+                        name=n,
+                    )
         self._exclusions.append(frozenset(members))
         self._changed()
 
@@ -431,7 +475,7 @@ class Catalog:
             if t.name in seen or (t.name in self._tools and not replace_existing):
                 raise RegistrationError(f"Duplicate tool {t.name!r}", name=t.name)
             seen.add(t.name)
-            owner = self._reserved.get(t.name)
+            owner = self.reserved_owner(t.name)
             if owner is not None:
                 raise RegistrationError(
                     f"Tool name {t.name!r} is reserved for the meta-tool {owner!r}; "

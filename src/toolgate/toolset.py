@@ -205,13 +205,27 @@ class ToolSet:
         """At most one of ``groups`` may be active in a session."""
         self.catalog.add_exclusion(groups)
 
+    def _check_policies(self, tools: Sequence[Tool]) -> None:
+        """A policy naming a trust level the ladder lacks is a configuration error
+        now, not a crash at the first listing."""
+        for t in tools:
+            if t.policy.min_trust is not None:
+                try:
+                    self.ladder.check(t.policy.min_trust)
+                except ConfigError as exc:
+                    raise ConfigError(
+                        f"Tool {t.name!r}: policy min_trust: {exc.message}", key="min_trust"
+                    ) from None
+
     def add_tool(self, tool: Tool) -> Tool:
+        self._check_policies([tool])
         self.catalog.add_tool(tool)
         self.events.emit("tool.registered", tool=tool.name, groups=list(tool.groups))
         return tool
 
     def add_tools(self, tools: Iterable[Tool]) -> None:
         batch = list(tools)
+        self._check_policies(batch)
         self.catalog.add_tools(batch)
         for t in batch:
             self.events.emit("tool.registered", tool=t.name, groups=list(t.groups))
@@ -301,7 +315,13 @@ class ToolSet:
     def view_tokens(self, view: View) -> int:
         return sum(self.tool_tokens(t) for t in view.visible)
 
+    @property
+    def has_budget(self) -> bool:
+        return self.max_tools is not None or self.max_tokens is not None
+
     def _budget_problem(self, view: View, before: View | None = None) -> str | None:
+        if not self.has_budget:
+            return None  # don't compute a view nobody will measure
         count = len(view.visible)
         if self.max_tools is not None and count > self.max_tools:
             have = len(before.visible) if before is not None else 0
@@ -322,10 +342,14 @@ class ToolSet:
         return None
 
     # -- sessions ----------------------------------------------------------------------
-    def session(self, key: str | None, principal: Principal | None = None) -> Session:
+    def session(
+        self, key: str | None, principal: Principal | None = None, *, all_groups: bool = False
+    ) -> Session:
         """A handle on one session's state. ``key=None`` is an ephemeral session: it
-        sees the initial state and records nothing (stateless protocol, catalog mode)."""
-        return Session(self, key, principal or self.default_principal)
+        sees the initial state and records nothing (stateless protocol, catalog mode).
+        ``all_groups=True`` treats every group as active (catalog and flat delivery:
+        discovery gating is not access control)."""
+        return Session(self, key, principal or self.default_principal, all_groups=all_groups)
 
     async def close(self) -> None:
         await self.store.close()
@@ -391,10 +415,13 @@ class ToolSet:
 class Session:
     """One client's view of a ``ToolSet``: its state, its list, its calls."""
 
-    def __init__(self, toolset: ToolSet, key: str | None, principal: Principal) -> None:
+    def __init__(
+        self, toolset: ToolSet, key: str | None, principal: Principal, *, all_groups: bool = False
+    ) -> None:
         self.toolset = toolset
         self.key = key
         self.principal = principal
+        self.all_groups = all_groups
         toolset.ladder.check(principal.trust)
 
     @property
@@ -413,9 +440,11 @@ class Session:
         return state
 
     async def state(self) -> SessionState:
-        if self.key is None:
-            return self._fresh(EMPTY)
-        return self._fresh(await self.toolset.store.load(self.key))
+        state = EMPTY if self.key is None else await self.toolset.store.load(self.key)
+        state = self._fresh(state)
+        if self.all_groups:
+            state = replace(state, active=frozenset(self.toolset.catalog.groups))
+        return state
 
     async def view(self) -> View:
         return self.toolset.view(self.principal, await self.state())
@@ -520,14 +549,30 @@ class Session:
                     err = ParentInactive(n, parent)
                     errors.append(GroupError(n, err.code, err.message))
                     continue
+                peers = cat.exclusion_peers(n)
+                rival = sorted(peers & set(enabled))
+                if rival:
+                    # both named in one request: the first stays, the later is refused
+                    errors.append(
+                        GroupError(
+                            n,
+                            "mutually_exclusive",
+                            f"Cannot enable group {n!r} together with {rival[0]!r} in one "
+                            "request: they are mutually exclusive",
+                        )
+                    )
+                    continue
                 displaced: list[str] = []
-                for peer in sorted(cat.exclusion_peers(n)):
+                for peer in sorted(peers):
                     if peer in working:
                         displaced.extend(d for d in cat.descendants(peer) if d in working)
                         displaced.append(peer)
                 trial = replace(current, active=frozenset((working - set(displaced)) | {n}))
-                trial_view = ts.view(self.principal, trial)
-                problem = ts._budget_problem(trial_view, ts.view(self.principal, current))
+                problem = None
+                if ts.has_budget:
+                    problem = ts._budget_problem(
+                        ts.view(self.principal, trial), ts.view(self.principal, current)
+                    )
                 if problem is not None:
                     errors.append(
                         GroupError(n, BudgetExceeded.code, f"Cannot enable group {n!r}: {problem}")
@@ -660,13 +705,18 @@ class Session:
     # -- dispatch ----------------------------------------------------------------------
     async def check_call(self, name: str) -> tuple[Tool, View]:
         """The view's verdict for calling ``name`` now; raises the error a client gets."""
-        view = await self.view()
+        tool, view, _ = await self._check_call(name)
+        return tool, view
+
+    async def _check_call(self, name: str) -> tuple[Tool, View, SessionState]:
+        state = await self.state()
+        view = self.toolset.view(self.principal, state)
         s = view.surfacing(name)
         if not s.visible:
             self._emit("tool.executed", tool=name, outcome="blocked", reason=s.reason)
             raise self.toolset.hidden_error(s, view.ctx.stage)
         assert s.tool is not None
-        return s.tool, view
+        return s.tool, view, state
 
     async def call(
         self,
@@ -681,10 +731,14 @@ class Session:
         rate limit, the describe-before-call gate, confirmation and argument validation.
         A successful call may move the session to its next stage."""
         ts = self.toolset
-        tool, view = await self.check_call(name)
+        tool, view, state = await self._check_call(name)
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         if not isinstance(args, Mapping):
             return self._refuse_args(name, "Arguments must be a JSON object")
+        # arguments first: a malformed call neither spends a rate-limit slot nor asks a human
+        problem = ts.validate_arguments(tool, args)
+        if problem is not None:
+            return self._refuse_args(name, problem)
         policy = tool.policy
         if policy.rate_limit is not None:
             bucket = f"{self.principal.id}\x1f{name}"
@@ -697,7 +751,8 @@ class Session:
         if (
             ts.describe_before_call
             and self.key is not None
-            and name not in view.ctx.state.described
+            # the session's own state: a cached view may carry an older ``described``
+            and name not in state.described
         ):
             self._emit("tool.executed", tool=name, outcome="blocked", reason="description-required")
             raise DescriptionRequired(
@@ -705,9 +760,6 @@ class Session:
             )
         if policy.decision == "confirm":
             await self._confirm(tool, args, confirmer)
-        problem = ts.validate_arguments(tool, args)
-        if problem is not None:
-            return self._refuse_args(name, problem)
         run = handler or tool.handler
         if run is None:
             raise RegistrationError(f"Tool {name!r} has no handler", name=name)

@@ -1,0 +1,332 @@
+"""What every delivery strategy shares: requests, replies, meta-tools, add-ons.
+
+A strategy turns a session's view into what a client sees — a list of tool
+definitions and the results of calls — as plain dicts. Adapters translate those to
+MCP types. Delivery layer: imports the core, never ``mcp`` or ``fastmcp``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from toolgate.catalog import CallContext, Tool, ToolResult
+from toolgate.errors import InvalidArguments, ToolgateError
+from toolgate.policy import Confirmer
+from toolgate.toolset import CallOutcome, ChangeResult, Session, ToolSet
+
+LEGACY = "2025-11-25"
+STATELESS = "2026-07-28"
+GROUPS_EXTENSION = "io.modelcontextprotocol/groups"
+MAX_GROUPS_PER_REQUEST = 64
+
+ToolHandler = Callable[[Mapping[str, Any], CallContext], Any]
+
+
+def is_stateless(protocol: str | None) -> bool:
+    """Protocol revisions from 2026-07-28 on have no sessions."""
+    return protocol is not None and protocol >= STATELESS
+
+
+@dataclass(frozen=True)
+class Request:
+    """One client request as a strategy sees it."""
+
+    session: Session
+    protocol: str | None = None
+    extensions: frozenset[str] = frozenset()
+    confirmer: Confirmer | None = None
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def stateless(self) -> bool:
+        return is_stateless(self.protocol)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A call's result and whether the caller's tool list changed because of it."""
+
+    result: ToolResult
+    list_changed: bool = False
+
+
+@dataclass(frozen=True)
+class MetaNames:
+    """Configurable meta-tool names (a collision with a real tool is a registration error)."""
+
+    enable_tools: str = "enable_tools"
+    disable_tools: str = "disable_tools"
+    list_groups: str = "list_groups"
+    call_tool: str = "call_tool"
+    get_group: str = "get_group"
+    search_tools: str = "search_tools"
+    search_tools_regex: str = "search_tools_regex"
+    describe_tools: str = "describe_tools"
+
+
+MetaRun = Callable[[Request, Mapping[str, Any]], Awaitable[Reply]]
+
+
+@dataclass(frozen=True)
+class MetaTool:
+    """A toolgate-provided tool. Its description never changes with state."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    run: MetaRun
+    annotations: Mapping[str, Any] | None = None
+
+    def wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": dict(self.input_schema),
+        }
+        if self.annotations:
+            out["annotations"] = dict(self.annotations)
+        return out
+
+
+def structured(data: Mapping[str, Any], *, is_error: bool = False) -> ToolResult:
+    """A meta-tool result: structured content plus the same JSON as text."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return ToolResult(
+        content=({"type": "text", "text": text},), structured=dict(data), is_error=is_error
+    )
+
+
+def error_result(message: str, **details: Any) -> ToolResult:
+    return structured({"error": message, **details}, is_error=True)
+
+
+def group_names_arg(arguments: Mapping[str, Any], key: str = "groups") -> list[str]:
+    """Validate a meta-tool's list-of-group-names argument (raises InvalidArguments)."""
+    if not isinstance(arguments, Mapping):
+        raise InvalidArguments("Arguments must be a JSON object")
+    extra = sorted(set(arguments) - {key})
+    if extra:
+        raise InvalidArguments(f"Unexpected argument(s): {', '.join(extra)}; expected only {key!r}")
+    if key not in arguments:
+        raise InvalidArguments(f"Missing required argument {key!r}: a list of group names")
+    value = arguments[key]
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidArguments(
+            f'{key!r} must be a list of group names, like ["issues"], not {type(value).__name__}'
+        )
+    if not value:
+        raise InvalidArguments(f"{key!r} must name at least one group")
+    if len(value) > MAX_GROUPS_PER_REQUEST:
+        raise InvalidArguments(
+            f"{key!r} names {len(value)} groups; at most {MAX_GROUPS_PER_REQUEST} per request"
+        )
+    for item in value:
+        if not isinstance(item, str) or not item or len(item) > 128:
+            raise InvalidArguments(
+                f"{key!r} must contain non-empty group-name strings; got {item!r}"
+            )
+    return list(value)
+
+
+def tool_name_arg(arguments: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """Validate ``call_tool``'s ``name`` and ``arguments``."""
+    if not isinstance(arguments, Mapping):
+        raise InvalidArguments("Arguments must be a JSON object")
+    extra = sorted(set(arguments) - {"name", "arguments"})
+    if extra:
+        raise InvalidArguments(f"Unexpected argument(s): {', '.join(extra)}")
+    name = arguments.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidArguments("'name' must be the name of a tool (a non-empty string)")
+    args = arguments.get("arguments", {})
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        raise InvalidArguments("'arguments' must be a JSON object of the tool's arguments")
+    return name, args
+
+
+GROUPS_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "groups": {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "description": "Names of the groups, as list_groups shows them.",
+        }
+    },
+    "required": ["groups"],
+    "additionalProperties": False,
+}
+EMPTY_OBJECT: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {},
+    "additionalProperties": False,
+}
+CALL_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "The tool to run."},
+        "arguments": {"type": "object", "description": "The tool's arguments."},
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+READ_ONLY = {"readOnlyHint": True, "idempotentHint": True}
+
+
+class Addon:
+    """Extends any strategy with meta-tools, list transforms and resources (lazy
+    descriptions, search). Override what you need; every default does nothing."""
+
+    def reserved_names(self) -> list[str]:
+        return []
+
+    def meta_tools(self, strategy: Strategy) -> list[MetaTool]:
+        return []
+
+    def transform(self, wire: dict[str, Any], tool: Tool, request: Request) -> dict[str, Any]:
+        return wire
+
+    async def list_resources(self, request: Request) -> list[dict[str, Any]]:
+        return []
+
+    async def read_resource(self, request: Request, uri: str) -> str | None:
+        """The resource's text, or None when this add-on doesn't serve ``uri``."""
+        return None
+
+
+class Strategy:
+    """How a view reaches a client. Subclasses set ``name`` and override what differs."""
+
+    name: ClassVar[str] = "base"
+    open_groups: ClassVar[bool] = False  # every group counts as active (no gating)
+    can_change_list: ClassVar[bool] = False  # tools/list varies with this session's actions
+
+    def __init__(
+        self,
+        toolset: ToolSet,
+        *,
+        names: MetaNames | None = None,
+        addons: Sequence[Addon] = (),
+    ) -> None:
+        self.toolset = toolset
+        self.names = names or MetaNames()
+        self.addons = tuple(addons)
+        self._meta: dict[str, MetaTool] = {}
+        for m in self.base_meta_tools():
+            self._meta[m.name] = m
+        for addon in self.addons:
+            for m in addon.meta_tools(self):
+                self._meta[m.name] = m
+
+    # -- what subclasses provide -----------------------------------------------------
+    def base_meta_tools(self) -> list[MetaTool]:
+        return []
+
+    def reserved_names(self) -> list[str]:
+        names = list(self._meta)
+        for addon in self.addons:
+            names += addon.reserved_names()
+        return sorted(set(names))
+
+    def listed_meta(self, request: Request, view_groups: Any = None) -> list[MetaTool]:
+        """Meta-tools shown in ``tools/list`` for this request."""
+        return list(self._meta.values())
+
+    def meta_tool(self, name: str) -> MetaTool | None:
+        return self._meta.get(name)
+
+    # -- what adapters call ----------------------------------------------------------
+    async def list_tools(self, request: Request) -> list[dict[str, Any]]:
+        """Every listed tool definition, name-sorted."""
+        view = await request.session.view()
+        out = [m.wire() for m in self.listed_meta(request, view)]
+        for tool in view.visible:
+            wire = tool.wire()
+            for addon in self.addons:
+                wire = addon.transform(wire, tool, request)
+            out.append(wire)
+        out.sort(key=lambda w: w["name"])
+        return out
+
+    async def call_tool(
+        self,
+        request: Request,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        handler: ToolHandler | None = None,
+    ) -> Reply:
+        """Run a meta-tool or a catalog tool. Errors a client must see as JSON-RPC errors
+        (unknown tool) are raised as ``ToolgateError``; the rest are error results."""
+        meta = self.meta_tool(name)
+        if meta is not None and self.toolset.catalog.tool(name) is None:
+            try:
+                return await meta.run(request, arguments or {})
+            except InvalidArguments as exc:
+                return Reply(error_result(exc.message))
+        outcome = await request.session.call(
+            name,
+            arguments,
+            confirmer=request.confirmer,
+            extras=request.extras,
+            handler=handler,
+        )
+        return self.reply_for_call(outcome)
+
+    def reply_for_call(self, outcome: CallOutcome) -> Reply:
+        return Reply(outcome.result, self.can_change_list and outcome.visible_changed)
+
+    # -- shared meta-tool bodies -----------------------------------------------------
+    def _list_groups_tool(self) -> MetaTool:
+        async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
+            if arguments:
+                raise InvalidArguments("list_groups takes no arguments")
+            groups = await request.session.list_groups()
+            return Reply(structured({"groups": [g.to_dict() for g in groups]}))
+
+        return MetaTool(
+            self.names.list_groups,
+            "List the tool groups you can enable: name, title, description, whether it "
+            "is active, its parent group and how many tools it holds.",
+            EMPTY_OBJECT,
+            run,
+            READ_ONLY,
+        )
+
+    def _call_tool_tool(self) -> MetaTool:
+        async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
+            name, args = tool_name_arg(arguments)
+            if self.meta_tool(name) is not None and self.toolset.catalog.tool(name) is None:
+                return Reply(error_result(f"call_tool runs catalog tools, not {name!r}"))
+            try:
+                outcome = await request.session.call(
+                    name, args, confirmer=request.confirmer, extras=request.extras
+                )
+            except ToolgateError as exc:
+                return Reply(error_result(exc.message, code=exc.code, **exc.details))
+            return self.reply_for_call(outcome)
+
+        return MetaTool(
+            self.names.call_tool,
+            "Run any tool you are allowed to use by name, with its arguments. Use it for "
+            "tools you found through groups or search that are not in your tool list.",
+            CALL_SCHEMA,
+            run,
+        )
+
+    def menu_result(self, result: ChangeResult, request: Request) -> dict[str, Any]:
+        """The wags-shaped result of ``enable_tools`` plus the new tools' definitions."""
+        session = request.session
+        return {
+            "enabled": list(result.changed),
+            "enabled_groups": list(result.active_groups),
+            "available_tools": sorted(result.after.visible_names),
+            "available_groups": session.available_groups(result.after),
+            "errors": [e.message for e in result.errors],
+            "tools": [t.wire() for t in result.newly_visible],
+        }

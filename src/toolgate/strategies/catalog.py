@@ -1,0 +1,120 @@
+"""``catalog``: a fixed tool list and meta-tools to browse the rest (stateless).
+
+``tools/list`` never varies with activation: the initial view plus ``list_groups``,
+``get_group`` and ``call_tool``; ``enable_tools`` stays as an alias that returns the
+menu fields and records nothing. Any accessible tool runs, through ``call_tool`` or a
+direct call: discovery gating is not access control. Delivery layer: no MCP imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from toolgate.errors import GroupNotFound, InvalidArguments
+from toolgate.strategies.base import (
+    GROUPS_SCHEMA,
+    READ_ONLY,
+    MetaTool,
+    Reply,
+    Request,
+    Strategy,
+    error_result,
+    group_names_arg,
+    structured,
+)
+from toolgate.toolset import Session
+from toolgate.view import View
+
+GET_GROUP_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "description": "A group name from list_groups."}},
+    "required": ["name"],
+    "additionalProperties": False,
+}
+
+
+def group_contents(session: Session, view: View, name: str) -> dict[str, Any]:
+    """A group's instructions, the full definitions of its tools the principal may run
+    now, and its child groups in scope. Raises ``GroupNotFound`` (unknown or out of scope)."""
+    cat = session.toolset.catalog
+    if name not in cat.groups or not cat.group_in_scope(name, session.principal):
+        raise GroupNotFound(name)
+    g = cat.groups[name]
+    tools = [view.surfacing(t) for t in cat.tools_in(name)]
+    children = [
+        cat.groups[c] for c in cat.children(name) if cat.group_in_scope(c, session.principal)
+    ]
+    out: dict[str, Any] = {"name": g.name, "description": g.description}
+    if g.title is not None:
+        out["title"] = g.title
+    if g.instructions is not None:
+        out["instructions"] = g.instructions
+    out["tools"] = [s.tool.wire() for s in tools if s.visible and s.tool is not None]
+    out["groups"] = [
+        {"name": c.name, "description": c.description, **({"title": c.title} if c.title else {})}
+        for c in children
+    ]
+    return out
+
+
+class CatalogStrategy(Strategy):
+    name = "catalog"
+    open_groups = True
+
+    def base_meta_tools(self) -> list[MetaTool]:
+        return [
+            self._list_groups_tool(),
+            self._get_group_tool(),
+            self._call_tool_tool(),
+            self._enable_alias_tool(),
+        ]
+
+    async def list_tools(self, request: Request) -> list[dict[str, Any]]:
+        # The listed tools are the initial view, whatever this session has opened.
+        listed_session = request.session.toolset.session(None, request.session.principal)
+        listed = Request(listed_session, request.protocol, request.extensions)
+        return await super().list_tools(listed)
+
+    def _get_group_tool(self) -> MetaTool:
+        async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
+            if not isinstance(arguments, Mapping) or set(arguments) != {"name"}:
+                raise InvalidArguments("get_group takes exactly one argument, 'name'")
+            name = arguments["name"]
+            if not isinstance(name, str) or not name:
+                raise InvalidArguments("'name' must be a group name (a non-empty string)")
+            view = await request.session.view()
+            try:
+                return Reply(structured(group_contents(request.session, view, name)))
+            except GroupNotFound as exc:
+                return Reply(error_result(exc.message, code=exc.code))
+
+        return MetaTool(
+            self.names.get_group,
+            "Get one tool group: its instructions, the full definitions of its tools and "
+            "its child groups. Run those tools with call_tool (or directly by name).",
+            GET_GROUP_SCHEMA,
+            run,
+            READ_ONLY,
+        )
+
+    def _enable_alias_tool(self) -> MetaTool:
+        async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
+            groups = group_names_arg(arguments)
+            principal = request.session.principal
+            # Nothing is recorded: an ephemeral session computes what enabling would show.
+            trial = request.session.toolset.session(None, principal)
+            result = await trial.activate(groups)
+            data = self.menu_result(result, Request(trial, request.protocol))
+            nothing = not result.changed
+            return Reply(structured(data, is_error=nothing and bool(result.errors)))
+
+        return MetaTool(
+            self.names.enable_tools,
+            "Show the tools of one or more groups with their full definitions. On this "
+            "server every tool you may use can be called directly or through call_tool; "
+            "nothing needs enabling.",
+            GROUPS_SCHEMA,
+            run,
+            READ_ONLY,
+        )

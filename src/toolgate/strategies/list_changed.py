@@ -1,0 +1,164 @@
+"""``list_changed``: the tool list follows activation, and the client is told.
+
+``tools/list`` shows root tools, meta-tools and the tools of effectively active
+groups. Two meta-tool styles: ``menu`` (wags: ``enable_tools`` / ``disable_tools``)
+and ``activators`` (tmcp: ``<group>.activate`` / ``<group>.deactivate``). Both add
+``list_groups`` and the ``call_tool`` dispatcher. Delivery layer: no MCP imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from toolgate.errors import ConfigError
+from toolgate.strategies.base import (
+    EMPTY_OBJECT,
+    GROUPS_SCHEMA,
+    Addon,
+    MetaNames,
+    MetaTool,
+    Reply,
+    Request,
+    Strategy,
+    group_names_arg,
+    structured,
+)
+from toolgate.toolset import ChangeResult, ToolSet
+from toolgate.view import View
+
+MetaStyle = Literal["menu", "activators"]
+
+
+class ListChangedStrategy(Strategy):
+    name = "list_changed"
+    can_change_list = True
+
+    def __init__(
+        self,
+        toolset: ToolSet,
+        *,
+        style: MetaStyle = "menu",
+        names: MetaNames | None = None,
+        addons: Sequence[Addon] = (),
+    ) -> None:
+        if style not in ("menu", "activators"):
+            raise ConfigError(f"meta_tools must be 'menu' or 'activators', got {style!r}")
+        self.style = style
+        self.sep = toolset.separator
+        super().__init__(toolset, names=names, addons=addons)
+
+    def base_meta_tools(self) -> list[MetaTool]:
+        tools = [self._list_groups_tool(), self._call_tool_tool()]
+        if self.style == "menu":
+            tools += [self._enable_tool(), self._disable_tool()]
+        return tools
+
+    def activator_suffixes(self) -> list[str]:
+        return (
+            [f"{self.sep}activate", f"{self.sep}deactivate"] if self.style == "activators" else []
+        )
+
+    # -- activators --------------------------------------------------------------------
+    def _activator(self, name: str) -> tuple[str, str] | None:
+        """``(group, action)`` when ``name`` is an activator of an existing group."""
+        if self.style != "activators":
+            return None
+        for action in ("activate", "deactivate"):
+            suffix = f"{self.sep}{action}"
+            if name.endswith(suffix) and name[: -len(suffix)] in self.toolset.catalog.groups:
+                return name[: -len(suffix)], action
+        return None
+
+    def _activator_tool(self, group: str, action: str) -> MetaTool:
+        g = self.toolset.catalog.groups[group]
+        verb = "Enable" if action == "activate" else "Disable"
+        what = g.description or g.title or group
+
+        async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
+            if arguments:
+                return Reply(structured({"error": f"{verb} takes no arguments"}, is_error=True))
+            session = request.session
+            if action == "activate":
+                result = await session.activate([group])
+            else:
+                result = await session.deactivate([group])
+            return self._change_reply(result, request)
+
+        return MetaTool(
+            f"{group}{self.sep}{action}",
+            f"{verb} the {group!r} tools: {what}",
+            EMPTY_OBJECT,
+            run,
+        )
+
+    def listed_meta(self, request: Request, view: Any = None) -> list[MetaTool]:
+        metas = super().listed_meta(request, view)
+        if self.style != "activators" or not isinstance(view, View):
+            return metas
+        cat = self.toolset.catalog
+        principal = request.session.principal
+        active = view.ctx.state.active
+        for g in sorted(cat.groups):
+            if not cat.group_in_scope(g, principal):
+                continue
+            group = cat.groups[g]
+            if g in view.ctx.effective:
+                if group.show_deactivator:
+                    metas.append(self._activator_tool(g, "deactivate"))
+            elif g not in active and (group.parent is None or group.parent in view.ctx.effective):
+                metas.append(self._activator_tool(g, "activate"))
+        return metas
+
+    def meta_tool(self, name: str) -> MetaTool | None:
+        found = super().meta_tool(name)
+        if found is not None:
+            return found
+        activator = self._activator(name)
+        if activator is None:
+            return None
+        return self._activator_tool(*activator)
+
+    # -- menu ----------------------------------------------------------------------------
+    def _change_reply(self, result: ChangeResult, request: Request) -> Reply:
+        if result.action == "activate":
+            data = self.menu_result(result, request)
+        else:
+            data = {
+                "disabled": list(result.changed),
+                "enabled_groups": list(result.active_groups),
+                "available_tools": sorted(result.after.visible_names),
+                "errors": [e.message for e in result.errors],
+            }
+        nothing = not result.changed and not result.also_disabled
+        return Reply(
+            structured(data, is_error=nothing and bool(result.errors)),
+            list_changed=result.visible_changed,
+        )
+
+    def _enable_tool(self) -> MetaTool:
+        async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
+            groups = group_names_arg(arguments)
+            return self._change_reply(await request.session.activate(groups), request)
+
+        return MetaTool(
+            self.names.enable_tools,
+            "Enable one or more tool groups (see list_groups). Their tools join your tool "
+            "list; the result also carries their full definitions. A child group needs its "
+            "parent enabled first or in the same call.",
+            GROUPS_SCHEMA,
+            run,
+        )
+
+    def _disable_tool(self) -> MetaTool:
+        async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
+            groups = group_names_arg(arguments)
+            return self._change_reply(await request.session.deactivate(groups), request)
+
+        return MetaTool(
+            self.names.disable_tools,
+            "Disable tool groups you no longer need (their child groups are disabled too), "
+            "to keep your tool list short.",
+            GROUPS_SCHEMA,
+            run,
+        )
