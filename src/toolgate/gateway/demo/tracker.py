@@ -855,6 +855,7 @@ def build_server(db_path: str | Path) -> FastMCP:
                         "SELECT body FROM tracker_comments WHERE issue_id = ?", (row["id"],)
                     )
                 )
+                # The title appears twice so that title hits weigh double in the score.
                 text = f"{row['title']} {row['title']} {row['body']} {comments}".lower()
                 if all(word in text for word in words):
                     score = sum(text.count(word) for word in words)
