@@ -17,5 +17,5 @@ if [ ! -f "$stamp" ] || ! grep -qx -- "$want" "$stamp"; then
     else
         .venv/bin/python -m pip install --quiet -e ".[all]"
     fi
-    echo "$want" > "$stamp"
+    echo "$want" >> "$stamp"
 fi

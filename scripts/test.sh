@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: virtualenv, dependencies, a redis-server
+# from Debian's packages, then lint, format, types, import layers and pytest.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/bootstrap.sh dev
+
+need_pkgs=()
+command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server)
+if [ "${#need_pkgs[@]}" -gt 0 ]; then
+    echo "installing ${need_pkgs[*]} from Debian's packages"
+    if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+export PATH="$root/.venv/bin:$PATH"
+echo "== ruff check";        ruff check src tests benchmarks examples
+echo "== ruff format";       ruff format --check src tests benchmarks examples
+echo "== mypy --strict src"; mypy --strict src
+echo "== import layers";     lint-imports
+echo "== pytest";            python -m pytest -q -p no:cacheprovider "$@"

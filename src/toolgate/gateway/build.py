@@ -1,0 +1,283 @@
+"""From a gateway config and the backends' tool lists to one toolgate catalog.
+
+Resolves tool patterns (``glob`` on exposed names, ``server:glob`` on a backend's own
+names), applies prefixes, groups, ``always``, policies and stages, and checks what
+``toolgate check`` reports: unknown groups, patterns that match nothing, duplicates
+across backends, unknown stages and trust levels. Edge layer; no MCP imports here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
+
+from toolgate.catalog import ALWAYS, BY_GROUP, Group, Handler, Tool
+from toolgate.errors import ConfigError, RegistrationError, ToolgateError
+from toolgate.events import EventBus
+from toolgate.flow import Flow
+from toolgate.gateway.config import GatewayConfig, PolicyConfig
+from toolgate.policy import Policy, Principal, RateLimit, TrustLadder
+from toolgate.state.base import StateStore, open_store
+from toolgate.toolset import ToolSet
+
+
+@dataclass(frozen=True)
+class BackendTool:
+    """One tool as a backend lists it, and the name the gateway exposes it under."""
+
+    server: str
+    name: str  # the backend's own name
+    exposed: str
+    wire: Mapping[str, Any]
+
+
+@dataclass
+class BuildReport:
+    """What building found: hard errors (``check`` fails) and warnings."""
+
+    errors: list[ConfigError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def fail(self, key: str, message: str) -> None:
+        self.errors.append(ConfigError(f"{key}: {message}", key=key))
+
+
+def exposed_tools(
+    cfg: GatewayConfig, listed: Mapping[str, Sequence[Mapping[str, Any]]], report: BuildReport
+) -> list[BackendTool]:
+    """Each backend tool with its exposed name; duplicates across backends are errors."""
+    sep = cfg.toolgate.separator
+    out: list[BackendTool] = []
+    owner: dict[str, str] = {}
+    for server in sorted(listed):
+        spec = cfg.mcp_servers.get(server)
+        prefix = spec.prefix if spec is not None else None
+        for wire in listed[server]:
+            name = str(wire["name"])
+            exposed = f"{prefix}{sep}{name}" if prefix else name
+            if exposed in owner:
+                report.fail(
+                    f"mcpServers.{server}",
+                    f"tool {exposed!r} is offered by both {owner[exposed]!r} and {server!r}; "
+                    f'give one of them a "prefix"',
+                )
+                continue
+            owner[exposed] = server
+            out.append(BackendTool(server, name, exposed, wire))
+    return out
+
+
+def match(
+    pattern: str, tools: Sequence[BackendTool], servers: Sequence[str]
+) -> list[BackendTool] | None:
+    """Tools a pattern names; None when it names an unknown server."""
+    if ":" in pattern:
+        server, glob = pattern.split(":", 1)
+        if server not in servers:
+            return None
+        return [t for t in tools if t.server == server and fnmatchcase(t.name, glob)]
+    return [t for t in tools if fnmatchcase(t.exposed, pattern)]
+
+
+def _resolve(
+    pattern: str,
+    key: str,
+    tools: Sequence[BackendTool],
+    cfg: GatewayConfig,
+    report: BuildReport,
+    live: set[str],
+) -> list[BackendTool]:
+    found = match(pattern, tools, list(cfg.mcp_servers))
+    if found is None:
+        report.fail(key, f"pattern {pattern!r} names unknown server {pattern.split(':')[0]!r}")
+        return []
+    if not found:
+        server = pattern.split(":", 1)[0] if ":" in pattern else None
+        if server is not None and server not in live:
+            report.warnings.append(f"{key}: {pattern!r} matches nothing while {server!r} is down")
+        else:
+            report.fail(key, f"pattern {pattern!r} matches no tool")
+    return found
+
+
+def _policy(p: PolicyConfig, key: str, ladder: TrustLadder, report: BuildReport) -> Policy | None:
+    if p.min_trust is not None:
+        try:
+            ladder.check(p.min_trust)
+        except ConfigError as exc:
+            report.fail(f"{key}.min_trust", exc.message)
+            return None
+    rate = RateLimit(p.rate_limit.max, p.rate_limit.window_s) if p.rate_limit else None
+    return Policy(
+        min_trust=p.min_trust,
+        allowed_classes=tuple(p.allowed_classes),
+        decision=p.decision,
+        rate_limit=rate,
+    )
+
+
+def principal_from(
+    cfg_principal: Any, ladder: TrustLadder, key: str, *, authenticated: bool
+) -> Principal:
+    try:
+        ladder.check(cfg_principal.trust)
+    except ConfigError as exc:
+        raise ConfigError(f"{key}.trust: {exc.message}", key=f"{key}.trust") from None
+    return Principal(
+        id=cfg_principal.id,
+        trust=cfg_principal.trust,
+        agent_class=cfg_principal.agent_class,
+        scope=tuple(cfg_principal.scope),
+        attributes=dict(cfg_principal.attributes),
+        authenticated=authenticated,
+    )
+
+
+def build_toolset(
+    cfg: GatewayConfig,
+    listed: Mapping[str, Sequence[Mapping[str, Any]]],
+    handler_for: Callable[[BackendTool], Handler],
+    *,
+    live: set[str] | None = None,
+    store: StateStore | None = None,
+    events: EventBus | None = None,
+    report: BuildReport | None = None,
+) -> tuple[ToolSet, BuildReport]:
+    """Build the catalog. Problems are collected in the report; the first one is raised
+    as ``ConfigError`` only when it leaves no sensible catalog (callers decide)."""
+    tg = cfg.toolgate
+    report = report or BuildReport()
+    live = set(listed) if live is None else live
+    ladder = TrustLadder(tuple(tg.identity.trust_levels))
+    flow = Flow()
+    if tg.stages is not None:
+        try:
+            flow = Flow.from_mapping(
+                {
+                    "initial": tg.stages.initial,
+                    "stages": [s.model_dump() for s in tg.stages.stages],
+                }
+            )
+        except ConfigError as exc:
+            report.fail("toolgate.stages", exc.message)
+    default = principal_from(
+        tg.identity.default, ladder, "toolgate.identity.default", authenticated=False
+    )
+    for digest, who in tg.identity.tokens.items():
+        try:
+            principal_from(who, ladder, f"toolgate.identity.tokens.{digest[:12]}", authenticated=True)
+        except ConfigError as exc:
+            report.errors.append(exc)
+    toolset = ToolSet(
+        "toolgate-gateway",
+        store=store or open_store(tg.store, idle_ttl=tg.idle_ttl),
+        flow=flow,
+        trust_levels=tuple(tg.identity.trust_levels),
+        initial_groups=tuple(tg.initial_groups),
+        max_tools=tg.max_tools,
+        max_tokens=tg.max_tokens,
+        hidden_tool_errors=tg.hidden_tool_errors,
+        page_size=tg.page_size,
+        separator=tg.separator,
+        default_principal=default,
+        events=events,
+    )
+    # groups
+    groups = [
+        Group(
+            name=name,
+            description=g.description,
+            title=g.title,
+            parent=g.parent,
+            instructions=g.instructions,
+            show_deactivator=g.show_deactivator,
+        )
+        for name, g in tg.groups.items()
+    ]
+    try:
+        toolset.add_groups(groups)
+    except RegistrationError as exc:
+        report.fail("toolgate.groups", exc.message)
+    for i, ex in enumerate(tg.exclusive):
+        try:
+            toolset.exclusive(*ex)
+        except RegistrationError as exc:
+            report.fail(f"toolgate.exclusive[{i}]", exc.message)
+    tools = exposed_tools(cfg, listed, report)
+    membership: dict[str, list[str]] = {t.exposed: [] for t in tools}
+    for name, g in tg.groups.items():
+        for i, pattern in enumerate(g.tools):
+            for t in _resolve(
+                pattern, f"toolgate.groups.{name}.tools[{i}]", tools, cfg, report, live
+            ):
+                if name not in membership[t.exposed]:
+                    membership[t.exposed].append(name)
+    always: set[str] = set()
+    for i, pattern in enumerate(tg.always):
+        always.update(
+            t.exposed for t in _resolve(pattern, f"toolgate.always[{i}]", tools, cfg, report, live)
+        )
+    policies: dict[str, Policy] = {}
+    for i, p in enumerate(tg.policies):
+        key = f"toolgate.policies[{i}]"
+        policy = _policy(p, key, ladder, report)
+        if policy is None:
+            continue
+        for j, pattern in enumerate(p.tools):
+            for t in _resolve(pattern, f"{key}.tools[{j}]", tools, cfg, report, live):
+                policies[t.exposed] = policy
+    stages: dict[str, frozenset[str]] = {}
+    if tg.stages is not None:
+        for pattern, names in tg.stages.tool_stages.items():
+            key = f"toolgate.stages.tool_stages.{pattern}"
+            bad = [n for n in names if not flow.has(n) and n != "*"]
+            if bad:
+                report.fail(
+                    key, f"unknown stage {bad[0]!r}; known: {', '.join(sorted(flow.names))}"
+                )
+                continue
+            for t in _resolve(pattern, key, tools, cfg, report, live):
+                stages[t.exposed] = frozenset(names)
+        for s in tg.stages.stages:
+            for tr in s.transitions:
+                if not any(t.exposed == tr.on for t in tools) and live == set(cfg.mcp_servers):
+                    report.fail(
+                        f"toolgate.stages.stages.{s.name}.transitions",
+                        f"transition on unknown tool {tr.on!r}",
+                    )
+    known_groups = set(toolset.catalog.groups)
+    built = []
+    for t in tools:
+        wire = t.wire
+        schema = wire.get("inputSchema") or {"type": "object", "properties": {}}
+        annotations = wire.get("annotations")
+        built.append(
+            Tool(
+                name=t.exposed,
+                description=str(wire.get("description") or ""),
+                handler=handler_for(t),
+                input_schema=schema,
+                title=wire.get("title"),
+                output_schema=wire.get("outputSchema"),
+                annotations=annotations,
+                groups=tuple(g for g in membership[t.exposed] if g in known_groups),
+                visibility=ALWAYS if t.exposed in always else BY_GROUP,
+                policy=policies.get(t.exposed, Policy()),
+                stages=stages.get(t.exposed),
+                meta=wire.get("_meta"),
+                source=t.server,
+            )
+        )
+    for tool in built:
+        try:
+            toolset.add_tool(tool)
+        except ToolgateError as exc:
+            report.fail(f"mcpServers.{tool.source}", exc.message)
+            continue
+    try:
+        toolset.validate()
+    except ConfigError as exc:
+        report.fail(exc.details.get("key", "toolgate"), exc.message)
+    return toolset, report
