@@ -27,14 +27,26 @@ BEGIN, END = "<!-- search-eval:begin -->", "<!-- search-eval:end -->"
 DEPTH = 10  # results asked of every engine; MRR is MRR@10
 
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from results_md import write_section  # noqa: E402
 
 from toolgate.catalog import Catalog, Tool  # noqa: E402
 from toolgate.search import SearchIndex  # noqa: E402
 
 Ranker = Callable[[str], Sequence[str]]
+
+
+def write_section(path: Path, begin: str, end: str, body: str) -> None:
+    """Replace only the text between ``begin`` and ``end`` (other sections are others').
+
+    The file is re-read right before writing, so concurrent edits elsewhere survive.
+    """
+    block = f"{begin}\n{body}\n{end}"
+    text = path.read_text("utf-8") if path.exists() else "# Benchmark results\n"
+    start, stop = text.find(begin), text.find(end)
+    if start != -1 and stop > start:
+        text = text[:start] + block + text[stop + len(end) :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, "utf-8")
 
 
 def mcp_name(name: str) -> str:
@@ -139,7 +151,9 @@ def main() -> None:
     rows = {label: evaluate(rank, queries) for label, rank in rankers.items()}
     md = table(rows, len(tools), len(queries))
     print(md)
-    gain = rows["toolgate SearchIndex"]["recall@5"] - rows["FastMCP BM25SearchTransform"]["recall@5"]
+    gain = (
+        rows["toolgate SearchIndex"]["recall@5"] - rows["FastMCP BM25SearchTransform"]["recall@5"]
+    )
     print(f"\ntoolgate recall@5 - FastMCP BM25 recall@5 = {100 * gain:+.1f} points")
     if not args.no_write and args.limit_queries is None:
         write_section(RESULTS, BEGIN, END, md)

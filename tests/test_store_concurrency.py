@@ -8,6 +8,7 @@ compare-and-set alone, so those races are run for real here.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import textwrap
@@ -22,18 +23,24 @@ from toolgate.state import MemoryStore, SessionState, StateStore
 from toolgate.state.redis import RedisStore
 from toolgate.state.sqlite import SqliteStore
 
+SLOW = 15.0
+# Two writers hammering ONE key: the base class's CAS loop backs off with jitter after a
+# lost race, so its default attempt budget must carry every write. No update may be lost.
+RACE_ATTEMPTS = 200
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StateStore]:
+    # Thousands of calls are queued at once here, and each one's timeout counts its wait
+    # for a connection or the file; these tests are about lost updates, not latency.
     built: StateStore
     if request.param == "memory":
-        built = MemoryStore()
+        built = MemoryStore(timeout=SLOW)
     elif request.param == "sqlite":
-        built = SqliteStore(path=str(tmp_path / "state.db"))
+        built = SqliteStore(path=str(tmp_path / "state.db"), timeout=SLOW)
     else:
-        built = RedisStore(url=request.getfixturevalue("redis_url"))
+        built = RedisStore(url=request.getfixturevalue("redis_url"), timeout=SLOW)
     yield built
     await built.close()
 
@@ -93,6 +100,7 @@ WORKER = textwrap.dedent(
     from toolgate.state.sqlite import SqliteStore
 
     path, name, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    RACE_ATTEMPTS = int(sys.argv[5])
 
     def adding(group):
         async def change(state):
@@ -104,7 +112,7 @@ WORKER = textwrap.dedent(
         while not go.exists():
             time.sleep(0.001)
         for index in range(count):
-            await store.mutate("shared", adding(f"{name}-{index}"), max_attempts=1000)
+            await store.mutate("shared", adding(f"{name}-{index}"), max_attempts=RACE_ATTEMPTS)
         await store.close()
 
     asyncio.run(main())
@@ -117,8 +125,17 @@ async def test_two_processes_on_one_sqlite_file_lose_no_update(tmp_path: Path) -
     SqliteStore(path=str(path))  # create the schema before the race starts
     workers = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(path), name, str(per_process), str(go)],
-            env={"PYTHONPATH": str(SRC)},
+            [
+                sys.executable,
+                "-c",
+                WORKER,
+                str(path),
+                name,
+                str(per_process),
+                str(go),
+                str(RACE_ATTEMPTS),
+            ],
+            env={**os.environ, "PYTHONPATH": str(SRC)},
             stderr=subprocess.PIPE,
         )
         for name in ("left", "right")
@@ -139,11 +156,13 @@ async def test_two_processes_on_one_sqlite_file_lose_no_update(tmp_path: Path) -
 
 
 async def test_two_redis_replicas_racing_on_one_key_lose_no_update(redis_url: str) -> None:
-    replicas = [RedisStore(url=redis_url), RedisStore(url=redis_url)]
+    replicas = [RedisStore(url=redis_url, timeout=SLOW), RedisStore(url=redis_url, timeout=SLOW)]
     try:
         await asyncio.gather(
             *(
-                replicas[index % 2].mutate("shared", adding(f"group-{index:03d}"), max_attempts=200)
+                replicas[index % 2].mutate(
+                    "shared", adding(f"group-{index:03d}"), max_attempts=RACE_ATTEMPTS
+                )
                 for index in range(200)
             )
         )
@@ -157,7 +176,7 @@ async def test_two_redis_replicas_racing_on_one_key_lose_no_update(redis_url: st
 
 
 async def test_a_rate_limit_counts_globally_across_redis_replicas(redis_url: str) -> None:
-    replicas = [RedisStore(url=redis_url), RedisStore(url=redis_url)]
+    replicas = [RedisStore(url=redis_url, timeout=SLOW), RedisStore(url=redis_url, timeout=SLOW)]
     try:
         results = await asyncio.gather(
             *(replicas[index % 2].rate_check("alice:deploy", 10, 60.0) for index in range(40))

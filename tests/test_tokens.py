@@ -90,7 +90,10 @@ def test_encoding_spec_is_read_from_tiktoken_without_downloading() -> None:
     assert spec.file_name == "o200k_base.tiktoken"
     assert spec.cache_name == O200K_CACHE_NAME
     assert encoding_spec("cl100k_base").cache_name == CL100K_CACHE_NAME
-    assert spec.constructor_args["special_tokens"] == {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+    assert spec.constructor_args["special_tokens"] == {
+        "<|endoftext|>": 199999,
+        "<|endofprompt|>": 200018,
+    }
 
 
 def test_tokenizer_dir_env_var_supplies_the_vocabulary(

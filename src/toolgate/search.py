@@ -8,9 +8,12 @@ Access is the caller's: ``allowed(name)`` filters every result. Core: no MCP imp
 
 from __future__ import annotations
 
+import importlib
+import math
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,140 +36,16 @@ FIELD_WEIGHTS: Mapping[str, int] = {
 # A general English stop list: function words, pronouns and auxiliaries that say
 # nothing about what a tool does ("Can you help me ...", "How do I ...").
 STOP_WORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "myself",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-        "please",
-        "want",
-        "need",
-        "like",
-        "let",
-        "get",
-    ]
+    """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves please want need let
+    """.split()  # noqa: SIM905 -- a word list reads better as words
 )
 
 _RUN = re.compile(r"[^\W_]+")  # letters and digits; "_", "-", ".", "&", ... separate
@@ -181,8 +60,10 @@ def name_parts(text: str) -> list[str]:
     """
     out: list[str] = []
     for run in _RUN.findall(text):
-        parts = _PART.findall(run) if run.isascii() else []
-        out.extend(p.lower() for p in parts) if parts else out.append(run.lower())
+        if (run.isalpha() and run.islower()) or run.isdigit() or not run.isascii():
+            out.append(run.lower())
+        else:
+            out.extend(p.lower() for p in _PART.findall(run))
     return out
 
 
@@ -194,11 +75,12 @@ def words(text: str) -> list[str]:
     """
     out: list[str] = []
     for run in _RUN.findall(text):
-        lower = run.lower()
-        parts = [p.lower() for p in _PART.findall(run)] if run.isascii() else []
-        out.append(lower)
+        out.append(run.lower())
+        if (run.isalpha() and run.islower()) or run.isdigit() or not run.isascii():
+            continue
+        parts = _PART.findall(run)
         if len(parts) > 1:
-            out.extend(parts)
+            out.extend(p.lower() for p in parts)
     return out
 
 
@@ -215,14 +97,27 @@ class Analyzer:
 
     def __init__(self, stop_words: Iterable[str] = STOP_WORDS) -> None:
         try:
-            import Stemmer
+            stemmer_module = importlib.import_module("Stemmer")  # PyStemmer ships no types
         except ImportError as exc:
             raise ConfigError(
                 "Tool search needs the 'search' extra: pip install 'toolgate[search]'"
             ) from exc
-        self._stemmer: Any = Stemmer.Stemmer("english")
+        self._stemmer: Any = stemmer_module.Stemmer("english")
         self._stop = frozenset(stop_words)
         self._stems: dict[str, str] = {}
+        # Catalogs repeat texts (argument docs, group text per member): analyse each once.
+        self._texts: dict[tuple[bool, str], list[str]] = {}
+
+    def text_terms(self, text: str, *, name: bool = False) -> list[str]:
+        """Index terms of ``text``; ``name=True`` splits it as an identifier."""
+        key = (name, text)
+        cached = self._texts.get(key)
+        if cached is None:
+            if len(self._texts) >= 100_000:
+                self._texts.clear()
+            cached = self.terms(name_parts(text) if name else words(text))
+            self._texts[key] = cached
+        return cached
 
     def terms(self, tokens: Iterable[str]) -> list[str]:
         kept = [t for t in tokens if t not in self._stop]
@@ -259,20 +154,98 @@ def schema_text(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     return names, descriptions
 
 
-def tool_fields(tool: Tool, groups: Iterable[Group]) -> dict[str, list[str]]:
-    """The raw tokens of each searchable field of ``tool`` (before stop words/stems)."""
+def tool_fields(tool: Tool, groups: Iterable[Group]) -> dict[str, list[tuple[str, bool]]]:
+    """Each searchable field of ``tool`` as ``(text, is_identifier)`` pieces."""
     arg_names, arg_descriptions = schema_text(tool.input_schema)
-    group_tokens: list[str] = []
+    group_texts: list[tuple[str, bool]] = []
     for g in groups:
-        group_tokens += name_parts(g.name) + words(g.title or "") + words(g.description)
+        group_texts += [(g.name, True), (g.title or "", False), (g.description, False)]
     return {
-        "name": name_parts(tool.name),
-        "title": words(tool.title or ""),
-        "description": words(tool.description),
-        "arguments": [p for n in arg_names for p in name_parts(n)]
-        + [w for d in arg_descriptions for w in words(d)],
-        "groups": group_tokens,
+        "name": [(tool.name, True)],
+        "title": [(tool.title or "", False)],
+        "description": [(tool.description, False)],
+        "arguments": [(n, True) for n in arg_names] + [(d, False) for d in arg_descriptions],
+        "groups": group_texts,
     }
+
+
+class Postings:
+    """An inverted index scored with BM25 (Okapi, Lucene's idf), updated one doc at a time.
+
+    Documents live in slots; adding or removing one touches only its own terms, so a
+    catalog change costs what changed, not the catalog size. Scoring reads the posting
+    arrays of the query's terms only.
+    """
+
+    def __init__(self, np: Any, k1: float, b: float) -> None:
+        self._np = np
+        self.k1, self.b = k1, b
+        self._postings: dict[str, dict[int, int]] = {}  # term -> {slot: term frequency}
+        self._arrays: dict[str, tuple[Any, Any]] = {}  # term -> (slots, tfs), built lazily
+        self._terms: dict[int, Counter[str]] = {}
+        self._lengths = np.zeros(64)
+        self._free: list[int] = []
+        self._next = 0
+        self._total = 0
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    @property
+    def capacity(self) -> int:
+        return self._next
+
+    def add(self, terms: list[str]) -> int:
+        slot = self._free.pop() if self._free else self._next
+        if slot == self._next:
+            self._next += 1
+            if self._next > len(self._lengths):
+                self._lengths = self._np.concatenate([self._lengths, self._np.zeros(self._next)])
+        counts = Counter(terms)
+        for term, tf in counts.items():
+            self._postings.setdefault(term, {})[slot] = tf
+            self._arrays.pop(term, None)
+        self._terms[slot] = counts
+        self._lengths[slot] = len(terms)
+        self._total += len(terms)
+        return slot
+
+    def remove(self, slot: int) -> None:
+        counts = self._terms.pop(slot)
+        for term in counts:
+            posting = self._postings[term]
+            del posting[slot]
+            if not posting:
+                del self._postings[term]
+            self._arrays.pop(term, None)
+        self._total -= int(self._lengths[slot])
+        self._lengths[slot] = 0
+        self._free.append(slot)
+
+    def scores(self, terms: list[str]) -> Any:
+        """BM25 score of every slot for ``terms`` (a repeated term counts again)."""
+        np = self._np
+        out = np.zeros(self._next)
+        n = len(self._terms)
+        if not n:
+            return out
+        norm = self.k1 * (1 - self.b + self.b * self._lengths[: self._next] * n / self._total)
+        for term in terms:
+            arrays = self._arrays.get(term)
+            if arrays is None:
+                posting = self._postings.get(term)
+                if posting is None:
+                    continue
+                arrays = (
+                    np.fromiter(posting.keys(), dtype=np.int64, count=len(posting)),
+                    np.fromiter(posting.values(), dtype=np.float64, count=len(posting)),
+                )
+                self._arrays[term] = arrays
+            slots, tfs = arrays
+            df = len(slots)
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            out[slots] += idf * tfs * (self.k1 + 1) / (tfs + norm[slots])
+        return out
 
 
 class SearchIndex:
@@ -280,10 +253,10 @@ class SearchIndex:
 
     >>> index = SearchIndex(catalog)
     >>> index.search("open a pull request", limit=3, allowed=view.is_accessible)
-    [SearchHit(name='create_pull_request', score=7.1), ...]
+    [SearchHit(name='create_pull_request', score=...), ...]
 
-    Meta-tools are not indexed. On each search the index compares the catalog's version
-    with its own and re-analyses only the tools (or tool groups) that changed.
+    On each search the index compares the catalog's version with its own and
+    re-analyses only the tools whose definition or groups changed.
     """
 
     def __init__(
@@ -291,30 +264,26 @@ class SearchIndex:
         catalog: Catalog,
         *,
         field_weights: Mapping[str, int] = FIELD_WEIGHTS,
-        k1: float = 1.5,
+        k1: float = 1.2,
         b: float = 0.75,
     ) -> None:
         try:
-            import bm25s
             import numpy
         except ImportError as exc:
             raise ConfigError(
                 "Tool search needs the 'search' extra: pip install 'toolgate[search]'"
             ) from exc
-        self._bm25s: Any = bm25s
         self._np: Any = numpy
         self.catalog = catalog
         self.analyzer = Analyzer()
         self._weights = dict(field_weights)
-        self._k1 = k1
-        self._b = b
         self._lock = threading.Lock()
         self._version = -1
-        # name -> (tool, its groups, index terms); tool and groups compared by identity
-        self._docs: dict[str, tuple[Tool, tuple[Group, ...], list[str]]] = {}
-        self._names: list[str] = []
-        self._retriever: Any = None
-        self._vocab: dict[str, int] = {}
+        self._postings = Postings(numpy, k1, b)
+        # name -> (tool, its groups, slot); tool and groups are compared by identity
+        self._docs: dict[str, tuple[Tool, tuple[Group, ...], int]] = {}
+        self._slot_names: list[str] = []
+        self._name_rank: Any = numpy.zeros(0, dtype=numpy.int64)  # slot -> rank by name
         self.reanalysed = 0  # tools re-analysed by the last refresh (for tests and stats)
 
     # -- index maintenance -----------------------------------------------------------
@@ -326,54 +295,48 @@ class SearchIndex:
             version = self.catalog.version
             tools = self.catalog.tools
             group_of = self.catalog.groups
-            docs: dict[str, tuple[Tool, tuple[Group, ...], list[str]]] = {}
+            postings = self._postings
+            for name in [n for n in self._docs if n not in tools]:
+                postings.remove(self._docs.pop(name)[2])
             reanalysed = 0
-            for name in sorted(tools):
-                tool = tools[name]
-                if tool.is_meta:
-                    continue
+            for name, tool in tools.items():
                 groups = tuple(group_of[g] for g in tool.groups if g in group_of)
                 old = self._docs.get(name)
-                if old is not None and old[0] is tool and _same(old[1], groups):
-                    docs[name] = old
-                    continue
-                docs[name] = (tool, groups, self._document(tool, groups))
+                if old is not None:
+                    if old[0] is tool and _same(old[1], groups):
+                        continue
+                    postings.remove(old[2])
+                slot = postings.add(self._document(tool, groups))
+                self._docs[name] = (tool, groups, slot)
                 reanalysed += 1
-            self._docs = docs
-            self._names = list(docs)
-            self._build()
+            self._reorder()
             self.reanalysed = reanalysed
             self._version = version
 
+    def _reorder(self) -> None:
+        """Slot -> name and slot -> rank of the name, for results and name-ordered ties."""
+        np = self._np
+        names = [""] * self._postings.capacity
+        rank = np.full(self._postings.capacity, len(self._docs), dtype=np.int64)
+        for i, name in enumerate(sorted(self._docs)):
+            slot = self._docs[name][2]
+            names[slot] = name
+            rank[slot] = i
+        self._slot_names, self._name_rank = names, rank
+
     def _document(self, tool: Tool, groups: tuple[Group, ...]) -> list[str]:
         terms: list[str] = []
-        for field, tokens in tool_fields(tool, groups).items():
-            terms += self.analyzer.terms(tokens) * self._weights.get(field, 1)
+        for field, pieces in tool_fields(tool, groups).items():
+            weight = self._weights.get(field, 1)
+            for text, is_name in pieces:
+                terms += self.analyzer.text_terms(text, name=is_name) * weight
         return terms
-
-    def _build(self) -> None:
-        if not self._names:
-            self._retriever, self._vocab = None, {}
-            return
-        retriever = self._bm25s.BM25(k1=self._k1, b=self._b, method="lucene")
-        corpus = [doc[2] or [""] for doc in self._docs.values()]
-        retriever.index(corpus, show_progress=False)
-        self._retriever, self._vocab = retriever, retriever.vocab_dict
 
     def __len__(self) -> int:
         self.refresh()
-        return len(self._names)
+        return len(self._docs)
 
     # -- querying --------------------------------------------------------------------
-    def scores(self, query: str) -> dict[str, float]:
-        """Every indexed tool with a positive BM25 score for ``query`` (no filtering)."""
-        self.refresh()
-        ids = self._term_ids(query)
-        if not ids:
-            return {}
-        scores = self._retriever.get_scores(ids)
-        return {self._names[i]: float(scores[i]) for i in self._np.flatnonzero(scores > 0)}
-
     def search(
         self,
         query: str,
@@ -388,28 +351,20 @@ class SearchIndex:
             raise InvalidArguments("Search query must be a non-empty string", query=query)
         _check_limit(limit)
         self.refresh()
-        with self._lock:
-            retriever, names = self._retriever, self._names
-            ids = self._term_ids(query)
-        if not ids:
-            return []
         np = self._np
-        scores = retriever.get_scores(ids)
-        hits = np.flatnonzero(scores > 0)  # ascending index == ascending name
-        # argsort is stable, so equal scores keep name order
-        ranked = hits[np.argsort(-scores[hits], kind="stable")]
+        with self._lock:
+            scores = self._postings.scores(self.analyzer.query_terms(query))
+            names, rank = self._slot_names, self._name_rank
+        hits = np.flatnonzero(scores > 0)
+        ranked = hits[np.lexsort((rank[hits], -scores[hits]))]
         out: list[SearchHit] = []
-        for i in ranked:
-            name = names[i]
+        for slot in ranked:
+            name = names[slot]
             if allowed is None or allowed(name):
-                out.append(SearchHit(name, round(float(scores[i]), 6)))
+                out.append(SearchHit(name, round(float(scores[slot]), 6)))
                 if len(out) == limit:
                     break
         return out
-
-    def _term_ids(self, query: str) -> list[int]:
-        vocab = self._vocab
-        return [vocab[t] for t in self.analyzer.query_terms(query) if t in vocab]
 
     def search_regex(
         self,
@@ -436,8 +391,10 @@ class SearchIndex:
                 f"Invalid regular expression {pattern!r}: {exc}", pattern=pattern
             ) from exc
         self.refresh()
-        scored: list[tuple[float, str]] = []
-        for tool in self._tools():
+        with self._lock:
+            tools = [doc[0] for doc in self._docs.values()]
+        scored: list[tuple[int, str]] = []
+        for tool in tools:
             score = (
                 3 * bool(regex.search(tool.name))
                 + 2 * bool(tool.title and regex.search(tool.title))
@@ -447,11 +404,6 @@ class SearchIndex:
                 scored.append((-score, tool.name))
         scored.sort()
         return [SearchHit(name, float(-neg)) for neg, name in scored[:limit]]
-
-    def _tools(self) -> Iterator[Tool]:
-        with self._lock:
-            docs = list(self._docs.values())
-        return (doc[0] for doc in docs)
 
 
 def _same(a: tuple[Group, ...], b: tuple[Group, ...]) -> bool:

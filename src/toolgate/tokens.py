@@ -263,24 +263,22 @@ def estimate_tokens(
     12
     """
     counter = counter if counter is not None else best_counter()
-    per_tool = []
+    rows: list[tuple[str, int, int]] = []  # (name, characters, tokens)
     for wire in wires:
         text = wire_text(wire)
-        per_tool.append(
-            {"name": str(wire["name"]), "characters": len(text), "tokens": counter.count(text)}
-        )
-    per_tool.sort(key=lambda row: row["name"])
+        rows.append((str(wire["name"]), len(text), counter.count(text)))
+    rows.sort()
     per_group: dict[str, dict[str, int]] = {}
-    for row in per_tool:
-        for group in (groups_of or {}).get(row["name"], ()):
+    for name, _, tokens in rows:
+        for group in (groups_of or {}).get(name, ()):
             entry = per_group.setdefault(group, {"tools": 0, "tokens": 0})
             entry["tools"] += 1
-            entry["tokens"] += row["tokens"]
-    median = statistics.median(row["tokens"] for row in per_tool) if per_tool else 0
+            entry["tokens"] += tokens
+    median = statistics.median(tokens for _, _, tokens in rows) if rows else 0
     return {
-        "total": sum(row["tokens"] for row in per_tool),
+        "total": sum(tokens for _, _, tokens in rows),
         "tokenizer": counter.name,
-        "per_tool": per_tool,
+        "per_tool": [{"name": n, "characters": c, "tokens": t} for n, c, t in rows],
         "per_group": dict(sorted(per_group.items())),
-        "outliers": [r["name"] for r in per_tool if r["tokens"] > OUTLIER_FACTOR * median],
+        "outliers": [name for name, _, tokens in rows if tokens > OUTLIER_FACTOR * median],
     }

@@ -67,21 +67,18 @@ class RedisServer:
         """Start (or restart, on the same port) and return once it answers PING."""
         if self.running:
             return
+        options = {
+            "--save": "",
+            "--appendonly": "no",
+            "--port": str(self.port),
+            "--bind": "127.0.0.1",
+            "--dir": str(self.directory),
+            "--databases": str(DATABASES),
+        }
+        command = [self.binary, *itertools.chain.from_iterable(options.items())]
         log_path = self.directory / "redis.log"
         with log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    self.binary,
-                    "--save", "",
-                    "--appendonly", "no",
-                    "--port", str(self.port),
-                    "--bind", "127.0.0.1",
-                    "--dir", str(self.directory),
-                    "--databases", str(DATABASES),
-                ],  # fmt: skip
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

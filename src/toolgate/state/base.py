@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
 import weakref
 from collections.abc import Awaitable, Callable
@@ -118,7 +119,8 @@ class StateStore:
         return 0
 
     async def session_count(self) -> int:
-        """How many live sessions the store holds (for dashboards and benchmarks)."""
+        """How many sessions the store holds, idle ones included until they are swept
+        or expire (for dashboards and benchmarks)."""
         raise NotImplementedError
 
     async def close(self) -> None:
@@ -141,22 +143,25 @@ class StateStore:
         change: Callable[[SessionState], Awaitable[tuple[SessionState, T]]],
         *,
         max_attempts: int = 20,
+        baseline: Callable[[SessionState], SessionState] | None = None,
     ) -> T:
         """Atomically apply ``change`` to the session's state and return its result.
 
         In-process callers on one key run one at a time; a concurrent writer elsewhere
         (another replica) makes the compare-and-set fail, and the change is re-run on
-        the fresh state. Keys never block each other. An unchanged state is not written.
+        the fresh state. Keys never block each other. An unchanged state is not written;
+        ``baseline(stored)`` is what "unchanged" compares against (default: the stored
+        state itself; a session with initial groups compares against those).
         """
         lock = self._locks.get(key)
         if lock is None:
             lock = asyncio.Lock()
             self._locks[key] = lock
         async with lock:
-            for _ in range(max_attempts):
+            for attempt in range(max_attempts):
                 current = await self.load(key)
                 new, result = await change(current)
-                if new.same_content(current):
+                if new.same_content(baseline(current) if baseline is not None else current):
                     if current.version > 0:
                         await self._touch(key, current)
                     return result
@@ -171,6 +176,7 @@ class StateStore:
                     raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
                 if ok:
                     return result
+                await asyncio.sleep(random.uniform(0, min(0.05, 0.0005 * 2 ** min(attempt, 7))))
             raise StoreUnavailable(f"Session {key!r} is changing too fast; retry the request.")
 
     async def _touch(self, key: str, state: SessionState) -> None:
@@ -183,12 +189,16 @@ class StateStore:
                 self.compare_and_set(key, state.version, replace(state, touched_at=now)),
                 self.timeout,
             )
+        except StoreUnavailable:
+            raise
         except Exception as exc:
             raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
 
     async def rate_check(self, bucket: str, limit: int, window_s: float) -> float | None:
         try:
             return await asyncio.wait_for(self.rate_hit(bucket, limit, window_s), self.timeout)
+        except StoreUnavailable:
+            raise
         except Exception as exc:
             raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
 
@@ -200,15 +210,14 @@ def open_store(url: str, *, idle_ttl: float = 3600.0, **options: Any) -> StateSt
 
         return MemoryStore(idle_ttl=idle_ttl, **options)
     if url.startswith("sqlite://"):
-        from toolgate.state.sqlite import SqliteStore  # type: ignore[import-not-found,unused-ignore]
+        from toolgate.state.sqlite import SqliteStore
 
+        # sqlite:///abs/path -> /abs/path ; sqlite://rel/path -> rel/path
         path = url.removeprefix("sqlite://")
-        if path.startswith("/") and not path.startswith("//"):
-            path = path[1:] if path.startswith("/./") else path
         store: StateStore = SqliteStore(path=path, idle_ttl=idle_ttl, **options)
         return store
     if url.startswith(("redis://", "rediss://", "unix://")):
-        from toolgate.state.redis import RedisStore  # type: ignore[import-not-found,unused-ignore]
+        from toolgate.state.redis import RedisStore
 
         redis_store: StateStore = RedisStore(url=url, idle_ttl=idle_ttl, **options)
         return redis_store

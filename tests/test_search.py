@@ -1,0 +1,306 @@
+"""Tool search: name-part analysis, BM25 ranking over all searchable fields, deterministic
+ties, access filtering, following catalog changes, the regex variant and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolgate.catalog import Catalog, Group, Tool
+from toolgate.errors import InvalidArguments, ToolgateError
+from toolgate.search import SearchHit, SearchIndex, name_parts, schema_text, words
+
+
+def schema(**props: dict[str, object]) -> dict[str, object]:
+    return {"type": "object", "properties": props}
+
+
+def small_catalog() -> Catalog:
+    catalog = Catalog()
+    catalog.add_groups(
+        [
+            Group("code", "Source code: files, branches and commits"),
+            Group("issues", "Bug reports and feature requests", title="Issue tracker"),
+            Group("billing", "Invoices and payments"),
+        ]
+    )
+    catalog.add_tools(
+        [
+            Tool(
+                "get_file_contents",
+                "Read a file from a repository.",
+                groups=("code",),
+                input_schema=schema(path={"type": "string", "description": "Path in the repo"}),
+            ),
+            Tool("create_branch", "Create a new branch from a commit.", groups=("code",)),
+            Tool(
+                "create_issue",
+                "Open a new issue.",
+                groups=("issues",),
+                input_schema=schema(labels={"type": "array", "description": "Labels to apply"}),
+            ),
+            Tool("listIssueComments", "Comments on an issue, oldest first.", groups=("issues",)),
+            Tool("send_invoice", "Email an invoice to a customer.", groups=("billing",)),
+            Tool("refund", "Give money back.", title="Refund a payment", groups=("billing",)),
+            Tool("ping", "Check that the server answers."),
+        ]
+    )
+    return catalog
+
+
+@pytest.fixture
+def catalog() -> Catalog:
+    return small_catalog()
+
+
+@pytest.fixture
+def index(catalog: Catalog) -> SearchIndex:
+    return SearchIndex(catalog)
+
+
+def names(hits: list[SearchHit]) -> list[str]:
+    return [h.name for h in hits]
+
+
+# -- analysis ----------------------------------------------------------------------------
+
+
+def test_name_parts_split_snake_kebab_camel_dots_and_digits() -> None:
+    assert name_parts("get_file_contents") == ["get", "file", "contents"]
+    assert name_parts("list-pull-requests") == ["list", "pull", "requests"]
+    assert name_parts("listIssueComments") == ["list", "issue", "comments"]
+    assert name_parts("github.repos.get") == ["github", "repos", "get"]
+    assert name_parts("getHTTPResponse2xx") == ["get", "http", "response", "2", "xx"]
+    assert name_parts("PDF&URLTool") == ["pdf", "url", "tool"]
+    assert name_parts("AI2sql") == ["ai", "2", "sql"]
+
+
+def test_free_text_words_keep_mixed_case_words_whole_and_split() -> None:
+    assert words("Search GitHub for pull_request items.") == [
+        "search",
+        "github",
+        "git",
+        "hub",
+        "for",
+        "pull",
+        "request",
+        "items",
+    ]
+
+
+def test_non_ascii_words_are_kept_whole_and_lowercased() -> None:
+    assert name_parts("Überweisung_prüfen") == ["überweisung", "prüfen"]
+
+
+def test_analyzer_drops_stop_words_and_stems(index: SearchIndex) -> None:
+    assert index.analyzer.query_terms("How can I list the open issues?") == ["list", "open", "issu"]
+
+
+def test_schema_text_reads_argument_names_and_descriptions_one_level_deep() -> None:
+    s = schema(
+        owner={"type": "string", "description": "Repository owner"},
+        filter={
+            "type": "object",
+            "properties": {"state": {"type": "string", "description": "open or closed"}},
+        },
+        items={"type": "array", "items": {"type": "object", "properties": {"sha": {}}}},
+    )
+    assert schema_text(s) == (
+        ["owner", "filter", "state", "items", "sha"],
+        ["Repository owner", "open or closed"],
+    )
+
+
+# -- ranking ------------------------------------------------------------------------------
+
+
+def test_name_parts_rank_a_tool_first(index: SearchIndex) -> None:
+    assert names(index.search("create branch"))[0] == "create_branch"
+
+
+def test_camel_case_names_are_found_by_their_words(index: SearchIndex) -> None:
+    assert names(index.search("issue comments", limit=1)) == ["listIssueComments"]
+
+
+def test_stemming_matches_other_word_forms(index: SearchIndex) -> None:
+    assert names(index.search("refunding payments", limit=1)) == ["refund"]
+
+
+def test_argument_descriptions_are_searchable(index: SearchIndex) -> None:
+    assert names(index.search("apply labels", limit=1)) == ["create_issue"]
+
+
+def test_group_text_is_searchable(index: SearchIndex) -> None:
+    hits = index.search("feature requests bug reports")
+    assert sorted(names(hits)) == ["create_issue", "listIssueComments"]
+
+
+def test_title_is_searchable(index: SearchIndex) -> None:
+    assert names(index.search("tracker")) == ["create_issue", "listIssueComments"]
+
+
+def test_scores_are_positive_and_descending(index: SearchIndex) -> None:
+    hits = index.search("create a new issue", limit=50)
+    assert names(hits)[:2] == ["create_issue", "create_branch"]
+    assert all(h.score > 0 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_a_query_matching_nothing_returns_no_hits(index: SearchIndex) -> None:
+    assert index.search("quantum chromodynamics") == []
+
+
+def test_a_query_of_only_stop_words_returns_no_hits(index: SearchIndex) -> None:
+    assert index.search("how can I do this") == []
+
+
+def test_limit_caps_the_number_of_hits(index: SearchIndex) -> None:
+    assert len(index.search("issue", limit=1)) == 1
+    assert len(index.search("issue code invoice server", limit=50)) == 7
+
+
+def test_equal_scores_are_ordered_by_name() -> None:
+    catalog = Catalog()
+    catalog.add_tools(Tool(n, "Export the report.") for n in ["zeta", "alpha", "mid", "beta"])
+    hits = SearchIndex(catalog).search("export report", limit=10)
+    assert names(hits) == ["alpha", "beta", "mid", "zeta"]
+    assert len({h.score for h in hits}) == 1
+
+
+def test_ties_stay_name_ordered_after_tools_come_and_go() -> None:
+    catalog = Catalog()
+    catalog.add_tools(Tool(n, "Export the report.") for n in ["zeta", "alpha", "mid"])
+    index = SearchIndex(catalog)
+    assert names(index.search("export")) == ["alpha", "mid", "zeta"]
+    catalog.remove_tool("alpha")  # frees a slot the next tool reuses
+    catalog.add_tools([Tool("omega", "Export the report."), Tool("beta", "Export the report.")])
+    assert names(index.search("export")) == ["beta", "mid", "omega", "zeta"]
+    assert index.reanalysed == 2
+
+
+def test_results_are_the_same_on_every_run() -> None:
+    first = SearchIndex(small_catalog()).search("create issue branch file", limit=50)
+    again = SearchIndex(small_catalog()).search("create issue branch file", limit=50)
+    assert first == again
+
+
+# -- access ---------------------------------------------------------------------------------
+
+
+def test_search_returns_only_tools_the_caller_allows(index: SearchIndex) -> None:
+    hits = index.search("create issue", limit=50, allowed=lambda n: n != "create_issue")
+    assert "create_issue" not in names(hits)
+    assert names(hits)[0] == "listIssueComments"
+
+
+def test_disallowed_tools_do_not_take_places_in_the_limit(index: SearchIndex) -> None:
+    allowed = {"ping", "send_invoice"}
+    hits = index.search("issue invoice server", limit=2, allowed=allowed.__contains__)
+    assert sorted(names(hits)) == ["ping", "send_invoice"]
+
+
+def test_allowing_nothing_returns_nothing(index: SearchIndex) -> None:
+    assert index.search("issue", allowed=lambda n: False) == []
+    assert index.search_regex("issue", allowed=lambda n: False) == []
+
+
+# -- following the catalog ---------------------------------------------------------------------
+
+
+def test_added_tool_is_found_and_only_it_is_reanalysed(
+    catalog: Catalog, index: SearchIndex
+) -> None:
+    assert index.search("deploy") == []
+    catalog.add_tool(Tool("deploy_site", "Deploy the static site."))
+    assert names(index.search("deploy")) == ["deploy_site"]
+    assert index.reanalysed == 1
+    assert len(index) == 8
+
+
+def test_removed_tool_is_no_longer_found(catalog: Catalog, index: SearchIndex) -> None:
+    assert names(index.search("invoice", limit=1)) == ["send_invoice"]
+    catalog.remove_tool("send_invoice")
+    assert "send_invoice" not in names(index.search("invoice email customer", limit=50))
+    assert index.reanalysed == 0
+    assert len(index) == 6
+
+
+def test_updated_tool_is_reanalysed(catalog: Catalog, index: SearchIndex) -> None:
+    index.refresh()
+    catalog.update_tool("ping", description="Measure latency to the server.")
+    assert names(index.search("latency")) == ["ping"]
+    assert index.reanalysed == 1
+
+
+def test_unchanged_catalog_is_not_reanalysed(catalog: Catalog, index: SearchIndex) -> None:
+    index.refresh()
+    assert index.reanalysed == 7
+    catalog.touch()
+    index.refresh()
+    assert index.reanalysed == 0
+
+
+def test_empty_catalog_finds_nothing() -> None:
+    assert SearchIndex(Catalog()).search("anything") == []
+
+
+# -- regex ------------------------------------------------------------------------------------
+
+
+def test_regex_matches_names_titles_and_descriptions_case_insensitively(
+    index: SearchIndex,
+) -> None:
+    assert index.search_regex("INVOICE") == [
+        SearchHit("send_invoice", 4.0)  # name (3) + description (1)
+    ]
+    assert index.search_regex("payment") == [SearchHit("refund", 2.0)]  # title only
+
+
+def test_regex_ranks_name_matches_first_then_by_name(index: SearchIndex) -> None:
+    assert index.search_regex("issue|branch", limit=10) == [
+        SearchHit("create_branch", 4.0),
+        SearchHit("create_issue", 4.0),
+        SearchHit("listIssueComments", 4.0),
+    ]
+    assert names(index.search_regex("^create_")) == ["create_branch", "create_issue"]
+
+
+def test_regex_respects_limit_and_allowed(index: SearchIndex) -> None:
+    hits = index.search_regex(".", limit=3, allowed=lambda n: n != "create_branch")
+    # refund also matches in its title (6); the rest tie at 4 and go by name
+    assert names(hits) == ["refund", "create_issue", "get_file_contents"]
+
+
+def test_bad_regex_is_invalid_arguments_with_a_clear_message(index: SearchIndex) -> None:
+    with pytest.raises(InvalidArguments, match=r"Invalid regular expression '\(unclosed'") as exc:
+        index.search_regex("(unclosed")
+    assert isinstance(exc.value, ToolgateError)
+    assert exc.value.code == "invalid_arguments"
+
+
+def test_overlong_regex_is_refused(index: SearchIndex) -> None:
+    with pytest.raises(InvalidArguments, match="501 characters; the limit is 500"):
+        index.search_regex("a" * 501)
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_empty_query_is_invalid_arguments(index: SearchIndex, query: str) -> None:
+    with pytest.raises(InvalidArguments, match="Search query must be a non-empty string"):
+        index.search(query)
+    with pytest.raises(InvalidArguments, match="Search pattern must be a non-empty string"):
+        index.search_regex(query)
+
+
+@pytest.mark.parametrize("limit", [0, -1, 51, True, 2.5])
+def test_limit_outside_one_to_fifty_is_invalid_arguments(index: SearchIndex, limit: int) -> None:
+    with pytest.raises(InvalidArguments, match="limit must be an integer from 1 to 50"):
+        index.search("issue", limit=limit)
+    with pytest.raises(InvalidArguments, match="limit must be an integer from 1 to 50"):
+        index.search_regex("issue", limit=limit)
+
+
+def test_limits_one_and_fifty_are_accepted(index: SearchIndex) -> None:
+    assert len(index.search("issue", limit=1)) == 1
+    assert len(index.search("issue", limit=50)) == 2
