@@ -8,24 +8,37 @@ the only shared module that imports ``mcp``.
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import mcp_types as mt
+from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
 
 from toolgate.catalog import ToolResult
 from toolgate.errors import (
+    ConfigError,
     GroupNotFound,
     InvalidCursor,
     StoreUnavailable,
     ToolgateError,
     ToolNotFound,
 )
-from toolgate.policy import ConfirmRequest
+from toolgate.policy import ConfirmRequest, Principal
 
 RESOURCE_NOT_FOUND = -32002  # the groups extension's "not found" code, as for resources
+
+
+class Unauthenticated(ToolgateError):
+    """An HTTP request without a known bearer token, where one is required."""
+
+    code = "unauthenticated"
+
 
 #: Errors a client sees as JSON-RPC errors; every other ToolgateError is an error result
 #: the model can read (hints, rate limits, refusals, describe-first).
@@ -34,6 +47,7 @@ JSONRPC_ERRORS: dict[type[ToolgateError], int] = {
     InvalidCursor: mt.INVALID_PARAMS,
     GroupNotFound: RESOURCE_NOT_FOUND,
     StoreUnavailable: mt.INTERNAL_ERROR,
+    Unauthenticated: mt.INVALID_REQUEST,
 }
 
 
@@ -135,9 +149,7 @@ def extensions_from_meta(meta: Mapping[str, Any] | None) -> frozenset[str]:
 
 CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {
-        "confirm": {"type": "boolean", "description": "Allow this tool call to run?"}
-    },
+    "properties": {"confirm": {"type": "boolean", "description": "Allow this tool call to run?"}},
     "required": ["confirm"],
 }
 
@@ -160,3 +172,102 @@ class SessionElicitationConfirmer:
 
 def supports_elicitation(capabilities: mt.ClientCapabilities | None) -> bool:
     return capabilities is not None and getattr(capabilities, "elicitation", None) is not None
+
+
+# -- identity: who is asking, from the transport (never from tool arguments) ------------
+
+
+@dataclass(frozen=True)
+class Caller:
+    """What an identity resolver may read about a request: how it arrived and, over
+    HTTP, its headers (lower-case names). ``transport`` is ``"http"`` or ``"local"``
+    (stdio, in-memory)."""
+
+    transport: str = "local"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def bearer_token(self) -> str | None:
+        value = self.headers.get("authorization", "")
+        scheme, _, token = value.partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        return token.strip() or None
+
+
+class IdentityResolver:
+    """Maps a request to a ``Principal``. Override ``resolve``; ``None`` means the
+    toolset's default principal (the configured identity for stdio)."""
+
+    async def resolve(self, caller: Caller) -> Principal | None:
+        return None
+
+
+IdentityFn = Callable[[Caller], "Principal | Awaitable[Principal | None] | None"]
+
+
+async def resolve_principal(
+    identity: IdentityResolver | IdentityFn | None, caller: Caller
+) -> Principal | None:
+    """Run a resolver object or a plain (sync or async) callable."""
+    if identity is None:
+        return None
+    if isinstance(identity, IdentityResolver):
+        return await identity.resolve(caller)
+    found = identity(caller)
+    return await found if inspect.isawaitable(found) else found
+
+
+_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+class BearerTokens(IdentityResolver):
+    """Bearer tokens matched by their SHA-256, so configuration never holds a token.
+
+    >>> BearerTokens({hashlib.sha256(b"s3cret").hexdigest(): Principal(id="ci")})
+
+    Over HTTP a known token gives its principal (marked authenticated); an unknown
+    token is refused, and so is a missing one unless ``anonymous`` is given. Local
+    transports get the default principal. Also an SDK ``TokenVerifier``, so the
+    HTTP layer can answer 401 before MCP runs.
+    """
+
+    def __init__(
+        self, tokens: Mapping[str, Principal], *, anonymous: Principal | None = None
+    ) -> None:
+        for digest in tokens:
+            if not _SHA256_HEX.match(digest):
+                raise ConfigError(
+                    "bearer tokens are configured by the lower-case hex SHA-256 of the "
+                    f"token, not the token itself; got a key of length {len(digest)}",
+                    key="identity.tokens",
+                )
+        self.tokens = {d: replace(p, authenticated=True) for d, p in tokens.items()}
+        self.anonymous = anonymous
+
+    @staticmethod
+    def digest(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    def principal_for(self, token: str) -> Principal | None:
+        return self.tokens.get(self.digest(token))
+
+    async def resolve(self, caller: Caller) -> Principal | None:
+        if caller.transport != "http":
+            return None
+        token = caller.bearer_token
+        if token is None:
+            if self.anonymous is not None:
+                return self.anonymous
+            raise Unauthenticated("Unauthorized: this server requires a bearer token")
+        principal = self.principal_for(token)
+        if principal is None:
+            raise Unauthenticated("Unauthorized: unknown bearer token")
+        return principal
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The SDK ``TokenVerifier`` protocol (``streamable_http_app(token_verifier=...)``)."""
+        principal = self.principal_for(token)
+        if principal is None:
+            return None
+        return AccessToken(token=self.digest(token), client_id=principal.id, scopes=[])

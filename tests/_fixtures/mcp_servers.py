@@ -1,0 +1,75 @@
+"""MCP servers for end-to-end tests: ``serve_http(app)`` and stdio server scripts.
+
+``serve_http`` (alias ``serve``) runs uvicorn (lifespan on, so the SDK/FastMCP session
+manager starts) on a free 127.0.0.1 port inside the test's event loop and stops it
+cleanly; ``server_script``/``stdio_env`` run ``tests/servers/*.py`` as subprocesses.
+Imports only the stdlib and uvicorn; nothing from toolgate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextlib.asynccontextmanager
+async def serve_http(app: Any, path: str = "/mcp") -> AsyncIterator[str]:
+    """``async with serve_http(app) as url:`` — the MCP endpoint's URL while it runs."""
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()  # surface a start-up error
+            raise RuntimeError("uvicorn stopped before it started")
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+
+
+serve = serve_http
+
+#: Scripts the end-to-end tests run as MCP servers in a subprocess (stdio).
+SERVERS = Path(__file__).resolve().parents[1] / "servers"
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def server_script(name: str) -> str:
+    """The path of ``tests/servers/<name>.py``."""
+    path = SERVERS / f"{name}.py"
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    return str(path)
+
+
+def stdio_env() -> dict[str, str]:
+    """The environment for a server subprocess: this interpreter's, with ``src`` and
+    ``tests/servers`` importable and no FastMCP banner."""
+    env = dict(os.environ)
+    paths = [str(SRC), str(SERVERS), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    env["FASTMCP_SHOW_SERVER_BANNER"] = "false"
+    return env
+
+
+def python() -> str:
+    return sys.executable

@@ -1,0 +1,537 @@
+"""toolgate.lowlevel on the SDK's low-level Server and MCPServer, legacy protocol.
+
+Real clients only (mcp.Client, mcp.ClientSession, fastmcp.Client) in memory, over a
+stdio subprocess and over streamable HTTP; the server is tests/servers/lowlevel_demo.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import fastmcp
+import httpx2
+import mcp_types as mt
+import pytest
+from fastmcp.client.transports import FastMCPTransport, StdioTransport, StreamableHttpTransport
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server import Server
+from mcp.shared.exceptions import MCPError
+
+from _fixtures.mcp_servers import serve_http
+from servers.lowlevel_demo import build_server, build_toolset
+from toolgate import ConfigError, Principal
+from toolgate.lowlevel import BearerTokens, bind
+from toolgate.strategies import Addon, DeliveryConfig, Request
+
+SERVER_SCRIPT = str(Path(__file__).parent / "servers" / "lowlevel_demo.py")
+MENU_LIST = ["call_tool", "disable_tools", "enable_tools", "list_groups", "ping", "whoami", "wipe"]
+GET_FILE = {
+    "name": "get_file",
+    "description": "Get a file.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+    },
+}
+
+
+class Notes:
+    """A message handler that records the notifications a client receives."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    async def __call__(self, message: Any) -> None:
+        if not isinstance(message, Exception):
+            self.methods.append(message.method)
+
+    async def settled(self) -> list[str]:
+        await asyncio.sleep(0.05)  # notifications travel beside the response
+        seen, self.methods = self.methods, []
+        return seen
+
+
+async def names(session: ClientSession) -> list[str]:
+    """Every tool name, walking the cursor to the end."""
+    return [n for page in await pages(session) for n in page]
+
+
+async def pages(session: ClientSession) -> list[list[str]]:
+    out: list[list[str]] = []
+    cursor = None
+    while True:
+        params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+        result = await session.list_tools(params=params)
+        out.append([t.name for t in result.tools])
+        cursor = result.next_cursor
+        if cursor is None:
+            return out
+
+
+def legacy(server: Any, notes: Notes | None = None, **options: Any) -> Client:
+    return Client(server, mode="legacy", message_handler=notes, **options)
+
+
+def shim(server: Server[Any]) -> Any:
+    """fastmcp.Client cannot infer a transport for a raw low-level Server."""
+    return FastMCPTransport(type("Shim", (), {"_mcp_server": server})())
+
+
+# -- listing -------------------------------------------------------------------------
+
+
+async def test_initial_list_shows_root_tools_and_menu_meta_tools() -> None:
+    server, _ = build_server()
+    async with legacy(server) as client:
+        assert await names(client.session) == MENU_LIST
+
+
+async def test_bound_server_advertises_tools_list_changed_on_the_legacy_protocol() -> None:
+    server, _ = build_server()
+    async with legacy(server) as client:
+        assert client.session.protocol_version == "2025-11-25"
+        assert client.session.server_capabilities.tools == mt.ToolsCapability(list_changed=True)
+
+
+async def test_real_clients_walk_every_page_to_the_end() -> None:
+    server, _ = build_server(page_size=3)
+    async with legacy(server) as client:
+        assert await pages(client.session) == [
+            ["call_tool", "disable_tools", "enable_tools"],
+            ["list_groups", "ping", "whoami"],
+            ["wipe"],
+        ]
+    async with fastmcp.Client(shim(server), mode="legacy") as fm:
+        assert [t.name for t in await fm.list_tools()] == MENU_LIST
+
+
+async def test_a_bad_cursor_is_invalid_params() -> None:
+    server, _ = build_server(page_size=3)
+    async with legacy(server) as client:
+        with pytest.raises(MCPError) as err:
+            await client.session.list_tools(params=mt.PaginatedRequestParams(cursor="bogus"))
+    assert (err.value.error.code, err.value.error.message) == (-32602, "Invalid cursor: 'bogus'")
+
+
+# -- activation through the menu -----------------------------------------------------
+
+
+async def test_enable_tools_returns_the_wags_fields_and_the_new_definitions() -> None:
+    server, _ = build_server()
+    async with legacy(server) as client:
+        result = await client.call_tool("enable_tools", {"groups": ["code"]})
+        assert result.is_error is False
+        assert result.structured_content == {
+            "enabled": ["code"],
+            "enabled_groups": ["code"],
+            "available_tools": ["get_file", "ping", "whoami", "wipe"],
+            "available_groups": ["repos"],
+            "errors": [],
+            "tools": [GET_FILE],
+        }
+        assert await names(client.session) == sorted([*MENU_LIST, "get_file"])
+        called = await client.call_tool("get_file", {"path": "README"})
+        assert called.structured_content == {"tool": "get_file", "args": {"path": "README"}}
+
+
+async def test_disable_tools_returns_exactly_the_wags_fields() -> None:
+    server, _ = build_server()
+    async with legacy(server) as client:
+        await client.call_tool("enable_tools", {"groups": ["code", "issues"]})
+        result = await client.call_tool("disable_tools", {"groups": ["issues"]})
+        assert result.is_error is False
+        assert result.structured_content == {
+            "disabled": ["issues"],
+            "enabled_groups": ["code"],
+            "available_tools": ["get_file", "ping", "whoami", "wipe"],
+            "errors": [],
+        }
+
+
+async def test_a_child_group_needs_its_parent_enabled_first_or_in_the_same_call() -> None:
+    server, _ = build_server()
+    async with legacy(server) as client:
+        refused = await client.call_tool("enable_tools", {"groups": ["repos"]})
+        assert refused.is_error is True
+        assert refused.structured_content is not None
+        assert refused.structured_content["errors"] == [
+            "Cannot enable group 'repos': its parent group 'code' is not enabled. "
+            "Enable 'code' first, or both in one request."
+        ]
+        both = await client.call_tool("enable_tools", {"groups": ["repos", "code"]})
+        assert both.structured_content is not None
+        assert both.structured_content["enabled"] == ["code", "repos"]
+        assert "fork_repo" in await names(client.session)
+
+
+async def test_disabling_a_parent_hides_the_tools_of_its_children() -> None:
+    server, _ = build_server()
+    async with legacy(server) as client:
+        await client.call_tool("enable_tools", {"groups": ["code", "repos"]})
+        await client.call_tool("disable_tools", {"groups": ["code"]})
+        assert await names(client.session) == MENU_LIST
+
+
+async def test_enabling_one_exclusive_group_disables_the_other() -> None:
+    server, _ = build_server()
+    async with legacy(server) as client:
+        await client.call_tool("enable_tools", {"groups": ["read_mode"]})
+        result = await client.call_tool("enable_tools", {"groups": ["write_mode"]})
+        assert result.structured_content is not None
+        assert result.structured_content["enabled_groups"] == ["write_mode"]
+        listed = await names(client.session)
+        assert ("write_notes" in listed, "read_notes" in listed) == (True, False)
+
+
+async def test_list_changed_is_sent_when_the_list_changes_and_only_then() -> None:
+    server, _ = build_server()
+    notes = Notes()
+    async with legacy(server, notes) as client:
+        await client.call_tool("enable_tools", {"groups": ["code"]})
+        assert await notes.settled() == ["notifications/tools/list_changed"]
+        again = await client.call_tool("enable_tools", {"groups": ["code"]})
+        assert again.is_error is True
+        await client.call_tool("ping", {})
+        await client.call_tool("list_groups", {})
+        assert await notes.settled() == []
+
+
+async def test_sessions_never_see_each_others_activation() -> None:
+    server, _ = build_server()
+    async with legacy(server) as first, legacy(server) as second:
+        await first.call_tool("enable_tools", {"groups": ["issues"]})
+        assert "list_issues" in await names(first.session)
+        assert await names(second.session) == MENU_LIST
+
+
+# -- what is hidden, and why ---------------------------------------------------------
+
+
+async def test_a_tool_hidden_by_access_is_indistinguishable_from_an_unknown_tool() -> None:
+    server, _ = build_server()  # the default principal is only "declared"
+    async with legacy(server) as client:
+        await client.call_tool("enable_tools", {"groups": ["code", "repos"]})
+        errors = []
+        for name in ("delete_repo", "no_such_tool"):
+            with pytest.raises(MCPError) as err:
+                await client.call_tool(name, {})
+            errors.append((err.value.error.code, err.value.error.message, err.value.error.data))
+    assert errors == [
+        (-32602, "Unknown tool: delete_repo", None),
+        (-32602, "Unknown tool: no_such_tool", None),
+    ]
+
+
+async def test_calling_a_tool_of_an_inactive_group_gets_a_hint_naming_the_group() -> None:
+    server, _ = build_server()
+    async with legacy(server) as client:
+        result = await client.call_tool("fork_repo", {})
+    assert result.is_error is True
+    assert result.structured_content == {
+        "error": "Tool 'fork_repo' is not enabled. Enable group 'repos' first "
+        "(and its parents ['code']), then call it again.",
+        "code": "tool_hidden",
+        "tool": "fork_repo",
+        "reason": "group-inactive:repos",
+        "groups": ["repos"],
+        "enable": ["code", "repos"],
+    }
+
+
+async def test_the_call_tool_dispatcher_runs_enabled_tools_and_explains_hidden_ones() -> None:
+    server, _ = build_server()
+    async with legacy(server) as client:
+        hidden = await client.call_tool("call_tool", {"name": "list_issues"})
+        assert hidden.is_error is True
+        await client.call_tool("enable_tools", {"groups": ["issues"]})
+        ran = await client.call_tool("call_tool", {"name": "list_issues", "arguments": {}})
+    assert hidden.structured_content is not None
+    assert hidden.structured_content["code"] == "tool_hidden"
+    assert (ran.is_error, ran.structured_content) == (False, {"tool": "list_issues", "args": {}})
+
+
+# -- the activators style --------------------------------------------------------------
+
+
+async def test_activators_style_lists_one_activator_per_group_and_swaps_it() -> None:
+    server, _ = build_server(meta_tools="activators")
+    notes = Notes()
+    async with legacy(server, notes) as client:
+        assert await names(client.session) == [
+            "call_tool",
+            "code.activate",
+            "issues.activate",
+            "list_groups",
+            "ping",
+            "read_mode.activate",
+            "whoami",
+            "wipe",
+            "write_mode.activate",
+        ]
+        result = await client.call_tool("code.activate", {})
+        assert await notes.settled() == ["notifications/tools/list_changed"]
+        assert result.structured_content is not None
+        assert result.structured_content["enabled"] == ["code"]
+        listed = await names(client.session)
+    assert [n for n in listed if n.startswith(("code.", "repos.", "get_"))] == [
+        "code.deactivate",
+        "get_file",
+        "repos.activate",
+    ]
+
+
+# -- confirm policies through elicitation ----------------------------------------------
+
+
+def answering(action: str, confirm: bool = True) -> Any:
+    async def callback(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        content = {"confirm": confirm} if action == "accept" else None
+        return mt.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+
+    return callback
+
+
+async def test_a_confirm_policy_runs_the_tool_when_the_human_accepts() -> None:
+    server, _ = build_server()
+    async with legacy(server, elicitation_callback=answering("accept")) as client:
+        result = await client.call_tool("wipe", {})
+    assert (result.is_error, result.structured_content) == (False, {"tool": "wipe", "args": {}})
+
+
+async def test_a_confirm_policy_refuses_when_the_human_declines() -> None:
+    server, _ = build_server()
+    async with legacy(server, elicitation_callback=answering("decline")) as client:
+        result = await client.call_tool("wipe", {})
+    assert result.is_error is True
+    assert result.structured_content == {
+        "error": "The user declined to run 'wipe'. Nothing was run.",
+        "code": "confirmation_refused",
+        "tool": "wipe",
+    }
+
+
+async def test_a_confirm_policy_refuses_cleanly_when_the_client_cannot_elicit() -> None:
+    server, _ = build_server()
+    async with legacy(server) as client:
+        result = await client.call_tool("wipe", {})
+    assert result.is_error is True
+    assert result.structured_content == {
+        "error": "Tool 'wipe' needs a human's confirmation, and this client cannot ask "
+        "for it (no elicitation support). Nothing was run.",
+        "code": "confirmation_refused",
+        "tool": "wipe",
+    }
+
+
+# -- MCPServer -------------------------------------------------------------------------
+
+
+async def test_an_mcpserver_serves_the_toolset_and_adopts_its_own_tools_as_root_tools() -> None:
+    server, _ = build_server(kind="mcpserver")
+    notes = Notes()
+    async with legacy(server, notes) as client:
+        assert client.session.server_capabilities.tools == mt.ToolsCapability(list_changed=True)
+        assert await names(client.session) == sorted([*MENU_LIST, "add"])
+        added = await client.call_tool("add", {"a": 2, "b": 3})
+        assert (added.is_error, added.structured_content) == (False, {"result": 5})
+        await client.call_tool("enable_tools", {"groups": ["code"]})
+        assert await notes.settled() == ["notifications/tools/list_changed"]
+        assert "get_file" in await names(client.session)
+
+
+async def test_fastmcp_client_drives_an_mcpserver_binding() -> None:
+    server, _ = build_server(kind="mcpserver")
+    async with fastmcp.Client(server, mode="legacy") as fm:
+        result = await fm.call_tool("enable_tools", {"groups": ["issues"]})
+        assert result.structured_content is not None
+        assert result.structured_content["enabled"] == ["issues"]
+        assert "list_issues" in [t.name for t in await fm.list_tools()]
+
+
+# -- add-on resources ------------------------------------------------------------------
+
+
+class Hello(Addon):
+    async def list_resources(self, request: Request) -> list[dict[str, Any]]:
+        return [{"uri": "toolgate://hello", "name": "hello"}]
+
+    async def read_resource(self, request: Request, uri: str) -> str | None:
+        return '{"hello": "world"}' if uri == "toolgate://hello" else None
+
+
+async def test_add_on_resources_are_listed_and_read_and_others_are_not_found() -> None:
+    server: Server[Any] = Server("resources")
+    bind(server, build_toolset(), DeliveryConfig(), identity=BearerTokens({}), addons=[Hello()])
+    async with legacy(server) as client:
+        listed = await client.session.list_resources()
+        read = await client.session.read_resource("toolgate://hello")
+        with pytest.raises(MCPError) as err:
+            await client.session.read_resource("toolgate://nope")
+    assert [str(r.uri) for r in listed.resources] == ["toolgate://hello"]
+    assert read.contents[0].text == '{"hello": "world"}'  # type: ignore[union-attr]
+    assert (err.value.error.code, err.value.error.message) == (
+        -32002,
+        "Resource not found: toolgate://nope",
+    )
+
+
+# -- identity --------------------------------------------------------------------------
+
+
+def test_binding_without_an_identity_resolver_warns_at_start_up(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="toolgate.lowlevel"):
+        bind(Server("anon"), build_toolset())
+    assert [r.getMessage() for r in caplog.records] == [
+        "toolgate: no identity resolver configured for server 'anon': every request gets "
+        "the default principal 'local', and on protocol 2026-07-28 no session state is kept"
+    ]
+
+
+def test_bearer_tokens_refuse_a_plain_token_in_configuration() -> None:
+    with pytest.raises(ConfigError) as err:
+        BearerTokens({"s3cret-token": Principal(id="ci")})
+    assert err.value.message == (
+        "bearer tokens are configured by the lower-case hex SHA-256 of the token, not the "
+        "token itself; got a key of length 12"
+    )
+
+
+def sha(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+TOKENS = BearerTokens(
+    {
+        sha("tok-ci"): Principal(id="ci-bot", trust="verified", scope=("code",)),
+        sha("tok-dev"): Principal(id="dev", trust="declared", scope=("*",)),
+    }
+)
+
+
+async def test_bearer_identities_over_http_decide_scope_and_trust() -> None:
+    _, binding = build_server(identity=TOKENS)
+    async with serve_http(binding.streamable_http_app()) as url:
+        ci = StreamableHttpTransport(url, auth="tok-ci")
+        async with fastmcp.Client(ci, mode="legacy") as client:
+            await client.call_tool_mcp("enable_tools", {"groups": ["code", "repos"]})
+            listed = [t.name for t in await client.list_tools()]
+            deleted = await client.call_tool_mcp("delete_repo", {})
+            with pytest.raises(MCPError) as out_of_scope:
+                await client.call_tool_mcp("list_issues", {})
+        dev = StreamableHttpTransport(url, auth="tok-dev")
+        async with fastmcp.Client(dev, mode="legacy") as client:
+            await client.call_tool_mcp("enable_tools", {"groups": ["code", "repos"]})
+            with pytest.raises(MCPError) as too_low:
+                await client.call_tool_mcp("delete_repo", {})
+            me = await client.call_tool_mcp("whoami", {})
+            session_id = client.transport.get_session_id()
+    # ci-bot's scope names only "code": no root tools, no issues
+    assert listed == [
+        "call_tool",
+        "delete_repo",
+        "disable_tools",
+        "enable_tools",
+        "fork_repo",
+        "get_file",
+        "list_groups",
+    ]
+    assert (deleted.is_error, deleted.structured_content) == (
+        False,
+        {"tool": "delete_repo", "args": {}},
+    )
+    assert out_of_scope.value.error.message == "Unknown tool: list_issues"
+    assert too_low.value.error.message == "Unknown tool: delete_repo"
+    assert me.structured_content == {
+        "id": "dev",
+        "trust": "declared",
+        "scope": ["*"],
+        "session": session_id,
+    }
+
+
+async def test_an_unknown_bearer_token_is_refused_with_http_401() -> None:
+    _, binding = build_server(identity=TOKENS)
+    async with serve_http(binding.streamable_http_app()) as url, httpx2.AsyncClient() as http:
+        response = await http.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={
+                "Authorization": "Bearer tok-stolen",
+                "Accept": "application/json, text/event-stream",
+            },
+        )
+    assert response.status_code == 401
+    assert response.json()["error"] == "invalid_token"
+
+
+async def test_an_unknown_bearer_token_is_a_json_rpc_error_when_anonymous_callers_are_allowed() -> (
+    None
+):
+    anonymous = Principal(id="guest", trust="detected", scope=("default",))
+    tokens = BearerTokens({sha("tok-dev"): Principal(id="dev")}, anonymous=anonymous)
+    _, binding = build_server(identity=tokens)
+    async with serve_http(binding.streamable_http_app()) as url:
+        async with fastmcp.Client(StreamableHttpTransport(url), mode="legacy") as guest:
+            me = await guest.call_tool_mcp("whoami", {})
+        with pytest.raises(MCPError) as err:
+            stolen = StreamableHttpTransport(url, auth="tok-stolen")
+            async with fastmcp.Client(stolen, mode="legacy") as client:
+                await client.list_tools()
+    assert me.structured_content is not None
+    assert (me.structured_content["id"], me.structured_content["trust"]) == ("guest", "detected")
+    assert (err.value.error.code, err.value.error.message, err.value.error.data) == (
+        -32600,
+        "Unauthorized: unknown bearer token",
+        {"code": "unauthenticated"},
+    )
+
+
+# -- transports ------------------------------------------------------------------------
+
+
+async def test_mcp_client_session_over_streamable_http_gets_list_changed_on_its_stream() -> None:
+    _, binding = build_server(identity=TOKENS)
+    notes = Notes()
+    headers = {"Authorization": "Bearer tok-dev"}
+    async with (
+        serve_http(binding.streamable_http_app()) as url,
+        httpx2.AsyncClient(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write, message_handler=notes) as session,
+    ):
+        await session.initialize()
+        await session.call_tool("enable_tools", {"groups": ["issues"]})
+        assert await notes.settled() == ["notifications/tools/list_changed"]
+        assert "list_issues" in await names(session)
+
+
+async def test_a_stdio_server_serves_mcp_client_session_and_fastmcp_client() -> None:
+    params = StdioServerParameters(command=sys.executable, args=[SERVER_SCRIPT, "stdio"])
+    notes = Notes()
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, message_handler=notes) as session,
+    ):
+        await session.initialize()
+        assert await names(session) == MENU_LIST
+        await session.call_tool("enable_tools", {"groups": ["code", "repos"]})
+        assert await notes.settled() == ["notifications/tools/list_changed"]
+        # the script's identity is a verified operator: delete_repo is in reach
+        deleted = await session.call_tool("delete_repo", {})
+        assert deleted.structured_content == {"tool": "delete_repo", "args": {}}
+    stdio = StdioTransport(sys.executable, [SERVER_SCRIPT, "stdio", "auto", "activators", "3"])
+    async with fastmcp.Client(stdio, mode="legacy", message_handler=notes) as fm:
+        assert len(await fm.list_tools()) == 9
+        me = await fm.call_tool_mcp("whoami", {})
+    assert me.structured_content is not None
+    assert me.structured_content["id"] == "local-admin"
+    assert str(me.structured_content["session"]).startswith("conn:")

@@ -1,0 +1,180 @@
+"""toolgate.lowlevel across protocol eras: 2026-07-28 (stateless) beside the legacy one.
+
+On 2026-07-28 ``auto`` serves the ``catalog`` strategy: tools/list never changes
+with activation, grouped tools stay callable, and state is keyed by an
+authenticated principal only. Real clients, in memory, over stdio and over HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import fastmcp
+import mcp_types as mt
+from fastmcp.client.transports import FastMCPTransport, StdioTransport, StreamableHttpTransport
+from mcp import Client, ClientSession
+from mcp.server import Server
+
+from _fixtures.mcp_servers import serve_http
+from servers.lowlevel_demo import build_server
+from toolgate import Principal
+from toolgate.lowlevel import BearerTokens
+
+SERVER_SCRIPT = str(Path(__file__).parent / "servers" / "lowlevel_demo.py")
+CATALOG_LIST = ["call_tool", "enable_tools", "get_group", "list_groups", "ping", "whoami", "wipe"]
+
+
+class Notes:
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    async def __call__(self, message: Any) -> None:
+        if not isinstance(message, Exception):
+            self.methods.append(message.method)
+
+    async def settled(self) -> list[str]:
+        await asyncio.sleep(0.05)
+        seen, self.methods = self.methods, []
+        return seen
+
+
+async def names(session: ClientSession) -> list[str]:
+    out: list[str] = []
+    cursor = None
+    while True:
+        params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+        result = await session.list_tools(params=params)
+        out += [t.name for t in result.tools]
+        cursor = result.next_cursor
+        if cursor is None:
+            return out
+
+
+def shim(server: Server[Any]) -> Any:
+    return FastMCPTransport(type("Shim", (), {"_mcp_server": server})())
+
+
+def sha(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+async def test_a_2026_client_gets_the_catalog_list() -> None:
+    server, _ = build_server()
+    async with Client(server, mode="auto") as client:
+        assert client.session.protocol_version == "2026-07-28"
+        assert await names(client.session) == CATALOG_LIST
+
+
+async def test_on_2026_activation_leaves_the_list_unchanged_and_tools_still_run() -> None:
+    server, _ = build_server()
+    notes = Notes()
+    async with Client(server, mode="auto", message_handler=notes) as client:
+        enabled = await client.call_tool("enable_tools", {"groups": ["code"]})
+        group = await client.call_tool("get_group", {"name": "code"})
+        assert await notes.settled() == []
+        assert await names(client.session) == CATALOG_LIST
+        direct = await client.call_tool("get_file", {"path": "a.txt"})
+        dispatched = await client.call_tool("call_tool", {"name": "list_issues"})
+    assert enabled.structured_content is not None
+    assert enabled.structured_content["enabled"] == ["code"]
+    assert group.structured_content == {
+        "name": "code",
+        "description": "Code and repositories",
+        "tools": [
+            {
+                "name": "get_file",
+                "description": "Get a file.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"],
+                },
+            }
+        ],
+        "groups": [{"name": "repos", "description": "Repository admin"}],
+    }
+    assert direct.structured_content == {"tool": "get_file", "args": {"path": "a.txt"}}
+    assert dispatched.structured_content == {"tool": "list_issues", "args": {}}
+
+
+async def test_fastmcp_client_on_2026_walks_the_catalog_pages() -> None:
+    server, _ = build_server(page_size=3)
+    assert isinstance(server, Server)
+    async with fastmcp.Client(shim(server)) as fm:
+        assert fm.protocol_version == "2026-07-28"
+        page = await fm.list_tools_mcp()
+        assert [t.name for t in page.tools] == ["call_tool", "enable_tools", "get_group"]
+        assert [t.name for t in await fm.list_tools()] == CATALOG_LIST
+
+
+async def test_on_2026_an_unknown_group_is_an_error_result_and_nothing_changes() -> None:
+    server, _ = build_server()
+    async with Client(server, mode="auto") as client:
+        result = await client.call_tool("get_group", {"name": "nope"})
+    assert (result.is_error, result.structured_content) == (
+        True,
+        {"error": "Unknown group: nope", "code": "group_not_found"},
+    )
+
+
+async def test_on_2026_a_confirm_policy_is_refused_without_asking() -> None:
+    server, _ = build_server()
+    asked: list[str] = []
+
+    async def callback(context: Any, params: Any) -> mt.ElicitResult:
+        asked.append("asked")
+        return mt.ElicitResult(action="accept", content={"confirm": True})
+
+    async with Client(server, mode="auto", elicitation_callback=callback) as client:
+        result = await client.call_tool("wipe", {})
+    assert (result.is_error, asked) == (True, [])
+    assert result.structured_content is not None
+    assert result.structured_content["code"] == "confirmation_refused"
+
+
+async def test_one_http_server_serves_legacy_and_2026_clients_side_by_side() -> None:
+    tokens = BearerTokens({sha("tok-dev"): Principal(id="dev")})
+    _, binding = build_server(identity=tokens)
+    notes = Notes()
+    async with serve_http(binding.streamable_http_app()) as url:
+        old = StreamableHttpTransport(url, auth="tok-dev")
+        async with fastmcp.Client(old, mode="legacy", message_handler=notes) as client:
+            await client.call_tool_mcp("enable_tools", {"groups": ["issues"]})
+            assert await notes.settled() == ["notifications/tools/list_changed"]
+            legacy_list = [t.name for t in await client.list_tools()]
+        new = StreamableHttpTransport(url, auth="tok-dev")
+        async with fastmcp.Client(new, message_handler=notes) as client:
+            await client.call_tool_mcp("enable_tools", {"groups": ["issues"]})
+            assert await notes.settled() == []
+            modern_list = [t.name for t in await client.list_tools()]
+            me = await client.call_tool_mcp("whoami", {})
+    assert "list_issues" in legacy_list
+    assert modern_list == CATALOG_LIST
+    # 2026-07-28 has no sessions: an authenticated principal keys the state
+    assert me.structured_content is not None
+    assert me.structured_content["session"] == "principal:dev"
+
+
+async def test_on_2026_an_unauthenticated_caller_gets_an_ephemeral_session() -> None:
+    server, _ = build_server()
+    async with Client(server, mode="auto") as client:
+        me = await client.call_tool("whoami", {})
+    assert me.structured_content == {
+        "id": "local",
+        "trust": "declared",
+        "scope": ["*"],
+        "session": None,
+    }
+
+
+async def test_a_stdio_server_serves_a_2026_fastmcp_client_the_catalog() -> None:
+    stdio = StdioTransport(sys.executable, [SERVER_SCRIPT, "stdio"])
+    async with fastmcp.Client(stdio) as fm:
+        assert fm.protocol_version == "2026-07-28"
+        assert [t.name for t in await fm.list_tools()] == CATALOG_LIST
+        ran = await fm.call_tool_mcp("fork_repo", {})
+    assert ran.structured_content == {"tool": "fork_repo", "args": {}}
