@@ -39,9 +39,10 @@ from toolgate.errors import (
 from toolgate.events import EventBus
 from toolgate.flow import Flow
 from toolgate.policy import DEFAULT_TRUST_LEVELS, Confirmer, ConfirmRequest, Principal, TrustLadder
+from toolgate.search import SearchIndex
 from toolgate.state.base import EMPTY, SessionState, StateStore
 from toolgate.state.memory import MemoryStore
-from toolgate.tokens import TokenCounter, default_counter, wire_text
+from toolgate.tokens import TokenCounter, default_counter, estimate_tokens, wire_text
 from toolgate.view import DEFAULT_RULES, Rule, Surfacing, View, ViewCache, compute_view
 
 HiddenToolErrors = str  # "hint" | "opaque"
@@ -122,6 +123,29 @@ class CallOutcome:
         return self.stage_to is not None and self.stage_to != self.stage_from
 
 
+@dataclass(frozen=True)
+class RevealResult:
+    """The outcome of revealing tools (search results) for a session.
+
+    ``refused`` pairs a tool with the budget problem that kept it hidden.
+    """
+
+    revealed: tuple[str, ...]  # tools recorded as revealed, in the order given
+    refused: tuple[tuple[str, str], ...]
+    before: View
+    after: View
+
+    @property
+    def visible_changed(self) -> bool:
+        return self.before.visible_names != self.after.visible_names
+
+
+def plain_description_required(name: str) -> DescriptionRequired:
+    return DescriptionRequired(
+        f"Tool {name!r} requires fetching its description before use.", tool=name
+    )
+
+
 def _maybe_await(value: Any) -> Awaitable[Any]:
     async def done() -> Any:
         return await value if inspect.isawaitable(value) else value
@@ -184,6 +208,11 @@ class ToolSet:
         self.separator = separator
         self.rules = tuple(rules)
         self.describe_before_call = describe_before_call
+        #: builds the describe-before-call error; lazy descriptions replace it to say
+        #: exactly where the description is (``toolgate.strategies.lazy``)
+        self.description_required: Callable[[str], DescriptionRequired] = (
+            plain_description_required
+        )
         self.default_principal = default_principal or Principal()
         self.ladder.check(self.default_principal.trust)
         self.events = events or EventBus()
@@ -192,6 +221,7 @@ class ToolSet:
         self._token_cache: dict[str, tuple[Tool, int]] = {}
         self._validated_version = -1
         self._validators: dict[str, tuple[Tool, Any]] = {}
+        self._search_index: SearchIndex | None = None
 
     # -- registration ----------------------------------------------------------------
     def add_group(self, group: Group) -> Group:
@@ -260,6 +290,12 @@ class ToolSet:
             obj, parent=parent, namespace=self.namespace_tools, separator=self.separator
         )
         known = set(self.catalog.groups)
+        # all-or-nothing: an exclusion naming a group that will not exist fails before
+        # anything is registered
+        for ex in exclusions:
+            for n in ex:
+                if n not in known and all(g.name != n for g in groups):
+                    raise RegistrationError(f"Exclusion set names unknown group {n!r}", name=n)
         self.add_groups([g for g in groups if g.name not in known])
         self.add_tools(tools)
         for ex in exclusions:
@@ -294,6 +330,9 @@ class ToolSet:
         view = compute_view(cat, widest, self.initial_state(), ladder=self.ladder, rules=self.rules)
         problem = self._budget_problem(view)
         if problem is not None:
+            self.events.emit(
+                "budget.exceeded", initial_groups=list(self.initial_groups), detail=problem
+            )
             raise ConfigError(f"initial_groups exceed the budget: {problem}", key="initial_groups")
         self._validated_version = cat.version
 
@@ -319,7 +358,29 @@ class ToolSet:
     def has_budget(self) -> bool:
         return self.max_tools is not None or self.max_tokens is not None
 
-    def _budget_problem(self, view: View, before: View | None = None) -> str | None:
+    def estimate(self, view: View) -> dict[str, Any]:
+        """What ``view``'s visible tools cost in tokens, counted as budgets count them
+        (``self.token_counter`` over each ``tool.wire()``), per tool and per group
+        (root tools as ``"default"``), with outliers (see ``tokens.estimate_tokens``)."""
+        tools = view.visible
+        return estimate_tokens(
+            [t.wire() for t in tools],
+            self.token_counter,
+            groups_of={t.name: t.scope_groups for t in tools},
+        )
+
+    @property
+    def search_index(self) -> SearchIndex:
+        """The catalog's search index, created on first use; it follows the catalog's
+        version, re-analysing only the tools that changed. ``ConfigError`` when the
+        ``search`` extra is not installed."""
+        if self._search_index is None:
+            self._search_index = SearchIndex(self.catalog)
+        return self._search_index
+
+    def _budget_problem(
+        self, view: View, before: View | None = None, change: str = "the activation"
+    ) -> str | None:
         if not self.has_budget:
             return None  # don't compute a view nobody will measure
         count = len(view.visible)
@@ -327,7 +388,7 @@ class ToolSet:
             have = len(before.visible) if before is not None else 0
             return (
                 f"{count} tools would be visible, over max_tools={self.max_tools} "
-                f"(the activation adds {count - have}; the budget leaves "
+                f"({change} adds {count - have}; the budget leaves "
                 f"{max(self.max_tools - have, 0)})"
             )
         if self.max_tokens is not None:
@@ -336,7 +397,7 @@ class ToolSet:
                 have = self.view_tokens(before) if before is not None else 0
                 return (
                     f"{tokens} tokens would be visible ({self.token_counter.name}), over "
-                    f"max_tokens={self.max_tokens} (the activation adds {tokens - have}; "
+                    f"max_tokens={self.max_tokens} ({change} adds {tokens - have}; "
                     f"the budget leaves {max(self.max_tokens - have, 0)})"
                 )
         return None
@@ -452,6 +513,10 @@ class Session:
     async def list_tools(self) -> tuple[Tool, ...]:
         return (await self.view()).visible
 
+    async def estimate_tokens(self) -> dict[str, Any]:
+        """The token cost of this session's visible tools now (``ToolSet.estimate``)."""
+        return self.toolset.estimate(await self.view())
+
     async def explain(self) -> list[Surfacing]:
         return (await self.view()).explain()
 
@@ -502,7 +567,9 @@ class Session:
         async def fresh_change(state: SessionState) -> tuple[SessionState, R]:
             return await change(self._fresh(state))
 
-        return await self.toolset.store.mutate(self.key, fresh_change)
+        # compared against the fresh state: a new session that switches its initial
+        # groups off must be written, or it would start over with them on next time
+        return await self.toolset.store.mutate(self.key, fresh_change, baseline=self._fresh)
 
     async def _run_hook(self, group: Group, action: str) -> None:
         hook = group.on_activate if action == "activate" else group.on_deactivate
@@ -686,6 +753,40 @@ class Session:
         self._emit_surfaced(before, after)
         return before, after
 
+    async def reveal(self, names: Sequence[str]) -> RevealResult:
+        """Show tools whatever their groups (search results), in the order given, as far
+        as the budgets allow: a tool that would exceed one stays hidden and is reported
+        in ``refused`` (and as a ``budget.exceeded`` event). Access rules still apply."""
+        ts = self.toolset
+        requested = list(dict.fromkeys(names))
+
+        async def change(state: SessionState) -> tuple[SessionState, RevealResult]:
+            current = state
+            revealed: list[str] = []
+            refused: list[tuple[str, str]] = []
+            for n in requested:
+                if n in current.revealed:
+                    continue
+                trial = replace(current, revealed=current.revealed | {n})
+                if ts.has_budget:
+                    now = ts.view(self.principal, current)
+                    problem = ts._budget_problem(
+                        ts.view(self.principal, trial), now, f"revealing {n!r}"
+                    )
+                    if problem is not None:
+                        refused.append((n, problem))
+                        continue
+                current = trial
+                revealed.append(n)
+            before, after = ts.view(self.principal, state), ts.view(self.principal, current)
+            return current, RevealResult(tuple(revealed), tuple(refused), before, after)
+
+        result: RevealResult = await self._mutate(change)
+        for n, problem in result.refused:
+            self._emit("budget.exceeded", tool=n, detail=problem)
+        self._emit_surfaced(result.before, result.after)
+        return result
+
     async def set_stage(self, stage: str, *, trigger: str | None = None) -> bool:
         """Move the session to ``stage``; returns whether its visible set changed."""
         ts = self.toolset
@@ -728,10 +829,19 @@ class Session:
         handler: Callable[[Mapping[str, Any], CallContext], Any] | None = None,
     ) -> CallOutcome:
         """Run a visible tool. Access and discovery rules come from the view; then the
-        rate limit, the describe-before-call gate, confirmation and argument validation.
+        describe-before-call gate, argument validation, the rate limit and confirmation.
         A successful call may move the session to its next stage."""
         ts = self.toolset
         tool, view, state = await self._check_call(name)
+        if (
+            ts.describe_before_call
+            and self.key is not None
+            # the session's own state: a cached view may carry an older ``described``
+            and name not in state.described
+        ):
+            # first: an undescribed call learns where the schema is, spends no rate-limit slot
+            self._emit("tool.executed", tool=name, outcome="blocked", reason="description-required")
+            raise ts.description_required(name)
         args: Mapping[str, Any] = arguments if arguments is not None else {}
         if not isinstance(args, Mapping):
             return self._refuse_args(name, "Arguments must be a JSON object")
@@ -748,16 +858,6 @@ class Session:
             if retry is not None:
                 self._emit("tool.executed", tool=name, outcome="blocked", reason="rate-limited")
                 raise RateLimited(name, retry)
-        if (
-            ts.describe_before_call
-            and self.key is not None
-            # the session's own state: a cached view may carry an older ``described``
-            and name not in state.described
-        ):
-            self._emit("tool.executed", tool=name, outcome="blocked", reason="description-required")
-            raise DescriptionRequired(
-                f"Tool {name!r} requires fetching its description before use.", tool=name
-            )
         if policy.decision == "confirm":
             await self._confirm(tool, args, confirmer)
         run = handler or tool.handler

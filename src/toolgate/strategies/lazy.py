@@ -1,0 +1,294 @@
+"""Lazy descriptions: summaries in ``tools/list``, full docs on demand, describe-before-call.
+
+``LazyDescriptions`` is an ``Addon`` for any strategy: it shortens listed tools, serves
+``resource:///tool_descriptions?tools=a,b`` and the ``describe_tools`` meta-tool (same
+JSON), records described tools in the session store, and words the error for calling
+one first. Delivery layer: imports the core and ``toolgate.docs``, never ``mcp``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
+
+from toolgate.catalog import Tool, ToolResult
+from toolgate.docs import ToolDocs
+from toolgate.errors import ConfigError, DescriptionRequired, InvalidArguments
+from toolgate.strategies.base import (
+    READ_ONLY,
+    Addon,
+    MetaNames,
+    MetaTool,
+    Reply,
+    Request,
+    Strategy,
+)
+from toolgate.toolset import ToolSet
+
+SchemaMode = Literal["full", "minimal"]
+DEFAULT_URI = "resource:///tool_descriptions"
+OPEN_SCHEMA: Mapping[str, Any] = {"type": "object", "additionalProperties": True}
+MAX_TOOLS_PER_REQUEST = 64
+MISSING_TOOL_SELECTION = "MISSING_TOOL_SELECTION"
+TOO_MANY_TOOLS = "TOO_MANY_TOOLS"
+
+DESCRIBE_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "tools": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": 'Names of the tools you picked from your tool list, e.g. ["a", "b"].',
+        }
+    },
+    "required": ["tools"],
+    "additionalProperties": False,
+}
+
+
+def workflow_text(uri: str, describe_tool: str) -> str:
+    """The resource's description: the seed's proven step-by-step wording."""
+    return (
+        "WORKFLOW:\n"
+        "\n"
+        "Step 1: PICK which tool you need from tools/list based on SHORT descriptions\n"
+        f"Step 2: FETCH full description: {uri}?tools=TOOL_NAME\n"
+        f'        (or call the {describe_tool} tool with {{"tools": ["TOOL_NAME"]}})\n'
+        "Step 3: CALL the tool with parameters you learned\n"
+        "\n"
+        "IMPORTANT: You CANNOT call a tool until you fetch its description.\n"
+        "\n"
+        "The SHORT descriptions tell you WHICH tool to use (sufficient for selection).\n"
+        "This resource tells you HOW to use it (parameters, examples) and authorizes it.\n"
+        "\n"
+        "MUST include ?tools=TOOL_NAME (base URI without tools will error)."
+    )
+
+
+class LazyDescriptions(Addon):
+    """Lazy descriptions for every strategy of a ``Delivery``.
+
+    ``tools/list`` carries each tool's summary. ``schema="full"`` keeps the other
+    fields; ``schema="minimal"`` sends the seed's minimal tool: an open object schema,
+    no output schema, no annotations (``title`` and ``_meta`` stay).
+
+    Constructing it switches the toolset's describe-before-call gate on and loads and
+    validates ``docs_dir`` (``ConfigError`` on a malformed file). Construct it after
+    registering tools: each file must name a registered tool. A gateway whose tools
+    arrive later passes ``check_names=False`` and calls :meth:`check_docs` once they do.
+
+    >>> lazy = LazyDescriptions(toolset, schema="minimal", docs_dir="docs")  # doctest: +SKIP
+    >>> delivery = Delivery(toolset, addons=[lazy])                      # doctest: +SKIP
+    >>> for line in lazy.startup_warnings(): log.warning(line)           # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        toolset: ToolSet,
+        *,
+        schema: SchemaMode = "full",
+        docs_dir: str | Path | None = None,
+        uri: str = DEFAULT_URI,
+        check_names: bool = True,
+    ) -> None:
+        if schema not in ("full", "minimal"):
+            raise ConfigError(
+                f"descriptions.schema must be 'full' or 'minimal', got {schema!r}",
+                key="descriptions.schema",
+            )
+        parts = urlsplit(uri)
+        if not parts.scheme or parts.query or parts.fragment:
+            raise ConfigError(
+                f"descriptions.uri must be an absolute URI without a query, got {uri!r}",
+                key="descriptions.uri",
+            )
+        self.toolset = toolset
+        self.schema: SchemaMode = schema
+        self.uri = uri
+        self.docs = ToolDocs.from_dir(docs_dir)
+        #: the meta-tool's name; every strategy of one Delivery shares its MetaNames
+        self.describe_name = MetaNames().describe_tools
+        if check_names:
+            self.check_docs()
+        toolset.describe_before_call = True
+        toolset.description_required = self.description_required
+
+    def check_docs(self) -> None:
+        """Check the doc files against the registered tools (``ConfigError``)."""
+        self.docs.check(self.toolset.catalog)
+
+    def startup_warnings(self) -> list[str]:
+        """What an adapter should log at start-up about this configuration."""
+        if self.toolset.default_principal.authenticated:
+            return []
+        return [
+            "Lazy tool descriptions: requests on protocol 2026-07-28 without an "
+            "authenticated principal have no session, so describe-before-call is not "
+            "enforced for them (their tools are callable without describing first). "
+            "Configure authentication to enforce it on that protocol."
+        ]
+
+    # -- the Addon hooks -----------------------------------------------------------------
+    def meta_tools(self, strategy: Strategy) -> list[MetaTool]:
+        self.describe_name = strategy.names.describe_tools
+
+        async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
+            if not isinstance(arguments, Mapping):
+                raise InvalidArguments("Arguments must be a JSON object")
+            extra = sorted(set(arguments) - {"tools"})
+            if extra:
+                raise InvalidArguments(
+                    f"Unexpected argument(s): {', '.join(extra)}; expected only 'tools'"
+                )
+            names = arguments.get("tools", [])
+            if isinstance(names, str) or not isinstance(names, Sequence):
+                raise InvalidArguments(
+                    f"'tools' must be a list of tool names, like [\"a\"], not "
+                    f"{type(names).__name__}"
+                )
+            if not all(isinstance(n, str) for n in names):
+                raise InvalidArguments("'tools' must contain tool-name strings")
+            data, ok = await self.describe(request, list(names))
+            text = self.dumps(data)
+            result = ToolResult(
+                content=({"type": "text", "text": text},), structured=data, is_error=not ok
+            )
+            return Reply(result)
+
+        return [
+            MetaTool(
+                self.describe_name,
+                "Get the full descriptions of the tools you picked from your tool list: "
+                "parameters, examples and common errors. You must describe a tool before "
+                "calling it; the short descriptions are enough to choose one.",
+                DESCRIBE_SCHEMA,
+                run,
+                READ_ONLY,
+            )
+        ]
+
+    def transform(self, wire: dict[str, Any], tool: Tool, request: Request) -> dict[str, Any]:
+        out = dict(wire)
+        out["description"] = tool.summary_text
+        if self.schema == "minimal":
+            # the seed's minimal tool. Without annotations a host assumes the cautious
+            # hints (not read-only, maybe destructive); the full description has them.
+            out["inputSchema"] = dict(OPEN_SCHEMA)
+            out.pop("outputSchema", None)
+            out.pop("annotations", None)
+        return out
+
+    async def list_resources(self, request: Request) -> list[dict[str, Any]]:
+        return [
+            {
+                "uri": self.uri,
+                "name": "tool_descriptions",
+                "title": "Tool Descriptions - Required for tool use",
+                "description": workflow_text(self.uri, self.describe_name),
+                "mimeType": "application/json",
+            }
+        ]
+
+    async def read_resource(self, request: Request, uri: str) -> str | None:
+        names = self.parse_uri(uri)
+        if names is None:
+            return None
+        data, _ = await self.describe(request, names)
+        return self.dumps(data)
+
+    # -- the one implementation behind the resource and the meta-tool ------------------
+    def parse_uri(self, uri: str) -> list[str] | None:
+        """The tool names a descriptions URI asks for (``[]``: none), or None when
+        ``uri`` is not this add-on's resource."""
+        parts = urlsplit(str(uri))
+        base = urlsplit(self.uri)
+        if (parts.scheme, parts.netloc, parts.path) != (base.scheme, base.netloc, base.path):
+            return None
+        names: list[str] = []
+        for value in parse_qs(parts.query).get("tools", []):
+            names += [n.strip() for n in value.split(",") if n.strip()]
+        return names
+
+    def resource_uri(self, names: Sequence[str]) -> str:
+        return f"{self.uri}?tools={','.join(names)}"
+
+    async def describe(self, request: Request, names: Sequence[str]) -> tuple[dict[str, Any], bool]:
+        """Full descriptions keyed by tool name, and whether any tool was described.
+
+        Tools the session can use now are described and authorized for it; any other
+        name gets the error calling it would get, plus ``available_tools``.
+        """
+        session = request.session
+        view = await session.view()
+        available = sorted(view.visible_names)
+        requested = list(dict.fromkeys(names))
+        if not requested:
+            return self.missing_selection(available), False
+        if len(requested) > MAX_TOOLS_PER_REQUEST:
+            return {
+                "error": {
+                    "code": TOO_MANY_TOOLS,
+                    "message": f"{len(requested)} tools requested; at most "
+                    f"{MAX_TOOLS_PER_REQUEST} per request. Describe only the tools you "
+                    "picked for this task.",
+                }
+            }, False
+        out: dict[str, Any] = {}
+        described: list[str] = []
+        for name in requested:
+            s = view.surfacing(name)
+            if s.visible and s.tool is not None:
+                out[name] = self.docs.describe(s.tool)
+                described.append(name)
+            else:
+                exc = self.toolset.hidden_error(s, view.ctx.stage)
+                out[name] = {"error": exc.message, "code": exc.code, "available_tools": available}
+        if described:
+            await session.mark(described=described)
+        return out, bool(described)
+
+    def missing_selection(self, available: Sequence[str]) -> dict[str, Any]:
+        picks = list(available[:2]) or ["TOOL_NAME"]
+        examples = [self.resource_uri(picks[:1])]
+        if len(picks) > 1:
+            examples.append(self.resource_uri(picks))
+        return {
+            "error": {
+                "code": MISSING_TOOL_SELECTION,
+                "message": "You must specify one or more tool names in the 'tools' parameter. "
+                "Pick the tools you need from your tool list first; their short "
+                "descriptions are enough to choose.",
+                "examples": examples,
+                "describe_call": {"name": self.describe_name, "arguments": {"tools": picks}},
+                "available_tools": list(available),
+            }
+        }
+
+    def description_required(self, name: str) -> DescriptionRequired:
+        """The error for calling ``name`` before describing it (installed on the toolset)."""
+        uri = self.resource_uri([name])
+        call = {"name": self.describe_name, "arguments": {"tools": [name]}}
+        return DescriptionRequired(
+            f"Tool {name!r} requires fetching its description before use. Read the resource "
+            f"{uri} (or call {self.describe_name} with {json.dumps(call['arguments'])}), "
+            "then call the tool again.",
+            tool=name,
+            resource_uri=uri,
+            describe_call=call,
+            instructions=[
+                f'1. Fetch: read_resource(resource_uri="{uri}")',
+                "2. Review the parameters and examples",
+                "3. Then call the tool",
+            ],
+        )
+
+    @staticmethod
+    def dumps(data: Mapping[str, Any]) -> str:
+        """The one serialization of a descriptions answer (resource and meta-tool)."""
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+__all__ = ["DEFAULT_URI", "OPEN_SCHEMA", "LazyDescriptions", "workflow_text"]
