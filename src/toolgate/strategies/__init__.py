@@ -27,7 +27,9 @@ from toolgate.strategies.base import (
 )
 from toolgate.strategies.catalog import CatalogStrategy
 from toolgate.strategies.flat import FlatStrategy
+from toolgate.strategies.groups import GroupsStrategy
 from toolgate.strategies.list_changed import ListChangedStrategy
+from toolgate.strategies.search import SearchStrategy, ToolSearch
 from toolgate.toolset import ToolSet
 from toolgate.view import Page, paginate
 
@@ -42,6 +44,7 @@ class DeliveryConfig:
     meta_tools: str = "menu"  # "menu" | "activators"
     names: MetaNames = field(default_factory=MetaNames)
     groups_fallback: str = "flatten"  # clients without the groups extension: "flatten" | "catalog"
+    search: bool = False  # add search_tools / search_tools_regex to every strategy
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGY_NAMES:
@@ -75,6 +78,11 @@ class Delivery:
         self.toolset = toolset
         self.config = config or DeliveryConfig()
         self.addons = tuple(addons)
+        wants_search = self.config.search or self.config.strategy == "search"
+        if self.config.search and not any(isinstance(a, ToolSearch) for a in self.addons):
+            self.addons += (ToolSearch(),)
+        if wants_search:
+            toolset.search_index  # noqa: B018 -- fail now (ConfigError) without the search extra
         names = self.config.names
         built: dict[str, Strategy] = {
             "list_changed": ListChangedStrategy(
@@ -85,6 +93,8 @@ class Delivery:
             ),
             "catalog": CatalogStrategy(toolset, names=names, addons=self.addons),
             "flat": FlatStrategy(toolset, names=names, addons=self.addons),
+            "groups": GroupsStrategy(toolset, names=names, addons=self.addons),
+            "search": SearchStrategy(toolset, names=names, addons=self.addons),
         }
         built.update(strategies or {})
         self.strategies = built
@@ -203,10 +213,13 @@ __all__ = [
     "Delivery",
     "DeliveryConfig",
     "FlatStrategy",
+    "GroupsStrategy",
     "ListChangedStrategy",
     "MetaNames",
     "MetaTool",
     "Reply",
     "Request",
+    "SearchStrategy",
     "Strategy",
+    "ToolSearch",
 ]

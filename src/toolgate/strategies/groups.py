@@ -1,0 +1,173 @@
+"""``groups``: the ``io.modelcontextprotocol/groups`` extension, as plain dicts.
+
+For a client that declared the extension, ``tools/list`` carries only top-level tools
+(exclusive placement), ``groups/list`` pages the principal's top-level groups and
+``groups/get`` returns one group's instructions, tools and child groups. Stateless and
+idempotent: nothing here writes session state. Delivery layer: no MCP imports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from toolgate.catalog import Always, Group, Tool
+from toolgate.errors import GroupNotFound
+from toolgate.policy import Principal
+from toolgate.strategies.base import Addon, MetaNames, Request, Strategy
+from toolgate.strategies.catalog import group_contents
+from toolgate.toolset import ToolSet
+from toolgate.view import paginate
+
+GROUPS_LIST_CHANGED = "notifications/groups/list_changed"
+LISTING_CACHE_SIZE = 256
+
+
+def is_scoped(tool: Tool) -> bool:
+    """Whether an extension client finds ``tool`` in groups (not in ``tools/list``).
+
+    A grouped tool is scoped unless its visibility is ``Always``: that says "core",
+    so it stays top-level and is left out of every group's contents.
+    """
+    return bool(tool.groups) and not isinstance(tool.visibility, Always)
+
+
+def group_wire(group: Group) -> dict[str, Any]:
+    """The draft's ``Group`` object: ``{name, title?, description}`` (wire name)."""
+    out: dict[str, Any] = {"name": group.wire_name}
+    if group.title is not None:
+        out["title"] = group.title
+    out["description"] = group.description
+    return out
+
+
+class GroupsStrategy(Strategy):
+    """Serve the groups extension from the view: scoped tools only through ``groups/get``.
+
+    Every group counts as active (``open_groups``): the extension's activation is the
+    client's business, and discovery gating is not access control.
+    """
+
+    name = "groups"
+    open_groups = True
+
+    def __init__(
+        self,
+        toolset: ToolSet,
+        *,
+        names: MetaNames | None = None,
+        addons: Sequence[Addon] = (),
+        page_size: int | None = None,
+    ) -> None:
+        super().__init__(toolset, names=names, addons=addons)
+        self.page_size = page_size
+        # keyed on the declared extensions too: a listing is never served to a client
+        # that declared a different capability set than the one it was built for
+        self._listings: OrderedDict[tuple[Any, ...], tuple[dict[str, Any], ...]] = OrderedDict()
+        self._wire_index: tuple[int, dict[str, str]] = (-1, {})
+
+    # -- tools/list --------------------------------------------------------------------
+    async def list_tools(self, request: Request) -> list[dict[str, Any]]:
+        """Meta-tools of add-ons and the visible top-level tools, name-sorted."""
+        view = await request.session.view()
+        out = [m.wire() for m in self.listed_meta(request, view)]
+        for tool in view.visible:
+            if is_scoped(tool):
+                continue
+            wire = tool.wire()
+            for addon in self.addons:
+                wire = addon.transform(wire, tool, request)
+            out.append(wire)
+        out.sort(key=lambda w: w["name"])
+        return out
+
+    # -- groups/list -------------------------------------------------------------------
+    def top_level(self, principal: Principal) -> list[Group]:
+        """In-scope groups whose parent the principal cannot see (or that have none).
+
+        A scope naming only a child group makes that child top-level for this
+        principal, so every group in scope is reachable from ``groups/list``.
+        """
+        cat = self.toolset.catalog
+        out = []
+        for name, group in cat.groups.items():
+            if not cat.group_in_scope(name, principal):
+                continue
+            parent = group.parent
+            if parent is None or not cat.group_in_scope(parent, principal):
+                out.append(group)
+        return sorted(out, key=lambda g: g.wire_name)
+
+    def listing(
+        self, principal: Principal, extensions: frozenset[str]
+    ) -> tuple[dict[str, Any], ...]:
+        """Every top-level ``Group`` object ``principal`` may see, by wire name."""
+        key = (self.toolset.catalog.version, principal.key, extensions)
+        cached = self._listings.get(key)
+        if cached is not None:
+            self._listings.move_to_end(key)
+            return cached
+        items = tuple(group_wire(g) for g in self.top_level(principal))
+        self._listings[key] = items
+        if len(self._listings) > LISTING_CACHE_SIZE:
+            self._listings.popitem(last=False)
+        return items
+
+    def groups_list(self, request: Request, cursor: str | None = None) -> dict[str, Any]:
+        """The ``groups/list`` result: ``{"groups": [...], "nextCursor"?: str}``.
+
+        Raises ``InvalidCursor`` for a cursor this server did not issue.
+        """
+        size = self.page_size or self.toolset.page_size
+        items = self.listing(request.session.principal, request.extensions)
+        page = paginate(items, lambda g: str(g["name"]), cursor, size)
+        out: dict[str, Any] = {"groups": [dict(g) for g in page.items]}
+        if page.next_cursor is not None:
+            out["nextCursor"] = page.next_cursor
+        return out
+
+    def fingerprint(self, principal: Principal, extensions: frozenset[str]) -> str:
+        """A digest of everything ``groups/list`` shows ``principal`` (all pages)."""
+        text = json.dumps(
+            self.listing(principal, extensions), sort_keys=True, separators=(",", ":")
+        )
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    # -- groups/get --------------------------------------------------------------------
+    def resolve(self, wire_name: str) -> str | None:
+        """The catalog name of the group called ``wire_name`` on the extension wire."""
+        cat = self.toolset.catalog
+        version, index = self._wire_index
+        if version != cat.version:
+            index = {g.wire_name: g.name for g in cat.groups.values()}
+            self._wire_index = (cat.version, index)
+        return index.get(wire_name)
+
+    async def groups_get(self, request: Request, name: str) -> dict[str, Any]:
+        """The ``groups/get`` result: ``{"instructions"?: str, "contents": {"tools",
+        "groups"}}`` with complete definitions of the scoped tools the principal may run.
+
+        Raises ``GroupNotFound`` for an unknown group and for one out of scope alike.
+        """
+        internal = self.resolve(name) if isinstance(name, str) else None
+        if internal is None:
+            raise GroupNotFound(name)
+        session = request.session
+        view = await session.view()
+        try:
+            data = group_contents(session, view, internal)
+        except GroupNotFound:
+            raise GroupNotFound(name) from None
+        cat = self.toolset.catalog
+        tools = [w for w in data["tools"] if is_scoped(cat.tools[w["name"]])]
+        children = sorted(
+            (group_wire(cat.groups[c["name"]]) for c in data["groups"]), key=lambda g: g["name"]
+        )
+        out: dict[str, Any] = {}
+        if "instructions" in data:
+            out["instructions"] = data["instructions"]
+        out["contents"] = {"tools": tools, "groups": children}
+        return out
