@@ -8,6 +8,9 @@ bash scripts/bootstrap.sh dev
 
 need_pkgs=()
 command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server)
+# the dashboard and WebMCP tests drive Debian's Chromium (no downloaded browsers)
+command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 \
+    || need_pkgs+=(chromium-headless-shell)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     echo "installing ${need_pkgs[*]} from Debian's packages"
     if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi

@@ -7,9 +7,10 @@ sessions are dropped on read and by ``sweep``. Base layer: imports only ``state.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from toolgate.state.base import SessionState, StateStore
+from toolgate.state.base import SessionInfo, SessionState, StateStore
 
 
 @dataclass
@@ -17,6 +18,7 @@ class MemoryStore(StateStore):
     """Session state in process memory (one server process, lost on restart)."""
 
     _states: dict[str, SessionState] = field(default_factory=dict, init=False, repr=False)
+    _infos: dict[str, SessionInfo] = field(default_factory=dict, init=False, repr=False)
     _hits: dict[str, deque[float]] = field(default_factory=dict, init=False, repr=False)
     sweep_every: int = 1024
     _writes: int = field(default=0, init=False, repr=False)
@@ -42,6 +44,7 @@ class MemoryStore(StateStore):
 
     async def delete(self, key: str) -> None:
         self._states.pop(key, None)
+        self._infos.pop(key, None)
 
     async def rate_hit(self, bucket: str, limit: int, window_s: float) -> float | None:
         now = self.clock()
@@ -58,6 +61,8 @@ class MemoryStore(StateStore):
         stale = [k for k, s in self._states.items() if now - s.touched_at > self.idle_ttl]
         for key in stale:
             del self._states[key]
+        for key in [k for k, i in self._infos.items() if now - i.last_seen > self.idle_ttl]:
+            del self._infos[key]
         # rate-limit logs whose newest entry is older than any sane window are dropped
         for bucket in [b for b, log in self._hits.items() if not log or now - log[-1] > 86400]:
             del self._hits[bucket]
@@ -65,3 +70,18 @@ class MemoryStore(StateStore):
 
     async def session_count(self) -> int:
         return len(self._states)
+
+    async def sessions(self) -> AsyncIterator[tuple[str, SessionState]]:
+        now = self.clock()
+        for key, state in list(self._states.items()):
+            if now - state.touched_at <= self.idle_ttl:
+                yield key, state
+
+    async def put_info(self, info: SessionInfo) -> None:
+        self._infos[info.key] = info
+
+    async def infos(self) -> AsyncIterator[SessionInfo]:
+        now = self.clock()
+        for info in list(self._infos.values()):
+            if now - info.last_seen <= self.idle_ttl:
+                yield info

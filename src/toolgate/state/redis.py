@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from toolgate.state.base import SessionState, StateStore
+from toolgate.state.base import SessionInfo, SessionState, StateStore
 
 # KEYS[1] state key; ARGV: expected version, new state JSON, now, idle_ttl, expiry ms.
 # A stored state that is idle by the store's clock counts as absent (version 0), exactly
@@ -131,9 +132,31 @@ class RedisStore(StateStore):
     def _rate_key(self, bucket: str) -> str:
         return f"{self.prefix}r:{bucket}"
 
-    def _state_pattern(self) -> str:
+    def _info_key(self, key: str) -> str:
+        return f"{self.prefix}i:{key}"
+
+    def _state_pattern(self, kind: str = "s") -> str:
         # SCAN MATCH is a glob: a prefix holding glob characters must match literally.
-        return re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix) + "s:*"
+        return re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix) + f"{kind}:*"
+
+    async def _scan_values(self, kind: str) -> AsyncIterator[tuple[str, bytes]]:
+        """``(key, value)`` of every ``{prefix}{kind}:*`` key, fetched in MGET batches."""
+        strip = len(f"{self.prefix}{kind}:".encode())
+        batch: list[bytes] = []
+
+        async def fetch(keys: list[bytes]) -> list[tuple[str, bytes]]:
+            values = await self._client.mget(keys)
+            return [(k[strip:].decode(), v) for k, v in zip(keys, values, strict=True) if v]
+
+        async for key in self._client.scan_iter(match=self._state_pattern(kind), count=_SCAN_BATCH):
+            batch.append(key)
+            if len(batch) >= _SCAN_BATCH:
+                for item in await fetch(batch):
+                    yield item
+                batch = []
+        if batch:
+            for item in await fetch(batch):
+                yield item
 
     # -- primitives -------------------------------------------------------------------
     async def get(self, key: str) -> SessionState | None:
@@ -159,7 +182,7 @@ class RedisStore(StateStore):
         return bool(written)
 
     async def delete(self, key: str) -> None:
-        await self._client.delete(self._state_key(key))
+        await self._client.delete(self._state_key(key), self._info_key(key))
 
     async def rate_hit(self, bucket: str, limit: int, window_s: float) -> float | None:
         now = self.clock()
@@ -193,6 +216,25 @@ class RedisStore(StateStore):
         async for _ in self._client.scan_iter(match=self._state_pattern(), count=_SCAN_BATCH):
             count += 1
         return count
+
+    async def sessions(self) -> AsyncIterator[tuple[str, SessionState]]:
+        now = self.clock()
+        async for key, raw in self._scan_values("s"):
+            state = SessionState.from_json(raw)
+            if now - state.touched_at <= self.idle_ttl:
+                yield key, state
+
+    async def put_info(self, info: SessionInfo) -> None:
+        await self._client.set(
+            self._info_key(info.key), info.to_json(), px=_milliseconds(self.idle_ttl)
+        )
+
+    async def infos(self) -> AsyncIterator[SessionInfo]:
+        now = self.clock()
+        async for _, raw in self._scan_values("i"):
+            info = SessionInfo.from_json(raw)
+            if now - info.last_seen <= self.idle_ttl:
+                yield info
 
     async def close(self) -> None:
         await self._client.aclose()  # type: ignore[attr-defined,unused-ignore]  # old stubs

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from toolgate.state.base import SessionState, StateStore
+from toolgate.state.base import SessionInfo, SessionState, StateStore
 
 T = TypeVar("T")
 
@@ -33,6 +33,11 @@ CREATE TABLE IF NOT EXISTS rate_hits (
     at     REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS rate_hits_bucket_at ON rate_hits (bucket, at);
+CREATE TABLE IF NOT EXISTS session_infos (
+    key        TEXT PRIMARY KEY,
+    touched_at REAL NOT NULL,
+    info       TEXT NOT NULL
+);
 """
 
 # A row is idle-expired when ``now - touched_at > idle_ttl`` (the MemoryStore rule);
@@ -127,7 +132,11 @@ class SqliteStore(StateStore):
         return ok
 
     async def delete(self, key: str) -> None:
-        await self._run(lambda conn: conn.execute("DELETE FROM sessions WHERE key = ?", (key,)))
+        def remove(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM sessions WHERE key = ?", (key,))
+            conn.execute("DELETE FROM session_infos WHERE key = ?", (key,))
+
+        await self._run(remove)
 
     async def rate_hit(self, bucket: str, limit: int, window_s: float) -> float | None:
         now = self.clock()
@@ -163,6 +172,7 @@ class SqliteStore(StateStore):
         def clean(conn: sqlite3.Connection) -> int:
             removed = conn.execute(f"DELETE FROM sessions WHERE NOT {_LIVE}", (now, ttl)).rowcount
             conn.execute("DELETE FROM rate_hits WHERE at < ?", (now - _RATE_LOG_HORIZON_S,))
+            conn.execute(f"DELETE FROM session_infos WHERE NOT {_LIVE}", (now, ttl))
             return removed
 
         return await self._run(clean)
@@ -174,6 +184,37 @@ class SqliteStore(StateStore):
             return int(conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
 
         return await self._run(count)
+
+    async def sessions(self) -> AsyncIterator[tuple[str, SessionState]]:
+        now, ttl = self.clock(), self.idle_ttl
+
+        def read(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+            query = f"SELECT key, state FROM sessions WHERE {_LIVE}"
+            return [(str(k), str(v)) for k, v in conn.execute(query, (now, ttl))]
+
+        for key, text in await self._run(read):
+            yield key, SessionState.from_json(text)
+
+    async def put_info(self, info: SessionInfo) -> None:
+        text = info.to_json()
+        await self._run(
+            lambda conn: conn.execute(
+                "INSERT INTO session_infos (key, touched_at, info) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET touched_at = excluded.touched_at, "
+                "info = excluded.info",
+                (info.key, info.last_seen, text),
+            )
+        )
+
+    async def infos(self) -> AsyncIterator[SessionInfo]:
+        now, ttl = self.clock(), self.idle_ttl
+
+        def read(conn: sqlite3.Connection) -> list[str]:
+            query = f"SELECT info FROM session_infos WHERE {_LIVE}"
+            return [str(row[0]) for row in conn.execute(query, (now, ttl))]
+
+        for text in await self._run(read):
+            yield SessionInfo.from_json(text)
 
     async def close(self) -> None:
         await self._run(lambda conn: conn.close())

@@ -1,0 +1,421 @@
+"""``dashboard_app(source)``: the operator dashboard as a Starlette sub-application.
+
+Pages for live sessions (read from the store, so every replica sees them), the group
+tree with token costs, the explained view of a principal or session, and a live event
+stream (server-sent events from an ``EventRing`` on the bus). Every route but the login
+form and static assets needs the operator token. Edge layer: Starlette and Jinja2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from toolgate.errors import ConfigError
+from toolgate.events import EventBus
+from toolgate.gateway.build import BuildReport
+from toolgate.gateway.check import Snapshot
+from toolgate.gateway.config import GatewayConfig
+from toolgate.gateway.dashboard.auth import COOKIE, OperatorAuth
+from toolgate.gateway.dashboard.chart import Bar, bar_chart
+from toolgate.gateway.dashboard.events import EventRing, RingEvent, parse_prefixes
+from toolgate.gateway.dashboard.sessions import session_rows
+from toolgate.gateway.inspect import describe, parse_principal
+from toolgate.policy import Principal
+from toolgate.state.base import StateStore
+from toolgate.strategies import Delivery
+from toolgate.toolset import ToolSet
+
+if TYPE_CHECKING:
+    import jinja2
+    from markupsafe import Markup
+
+HERE = Path(__file__).parent
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+EVENT_PREFIXES = ("tool.", "group.", "budget.")
+Listed = Callable[[], Mapping[str, Sequence[Mapping[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class DashboardSource:
+    """What the dashboard reads: the gateway's config, its delivery (and through it the
+    toolset, store and event bus) and, for backend status, what each backend lists.
+
+    >>> DashboardSource.from_gateway(gateway)
+    """
+
+    config: GatewayConfig
+    delivery: Delivery
+    listed: Listed = field(default=dict)
+
+    @property
+    def toolset(self) -> ToolSet:
+        return self.delivery.toolset
+
+    @property
+    def store(self) -> StateStore:
+        return self.toolset.store
+
+    @property
+    def events(self) -> EventBus:
+        return self.toolset.events
+
+    @classmethod
+    def from_gateway(cls, gateway: Any) -> DashboardSource:
+        """From a built ``toolgate.gateway.serve.Gateway``."""
+        return cls(gateway.cfg, gateway.delivery, gateway.listed)
+
+
+def host_allowed(netloc: str, hosts: frozenset[str]) -> bool:
+    """Whether a ``Host`` header (or an Origin's ``host:port``) names an allowed host."""
+    host = netloc.lower()
+    if host.startswith("["):
+        host = host[: host.find("]") + 1]
+    elif host.count(":") == 1:
+        host = host.rsplit(":", 1)[0]
+    return host in hosts
+
+
+class _Guard:
+    """ASGI middleware: foreign ``Host`` → 421 (DNS rebinding); no operator token or
+    cookie → 401, except for the login form and static assets."""
+
+    def __init__(self, app: ASGIApp, auth: OperatorAuth, hosts: frozenset[str], page: Any) -> None:
+        self.app = app
+        self.auth = auth
+        self.hosts = hosts
+        self.page = page
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        conn = HTTPConnection(scope)
+        if not host_allowed(conn.headers.get("host", ""), self.hosts):
+            await PlainTextResponse("Invalid Host header", 421)(scope, receive, send)
+            return
+        path = scope["path"].removeprefix(scope.get("root_path", ""))
+        if path == "/login" or path.startswith("/static/"):
+            await self.app(scope, receive, send)
+            return
+        if not self.auth.allows(conn.headers, conn.cookies):
+            response: Response
+            if path.startswith("/api/"):
+                response = JSONResponse(
+                    {"error": "operator token required"},
+                    401,
+                    headers={"WWW-Authenticate": 'Bearer realm="toolgate-dashboard"'},
+                )
+            else:
+                response = self.page(conn, "login.html", {"failed": False}, 401)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _templates() -> jinja2.Environment:
+    try:  # an optional dependency: only an enabled dashboard needs it
+        import jinja2
+        from markupsafe import Markup
+    except ImportError:
+        raise ConfigError(
+            "toolgate.dashboard: the dashboard needs Jinja2: pip install 'toolgate[dashboard]'",
+            key="toolgate.dashboard",
+        ) from None
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["json"] = lambda v: Markup(json.dumps(v).replace("</", "<\\/"))
+    return env
+
+
+def dashboard_app(
+    source: DashboardSource,
+    *,
+    allowed_hosts: Sequence[str] = (),
+    ring: EventRing | None = None,
+    refresh_s: float = 2.0,
+) -> Starlette:
+    """The dashboard, to mount at ``/dashboard`` next to the MCP endpoint.
+
+    >>> app.routes.append(Mount("/dashboard", dashboard_app(source)))
+
+    Needs at least one operator token digest in ``toolgate.dashboard.tokens``
+    (``ConfigError`` otherwise). ``allowed_hosts`` adds Host names beyond the loopback
+    ones. The event ring is added to the toolset's bus here.
+    """
+    auth = OperatorAuth(source.config.toolgate.dashboard.tokens)
+    ring = ring if ring is not None else EventRing()
+    source.events.add_sink(ring)
+    env = _templates()
+    hosts = frozenset(h.lower() for h in (*LOCAL_HOSTS, *allowed_hosts))
+
+    def page(
+        conn: HTTPConnection, name: str, values: dict[str, Any], status: int = 200
+    ) -> Response:
+        base = conn.scope.get("root_path", "").rstrip("/")
+        html = env.get_template(name).render(base=base, refresh_s=refresh_s, **values)
+        return HTMLResponse(html, status, headers={"Cache-Control": "no-store"})
+
+    # -- logging in -------------------------------------------------------------------
+    async def login_form(request: Request) -> Response:
+        return page(request, "login.html", {"failed": False})
+
+    async def login(request: Request) -> Response:
+        origin = request.headers.get("origin")
+        if origin is not None and not host_allowed(urlsplit(origin).netloc, hosts):
+            return PlainTextResponse("Invalid Origin header", 403)
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        token = (form.get("token") or [""])[0].strip()
+        if not auth.token_ok(token):
+            return page(request, "login.html", {"failed": True}, 401)
+        base = request.scope.get("root_path", "").rstrip("/")
+        response = RedirectResponse(f"{base}/", 303)
+        response.set_cookie(
+            COOKIE,
+            auth.cookie_for(token),
+            max_age=auth.max_age,
+            path=base or "/",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return response
+
+    async def logout(request: Request) -> Response:
+        base = request.scope.get("root_path", "").rstrip("/")
+        response = RedirectResponse(f"{base}/login", 303)
+        response.delete_cookie(COOKIE, path=base or "/")
+        return response
+
+    # -- data ---------------------------------------------------------------------------
+    async def sessions_data() -> list[dict[str, Any]]:
+        return [row.to_dict() for row in await session_rows(source.toolset)]
+
+    async def groups_data() -> dict[str, Any]:
+        ts = source.toolset
+        snap = Snapshot(
+            source.config,
+            ts,
+            source.delivery,
+            BuildReport(),
+            {k: [dict(w) for w in v] for k, v in source.listed().items()},
+        )
+        data = await describe(snap, ts.default_principal, ts.token_counter)
+        return {k: data[k] for k in ("tokenizer", "backends", "root", "groups", "totals")}
+
+    async def explain_data(request: Request) -> dict[str, Any]:
+        """``?session=KEY`` (that session's principal and state) or ``?principal=SPEC``
+        (a new session of ``default``, a token principal's id, or ``id=x,trust=y``)."""
+        ts = source.toolset
+        key = request.query_params.get("session")
+        principal: Principal
+        if key:
+            row = next((r for r in await session_rows(ts) if r.key == key), None)
+            if row is None or row.principal is None:
+                raise ConfigError(f"no recorded live session {key!r}", key="session")
+            principal, state, label = row.principal, row.state, f"session {key}"
+        else:
+            spec = request.query_params.get("principal") or "default"
+            principal = parse_principal(source.config, spec)
+            state, label = ts.initial_state(), "a new session"
+        view = ts.view(principal, state)
+        return {
+            "principal": {
+                "id": principal.id,
+                "trust": principal.trust,
+                "agent_class": principal.agent_class,
+                "scope": list(principal.scope),
+            },
+            "of": label,
+            "session": key,
+            "active_groups": sorted(state.active),
+            "stage": ts.catalog.flow.current(state.stage),
+            "visible": len(view.visible),
+            "tools": [
+                {
+                    "name": s.name,
+                    "visible": s.visible,
+                    "reason": s.reason,
+                    "access": "denied" if s.access_denied else "allowed",
+                    "groups": list(s.tool.groups) if s.tool else [],
+                }
+                for s in view.explain()
+            ],
+        }
+
+    def principals() -> list[str]:
+        tokens = source.config.toolgate.identity.tokens.values()
+        return ["default", *sorted({p.id for p in tokens})]
+
+    # -- pages ----------------------------------------------------------------------------
+    async def sessions_page(request: Request) -> Response:
+        return page(request, "sessions.html", {"nav": "sessions", "rows": await sessions_data()})
+
+    async def groups_page(request: Request) -> Response:
+        data = await groups_data()
+        return page(request, "groups.html", {"nav": "groups", "data": data, "chart": chart(data)})
+
+    async def explain_page(request: Request) -> Response:
+        values: dict[str, Any] = {"nav": "explain", "principals": principals(), "error": None}
+        try:
+            values["data"] = await explain_data(request)
+        except ConfigError as exc:
+            values["data"], values["error"] = None, exc.message
+        return page(request, "explain.html", values, 200 if values["error"] is None else 404)
+
+    async def events_page(request: Request) -> Response:
+        recent = [e.to_dict() for e in reversed(ring.recent())]
+        return page(
+            request, "events.html", {"nav": "events", "events": recent, "kinds": EVENT_PREFIXES}
+        )
+
+    # -- JSON and the event stream ----------------------------------------------------
+    async def api_sessions(request: Request) -> Response:
+        return JSONResponse({"sessions": await sessions_data()})
+
+    async def api_groups(request: Request) -> Response:
+        return JSONResponse(await groups_data())
+
+    async def api_explain(request: Request) -> Response:
+        try:
+            return JSONResponse(await explain_data(request))
+        except ConfigError as exc:
+            return JSONResponse({"error": exc.message}, 404)
+
+    async def api_events(request: Request) -> Response:
+        prefixes = parse_prefixes(request.query_params.getlist("types"))
+        text = request.query_params.get("q", "")
+        events = [e.to_dict() for e in reversed(ring.recent()) if e.matches(prefixes, text)]
+        return JSONResponse({"events": events})
+
+    async def api_stream(request: Request) -> Response:
+        prefixes = parse_prefixes(request.query_params.getlist("types"))
+        text = request.query_params.get("q", "")
+        after_text = request.headers.get("last-event-id") or request.query_params.get("after")
+        after = int(after_text) if after_text and after_text.isdigit() else None
+        return StreamingResponse(
+            _stream(ring, prefixes, text, after),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    routes = [
+        Route("/", sessions_page),
+        Route("/login", login_form, methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/groups", groups_page),
+        Route("/explain", explain_page),
+        Route("/events", events_page),
+        Route("/api/sessions", api_sessions),
+        Route("/api/groups", api_groups),
+        Route("/api/explain", api_explain),
+        Route("/api/events", api_events),
+        Route("/api/events/stream", api_stream),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    guard = Middleware(_Guard, auth=auth, hosts=hosts, page=page)
+    return Starlette(routes=routes, middleware=[guard])
+
+
+async def _stream(
+    ring: EventRing,
+    prefixes: list[str],
+    text: str,
+    after: int | None,
+    heartbeat: float = 15.0,
+    lifetime: float = 60.0,
+) -> AsyncIterator[str]:
+    """Server-sent events: the buffered ones after ``after`` (when given), then live.
+
+    A stream ends after ``lifetime`` seconds and the browser reconnects with
+    ``Last-Event-ID`` (nothing is lost): an open dashboard never holds up a shutdown
+    for long."""
+    queue = ring.subscribe()
+    item: RingEvent | None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + lifetime
+    try:
+        yield "retry: 1000\n\n"
+        if after is not None:
+            for item in ring.recent(after):
+                if item.matches(prefixes, text):
+                    yield _sse(item.id, item.to_dict())
+        while (left := deadline - loop.time()) > 0:
+            try:
+                item = await asyncio.wait_for(queue.get(), min(heartbeat, left))
+            except TimeoutError:
+                yield ": keep-alive\n\n"
+                continue
+            if item is None:
+                return
+            if item.matches(prefixes, text):
+                yield _sse(item.id, item.to_dict())
+    finally:
+        ring.unsubscribe(queue)
+
+
+def _sse(event_id: int, data: Mapping[str, Any]) -> str:
+    return f"id: {event_id}\nevent: toolgate\ndata: {json.dumps(data, default=str)}\n\n"
+
+
+def chart(data: Mapping[str, Any]) -> Markup:
+    """Flat vs disclosed totals, then what each group adds when enabled."""
+    from markupsafe import Markup
+
+    totals = data["totals"]
+    bars = [
+        Bar(
+            "flat: every tool listed",
+            int(totals["flat"]["tokens"]),
+            "flat",
+            note=f" ({totals['flat']['tools']} tools)",
+        ),
+        Bar(
+            "disclosed: a new session",
+            int(totals["disclosed"]["tokens"]),
+            "disclosed",
+            note=f" ({totals['disclosed']['tools']} tools)",
+        ),
+        Bar("(root: always listed)", int(data["root"]["tokens"]), "root"),
+    ]
+
+    def walk(nodes: Sequence[Mapping[str, Any]], depth: int) -> None:
+        for g in nodes:
+            bars.append(
+                Bar(
+                    g["name"],
+                    int(g["tokens"]),
+                    "group",
+                    depth,
+                    note=f" ({g['tool_count']} tools)",
+                )
+            )
+            walk(g["children"], depth + 1)
+
+    walk(data["groups"], 0)
+    title = f"Token cost ({data['tokenizer']}): flat vs disclosed, and per group"
+    return Markup(bar_chart(bars, title=title))

@@ -1,0 +1,176 @@
+"""WebMCP publishing: ``/webmcp.js`` and the two JSON endpoints it calls.
+
+A page includes the script with a gateway URL and a bearer token; the script lists the
+principal's surfaced tools (``GET /webmcp/tools``), registers each with the page's
+``document.modelContext`` and runs calls through ``POST /webmcp/call``: the same
+Delivery and Session path as MCP, so every policy is enforced here. Edge layer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from toolgate.catalog import ToolResult
+from toolgate.errors import StoreUnavailable, ToolgateError
+from toolgate.gateway.dashboard.sessions import SessionRecorder
+from toolgate.policy import Principal
+from toolgate.strategies import Delivery
+from toolgate.strategies.base import LEGACY, Strategy
+from toolgate.strategies.base import Request as ToolRequest
+from toolgate.wire import (
+    Caller,
+    IdentityFn,
+    IdentityResolver,
+    Unauthenticated,
+    error_as_result,
+    mcp_error,
+    resolve_principal,
+)
+
+SCRIPT = Path(__file__).parent / "static" / "webmcp.js"
+AGENT_CLASS = "webmcp"
+SESSION_HEADER = "x-toolgate-session"
+_PAGE_SESSION = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+
+
+def result_json(result: ToolResult) -> dict[str, Any]:
+    """A ``ToolResult`` in MCP's ``CallToolResult`` JSON shape."""
+    out: dict[str, Any] = {"content": [dict(c) for c in result.content], "isError": result.is_error}
+    if result.structured is not None:
+        out["structuredContent"] = dict(result.structured)
+    return out
+
+
+def webmcp_routes(
+    delivery: Delivery,
+    identity: IdentityResolver | IdentityFn | None,
+    *,
+    recorder: SessionRecorder | None = None,
+    allow_origins: Sequence[str] = ("*",),
+) -> list[Route]:
+    """``/webmcp.js``, ``/webmcp/tools`` and ``/webmcp/call``, for the gateway's root.
+
+    >>> app.routes.extend(webmcp_routes(gateway.delivery, gateway.identity))
+
+    The principal comes from the bearer token (``identity``; a principal without an
+    agent class gets ``webmcp``), never from the page; without an authenticated
+    principal (no tokens configured) every call is refused with 401. Each page load is its own
+    session, keyed ``webmcp:<principal>:<page id>`` so no page reaches another
+    principal's state. ``allow_origins`` are the page origins allowed to call (CORS;
+    no cookies are involved, the token is the credential).
+    """
+    origins = frozenset(allow_origins)
+
+    def cors(request: Request) -> dict[str, str]:
+        origin = request.headers.get("origin")
+        if origin is None:
+            return {}
+        if "*" in origins:
+            allowed = "*"
+        elif origin in origins:
+            allowed = origin
+        else:
+            return {}
+        return {
+            "Access-Control-Allow-Origin": allowed,
+            "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+            "Access-Control-Allow-Headers": f"authorization, content-type, {SESSION_HEADER}",
+            "Access-Control-Max-Age": "600",
+            "Vary": "Origin",
+        }
+
+    def refuse(request: Request, status: int, message: str) -> Response:
+        headers = cors(request)
+        if status == 401:
+            headers["WWW-Authenticate"] = "Bearer"
+        return JSONResponse({"error": {"message": message}}, status, headers=headers)
+
+    async def session_for(request: Request) -> tuple[Strategy, ToolRequest]:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        found = await resolve_principal(identity, Caller("http", headers))
+        if found is None or not found.authenticated:
+            # any web page may call a loopback server: tools are published to token
+            # holders only, never to whoever the default principal is
+            raise Unauthenticated(
+                "WebMCP publishing needs a bearer token: configure toolgate.identity.tokens"
+            )
+        principal: Principal = found
+        if principal.agent_class is None:
+            principal = dataclasses.replace(principal, agent_class=AGENT_CLASS)
+        page = headers.get(SESSION_HEADER, "")
+        key = f"webmcp:{principal.id}" + (f":{page}" if _PAGE_SESSION.match(page) else "")
+        strategy, tool_request = delivery.request(
+            session_key=key, principal=principal, protocol=LEGACY
+        )
+        if recorder is not None:
+            await recorder.seen(
+                key, principal, protocol=LEGACY, strategy=strategy.name, transport="webmcp"
+            )
+        return strategy, tool_request
+
+    async def script(request: Request) -> Response:
+        return FileResponse(
+            SCRIPT,
+            media_type="text/javascript; charset=utf-8",
+            headers={"Cache-Control": "no-cache", **cors(request)},
+        )
+
+    async def preflight(request: Request) -> Response:
+        headers = cors(request)
+        return Response(status_code=204 if headers else 403, headers=headers)
+
+    async def tools(request: Request) -> Response:
+        try:
+            strategy, tool_request = await session_for(request)
+            listed = await strategy.list_tools(tool_request)
+        except Unauthenticated as exc:
+            return refuse(request, 401, exc.message)
+        except StoreUnavailable as exc:
+            return refuse(request, 503, exc.message)
+        return JSONResponse({"strategy": strategy.name, "tools": listed}, headers=cors(request))
+
+    async def call(request: Request) -> Response:
+        try:
+            body = await request.json()
+        except ValueError:
+            return refuse(request, 400, "the body must be JSON: {name, arguments}")
+        if not isinstance(body, Mapping) or not isinstance(body.get("name"), str):
+            return refuse(request, 400, "the body must be JSON: {name, arguments}")
+        arguments = body.get("arguments")
+        try:
+            strategy, tool_request = await session_for(request)
+            reply = await delivery.call_tool(
+                strategy,
+                tool_request,
+                body["name"],
+                arguments if isinstance(arguments, Mapping) else None,
+            )
+        except Unauthenticated as exc:
+            return refuse(request, 401, exc.message)
+        except StoreUnavailable as exc:
+            return refuse(request, 503, exc.message)
+        except ToolgateError as exc:
+            err = mcp_error(exc)
+            if err is not None:  # unknown (or access-hidden: the same) tool
+                error = {"code": err.code, "message": err.message}
+                return JSONResponse({"error": error}, headers=cors(request))
+            payload = {"result": result_json(error_as_result(exc)), "list_changed": False}
+            return JSONResponse(payload, headers=cors(request))
+        payload = {"result": result_json(reply.result), "list_changed": reply.list_changed}
+        return JSONResponse(payload, headers=cors(request))
+
+    return [
+        Route("/webmcp.js", script, methods=["GET"]),
+        Route("/webmcp/tools", tools, methods=["GET"]),
+        Route("/webmcp/call", call, methods=["POST"]),
+        Route("/webmcp/tools", preflight, methods=["OPTIONS"]),
+        Route("/webmcp/call", preflight, methods=["OPTIONS"]),
+    ]
