@@ -162,12 +162,18 @@ def build_toolset(
             )
         except ConfigError as exc:
             report.fail("toolgate.stages", exc.message)
-    default = principal_from(
-        tg.identity.default, ladder, "toolgate.identity.default", authenticated=False
-    )
+    try:
+        default = principal_from(
+            tg.identity.default, ladder, "toolgate.identity.default", authenticated=False
+        )
+    except ConfigError as exc:
+        report.errors.append(exc)
+        default = Principal(id=tg.identity.default.id, trust=ladder.levels[0], scope=())
     for digest, who in tg.identity.tokens.items():
         try:
-            principal_from(who, ladder, f"toolgate.identity.tokens.{digest[:12]}", authenticated=True)
+            principal_from(
+                who, ladder, f"toolgate.identity.tokens.{digest[:12]}", authenticated=True
+            )
         except ConfigError as exc:
             report.errors.append(exc)
     toolset = ToolSet(

@@ -226,7 +226,7 @@ def _from_validation(exc: ValidationError, source: str) -> ConfigError:
     loc = tuple(p for p in first["loc"] if p not in ("stdio", "http"))
     loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
     key = _key_path(loc) or "(top level)"
-    msg = first["msg"]
+    msg = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         msg = "unknown key"
     elif first["type"] == "missing":
@@ -241,6 +241,19 @@ def parse_config(data: Mapping[str, Any], *, source: Path | None = None) -> Gate
     label = str(source) if source is not None else "config"
     if not isinstance(data, Mapping):
         raise ConfigError(f"{label}: the config must be an object", key="(top level)")
+    servers = data.get("mcpServers")
+    if isinstance(servers, Mapping):
+        # checked here too so the error names the server's key, not "(top level)"
+        for name, spec in servers.items():
+            key = f"mcpServers.{name}"
+            if isinstance(spec, Mapping) and "command" in spec and "url" in spec:
+                raise ConfigError(
+                    f"{label}: {key}: has both 'command' and 'url'; pick one", key=key
+                )
+            if isinstance(spec, Mapping) and "command" not in spec and "url" not in spec:
+                raise ConfigError(
+                    f"{label}: {key}: needs a 'command' (stdio) or a 'url' (HTTP)", key=key
+                )
     try:
         cfg = GatewayConfig.model_validate(dict(data))
     except ValidationError as exc:

@@ -1,0 +1,143 @@
+"""The ``toolgate`` command: ``serve``, ``demo``, ``inspect`` and ``check``.
+
+Parses arguments, sets up logging on stderr (stdout carries MCP in stdio mode, and
+JSON for ``inspect --format json``) and hands over to ``toolgate.gateway``. The top
+edge: nothing imports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from toolgate.errors import ConfigError
+
+
+def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
+    """Log to stderr (never stdout: in stdio mode stdout carries MCP)."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(
+        logging.Formatter(
+            "%(asctime)s.%(msecs)03d toolgate %(levelname)s %(name)s: %(message)s", "%H:%M:%S"
+        )
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for noisy in ("mcp", "httpx", "httpx2", "uvicorn.error"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolgate",
+        description="Progressive tool disclosure for MCP servers: a gateway in front of any "
+        "MCP server, a demo, and tools to inspect and check a gateway config.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def transport_args(p: argparse.ArgumentParser, default_port: int) -> None:
+        p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+        p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (127.0.0.1)")
+        p.add_argument("--port", type=int, default=default_port, help="HTTP port")
+        p.add_argument(
+            "--allow-host",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="an extra Host/Origin name HTTP clients may use (DNS-rebinding protection)",
+        )
+        p.add_argument("--log-level", default=None, choices=("debug", "info", "warning", "error"))
+
+    serve = sub.add_parser("serve", help="serve the gateway described by CONFIG")
+    serve.add_argument("config", metavar="CONFIG", help="toolgate.json or a .toml file")
+    transport_args(serve, 8765)
+
+    demo = sub.add_parser("demo", help="the gateway over the built-in demo backends")
+    transport_args(demo, 8765)
+    demo.add_argument(
+        "--tour", action="store_true", help="run a scripted agent session and print it"
+    )
+    demo.add_argument("--db", default=None, help="the demo's SQLite file")
+
+    inspect = sub.add_parser("inspect", help="group tree, tool counts and token costs")
+    inspect.add_argument("config", metavar="CONFIG")
+    inspect.add_argument(
+        "--as",
+        dest="principal",
+        default=None,
+        metavar="PRINCIPAL",
+        help="explain the view of a principal: a token principal's id, 'default', "
+        "or inline 'id=x,trust=verified,scope=code+repos'",
+    )
+    inspect.add_argument("--format", choices=("table", "json"), default=None)
+
+    check = sub.add_parser("check", help="validate CONFIG (exit code 0 when it is fine)")
+    check.add_argument("config", metavar="CONFIG")
+    check.add_argument(
+        "--offline",
+        action="store_true",
+        help="validate the file only, without starting the backends",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+
+    try:
+        if args.command == "serve":
+            from toolgate.gateway.config import load_config
+            from toolgate.gateway.serve import serve
+
+            configure_logging(args.log_level or "info")
+            cfg = load_config(args.config)
+            asyncio.run(
+                serve(
+                    cfg,
+                    transport=args.transport,
+                    host=args.host,
+                    port=args.port,
+                    allowed_hosts=args.allow_host,
+                )
+            )
+            return 0
+        if args.command == "demo":
+            from toolgate.gateway.demo.run import run_demo
+
+            configure_logging(args.log_level or "warning")
+            return asyncio.run(
+                run_demo(
+                    transport=args.transport,
+                    host=args.host,
+                    port=args.port,
+                    tour=args.tour,
+                    db=args.db,
+                    allowed_hosts=args.allow_host,
+                )
+            )
+        if args.command == "inspect":
+            from toolgate.gateway.inspect import run_inspect
+
+            configure_logging("error")
+            fmt = args.format or ("table" if sys.stdout.isatty() else "json")
+            return asyncio.run(run_inspect(args.config, principal=args.principal, fmt=fmt))
+        if args.command == "check":
+            from toolgate.gateway.check import run_check
+
+            configure_logging("error")
+            return asyncio.run(run_check(args.config, offline=args.offline))
+    except ConfigError as exc:
+        print(f"toolgate: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

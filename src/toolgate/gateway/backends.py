@@ -1,0 +1,411 @@
+"""The gateway's backends: one supervised MCP client connection per configured server.
+
+Each ``Backend`` runs in its own task: connects (stdio subprocess or streamable HTTP),
+lists its tools, follows its ``tools/list_changed``, health-checks it, and reconnects
+with exponential backoff when it dies, while calls to its tools get a clear error.
+Edge layer: imports ``mcp`` (client side) and the core's value types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import mcp_types as mt
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from toolgate.catalog import ToolResult
+from toolgate.gateway.config import GatewayConfig, HttpServer, StdioServer
+from toolgate.wire import result_from_mcp, tool_wire
+
+logger = logging.getLogger("toolgate.gateway")
+
+CONNECTION_CLOSED = -32000  # the SDK's code for a connection that went away
+MAX_LIST_PAGES = 1000
+CLIENT_INFO = mt.Implementation(name="toolgate-gateway", version="0.1.0")
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        logger.warning("ignoring %s=%r: not a number", name, value)
+        return default
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Reconnect backoff, health checks and start-up patience, in seconds.
+
+    Defaults suit production; tests shorten them through ``TOOLGATE_BACKOFF_INITIAL``,
+    ``TOOLGATE_BACKOFF_MAX``, ``TOOLGATE_HEALTH_INTERVAL`` and ``TOOLGATE_START_TIMEOUT``.
+    """
+
+    backoff_initial: float = 0.5
+    backoff_max: float = 30.0
+    health_interval: float = 10.0
+    start_timeout: float = 30.0
+
+    @classmethod
+    def from_env(cls) -> Timing:
+        return cls(
+            backoff_initial=_env_float("TOOLGATE_BACKOFF_INITIAL", cls.backoff_initial),
+            backoff_max=_env_float("TOOLGATE_BACKOFF_MAX", cls.backoff_max),
+            health_interval=_env_float("TOOLGATE_HEALTH_INTERVAL", cls.health_interval),
+            start_timeout=_env_float("TOOLGATE_START_TIMEOUT", cls.start_timeout),
+        )
+
+    def delays(self) -> Iterator[float]:
+        """0.5, 1, 2, 4 ... capped at ``backoff_max``."""
+        delay = self.backoff_initial
+        while True:
+            yield min(delay, self.backoff_max)
+            delay = min(delay * 2, self.backoff_max)
+
+
+class ConnectionLost(Exception):
+    """The backend's transport closed or stopped answering."""
+
+
+ToolsChanged = Callable[["Backend"], Awaitable[None]]
+
+
+class Backend:
+    """One configured MCP server, kept connected for as long as the gateway runs."""
+
+    def __init__(
+        self,
+        name: str,
+        spec: StdioServer | HttpServer,
+        *,
+        base_dir: Path | None = None,
+        timing: Timing | None = None,
+        on_tools: ToolsChanged | None = None,
+        errlog: TextIO | None = None,
+    ) -> None:
+        self.name = name
+        self.spec = spec
+        self.base_dir = base_dir or Path.cwd()
+        self.timing = timing or Timing.from_env()
+        self.on_tools = on_tools
+        self.errlog = errlog
+        self.status = "starting"  # starting | up | down | stopped
+        self.tools: tuple[dict[str, Any], ...] = ()
+        self.listed = False  # whether ``tools`` came from the backend at least once
+        self.last_error: str | None = None
+        self.next_attempt_at: float | None = None
+        self.session: ClientSession | None = None
+        self.ready = asyncio.Event()  # the first attempt finished, either way
+        self._wake = asyncio.Event()
+        self._changed = False
+        self._dead = False
+        self._check = False
+        self._was_up = False
+
+    # -- what the gateway reads ---------------------------------------------------------
+    @property
+    def up(self) -> bool:
+        return self.status == "up" and self.session is not None
+
+    def describe(self) -> str:
+        if isinstance(self.spec, HttpServer):
+            return self.spec.url
+        return " ".join([self.spec.command, *self.spec.args])
+
+    def unavailable(self) -> ToolResult:
+        """The error result a call gets while the backend is down."""
+        retry = None
+        if self.next_attempt_at is not None:
+            retry = max(0.0, round(self.next_attempt_at - time.monotonic(), 1))
+        why = f": {self.last_error}" if self.last_error else ""
+        when = f" (next attempt in {retry:g}s)" if retry is not None else ""
+        message = (
+            f"Backend {self.name!r} is unavailable{why}. toolgate is reconnecting to it"
+            f"{when}; try this tool again shortly. Tools of other backends still work."
+        )
+        data: dict[str, Any] = {
+            "error": message,
+            "code": "backend_unavailable",
+            "backend": self.name,
+            "reconnecting": True,
+        }
+        if retry is not None:
+            data["retry_after_s"] = retry
+        import json
+
+        return ToolResult(
+            content=({"type": "text", "text": json.dumps(data)},), structured=data, is_error=True
+        )
+
+    # -- calls ----------------------------------------------------------------------------
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Run one of the backend's tools (by its own name)."""
+        session = self.session
+        if session is None or self.status != "up":
+            return self.unavailable()
+        try:
+            result = await session.call_tool(tool, dict(arguments))
+        except MCPError as exc:
+            if exc.error.code == CONNECTION_CLOSED:
+                self._lost("the connection closed during a call")
+                return self.unavailable()
+            return ToolResult.error(f"Backend {self.name!r} refused {tool!r}: {exc.error.message}")
+        except Exception as exc:  # transport trouble, or a result the SDK rejected
+            self._check = True
+            self._wake.set()  # have the supervisor ping it now
+            return ToolResult.error(f"Backend {self.name!r} failed on {tool!r}: {exc}")
+        return result_from_mcp(result)
+
+    # -- supervision ------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Connect, serve, and reconnect with backoff until cancelled."""
+        delays = self.timing.delays()
+        while True:
+            self.status = "starting" if not self.listed else self.status
+            self._was_up = False
+            try:
+                logger.info("backend %s: connecting (%s)", self.name, self.describe())
+                await self.connect(watch=True)
+            except asyncio.CancelledError:
+                self.status = "stopped"
+                self.session = None
+                raise
+            except Exception as exc:
+                self.last_error = _short(exc)
+            self.session = None
+            self.status = "down"
+            if self._was_up:
+                delays = self.timing.delays()
+            delay = next(delays)
+            self.next_attempt_at = time.monotonic() + delay
+            self.ready.set()
+            logger.warning(
+                "backend %s: %s: %s; reconnecting in %gs",
+                self.name,
+                "connection lost" if self._was_up else "could not start",
+                self.last_error or "unknown error",
+                delay,
+            )
+            await asyncio.sleep(delay)
+
+    async def connect(self, *, watch: bool) -> None:
+        """Connect and list the tools; with ``watch``, then follow the backend until the
+        connection is lost (raises ``ConnectionLost``), else disconnect at once."""
+        self._dead = False
+        self._changed = False
+        self._wake = asyncio.Event()
+        async with self._transport() as (read, write):
+            forward_send, forward_recv = anyio.create_memory_object_stream[Any](64)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._forward, read, forward_send)
+                async with ClientSession(
+                    forward_recv,
+                    write,
+                    message_handler=self._on_message,
+                    client_info=CLIENT_INFO,
+                ) as session:
+                    with anyio.fail_after(self.timing.start_timeout):
+                        await session.initialize()
+                        await self._refresh(session)
+                    self.session = session
+                    self.status = "up"
+                    self.last_error = None
+                    self.next_attempt_at = None
+                    self.ready.set()
+                    self._was_up = True
+                    logger.info("backend %s: up, %d tools", self.name, len(self.tools))
+                    if watch:
+                        await self._watch(session)
+                    self.session = None
+                tg.cancel_scope.cancel()
+
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
+        spec = self.spec
+        if isinstance(spec, HttpServer):
+            async with (
+                create_mcp_http_client(headers=dict(spec.headers)) as http,
+                streamable_http_client(spec.url, http_client=http) as streams,
+            ):
+                yield streams[0], streams[1]
+            return
+        cwd = Path(spec.cwd).expanduser() if spec.cwd else self.base_dir
+        if not cwd.is_absolute():
+            cwd = self.base_dir / cwd
+        params = StdioServerParameters(
+            command=spec.command, args=list(spec.args), env=dict(spec.env) or None, cwd=cwd
+        )
+        async with stdio_client(params, errlog=self.errlog or sys.stderr) as streams:
+            yield streams[0], streams[1]
+
+    async def _forward(self, source: Any, sink: Any) -> None:
+        """Pass transport messages to the session; the end of the stream is death."""
+        try:
+            async with sink:
+                async for item in source:
+                    await sink.send(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            self._lost("the server closed the connection (process exited?)")
+
+    def _lost(self, why: str) -> None:
+        if not self._dead:
+            self._dead = True
+            self.last_error = why
+            self._wake.set()
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, mt.ToolListChangedNotification):
+            self._changed = True
+            self._wake.set()
+        elif isinstance(message, Exception):
+            logger.debug("backend %s: transport error: %s", self.name, message)
+
+    async def _watch(self, session: ClientSession) -> None:
+        """Follow list changes and check health until the connection is lost."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.timing.health_interval)
+            self._wake.clear()
+            if self._dead:
+                raise ConnectionLost(self.last_error)
+            if self._changed:
+                self._changed = False
+                logger.info("backend %s: tools/list_changed; re-reading its tools", self.name)
+                await self._guard(self._refresh(session))
+                continue
+            self._check = False
+            await self._guard(session.send_ping())
+
+    async def _guard(self, work: Awaitable[Any]) -> None:
+        try:
+            with anyio.fail_after(max(self.timing.health_interval, 5.0)):
+                await work
+        except TimeoutError:
+            self._lost("it stopped answering")
+            raise ConnectionLost(self.last_error) from None
+        except MCPError as exc:
+            if exc.error.code == CONNECTION_CLOSED:
+                self._lost("the connection closed")
+                raise ConnectionLost(self.last_error) from None
+            raise
+
+    async def _refresh(self, session: ClientSession) -> None:
+        """Re-read every page of the tool list; tell the gateway when it changed."""
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(MAX_LIST_PAGES):
+            params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            tools += [tool_wire(t) for t in page.tools]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        new = tuple(sorted(tools, key=lambda w: str(w["name"])))
+        changed = new != self.tools or not self.listed
+        self.tools = new
+        self.listed = True
+        if changed and self.on_tools is not None:
+            await self.on_tools(self)
+
+
+def _short(exc: BaseException) -> str:
+    """A one-line reason, unwrapping exception groups from task groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, ConnectionLost):
+        return str(exc) or "connection lost"
+    if isinstance(exc, MCPError):
+        return f"MCP error {exc.error.code}: {exc.error.message}"
+    if isinstance(exc, TimeoutError):
+        return "timed out while starting (no answer to initialize/tools/list)"
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, OSError) else text
+
+
+def make_backends(
+    cfg: GatewayConfig,
+    *,
+    timing: Timing | None = None,
+    on_tools: ToolsChanged | None = None,
+    errlog: TextIO | None = None,
+) -> dict[str, Backend]:
+    return {
+        name: Backend(
+            name, spec, base_dir=cfg.base_dir, timing=timing, on_tools=on_tools, errlog=errlog
+        )
+        for name, spec in cfg.mcp_servers.items()
+    }
+
+
+@contextlib.asynccontextmanager
+async def running(
+    backends: Mapping[str, Backend], *, wait: float | None = None
+) -> AsyncIterator[Mapping[str, Backend]]:
+    """Run every backend in its own task; yields once each has made its first attempt
+    (or ``wait`` seconds passed), cancels them all on exit."""
+    tasks = [asyncio.create_task(b.run(), name=f"backend:{n}") for n, b in backends.items()]
+    try:
+        if backends:
+            timeout = (
+                wait if wait is not None else max(b.timing.start_timeout for b in backends.values())
+            )
+            waits = [asyncio.create_task(b.ready.wait()) for b in backends.values()]
+            _, pending = await asyncio.wait(waits, timeout=timeout + 1)
+            for p in pending:
+                p.cancel()
+        yield backends
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+
+async def list_all(
+    cfg: GatewayConfig, *, errlog: TextIO | None = None
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """Start every backend once, list its tools, stop it: ``(listed, failures)``.
+
+    For ``inspect`` and ``check``: no reconnects, one attempt each."""
+    timing = Timing.from_env()
+    backends = make_backends(cfg, timing=timing, errlog=errlog)
+    listed: dict[str, list[dict[str, Any]]] = {}
+    failures: dict[str, str] = {}
+
+    async def one(b: Backend) -> None:
+        try:
+            await b.connect(watch=False)
+            listed[b.name] = list(b.tools)
+        except Exception as exc:
+            failures[b.name] = _short(exc)
+
+    await asyncio.gather(*(one(b) for b in backends.values()))
+    return listed, failures
+
+
+__all__ = [
+    "Backend",
+    "ConnectionLost",
+    "Timing",
+    "list_all",
+    "make_backends",
+    "running",
+]

@@ -1,0 +1,137 @@
+"""``toolgate check``: validate a gateway config, naming the key and the problem.
+
+Reads the file (JSON or TOML, unknown keys), the descriptions folder, starts every
+backend once to list its tools, builds the catalog and the delivery, and collects every
+problem as ``key: message``. ``snapshot`` is shared with ``toolgate inspect``. Edge layer.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from toolgate.catalog import CallContext, Handler, ToolResult
+from toolgate.docs import ToolDocs
+from toolgate.errors import ConfigError, RegistrationError
+from toolgate.events import EventBus
+from toolgate.gateway.build import BackendTool, BuildReport, build_toolset
+from toolgate.gateway.config import GatewayConfig, load_config
+from toolgate.state.memory import MemoryStore
+from toolgate.strategies import Delivery, DeliveryConfig
+from toolgate.toolset import ToolSet
+
+
+def _offline(tool: BackendTool) -> Handler:
+    def run(arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+        return ToolResult.error(f"{tool.server!r} is not connected (inspect/check only)")
+
+    return run
+
+
+@dataclass
+class Snapshot:
+    """A config's catalog as built from one listing of every backend."""
+
+    cfg: GatewayConfig
+    toolset: ToolSet
+    delivery: Delivery | None
+    report: BuildReport
+    listed: dict[str, list[dict[str, Any]]]
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+async def snapshot(
+    cfg: GatewayConfig, *, offline: bool = False, errlog: TextIO | None = None
+) -> Snapshot:
+    """Start the backends, list their tools, stop them, and build (problems in the report)."""
+    report = BuildReport()
+    tg = cfg.toolgate
+    docs: ToolDocs | None = None
+    if tg.descriptions.dir is not None:
+        try:
+            docs = ToolDocs.from_dir(cfg.resolve(tg.descriptions.dir))
+        except ConfigError as exc:
+            report.fail("toolgate.descriptions.dir", exc.message)
+    listed: dict[str, list[dict[str, Any]]] = {}
+    failures: dict[str, str] = {}
+    if not offline and cfg.mcp_servers:
+        from toolgate.gateway.backends import list_all  # starts MCP clients: import on use
+
+        if errlog is None:
+            # backends' own start-up chatter would mix with the one-per-line errors
+            with open(os.devnull, "w") as devnull:
+                listed, failures = await list_all(cfg, errlog=devnull)
+        else:
+            listed, failures = await list_all(cfg, errlog=errlog)
+        for name, why in sorted(failures.items()):
+            report.fail(f"mcpServers.{name}", f"could not start or list its tools: {why}")
+    live = set(listed) if not offline else set()
+    toolset, report = build_toolset(
+        cfg,
+        listed,
+        _offline,
+        live=live,
+        store=MemoryStore(),
+        events=EventBus(),
+        report=report,
+    )
+    delivery: Delivery | None = None
+    try:
+        delivery = Delivery(
+            toolset,
+            DeliveryConfig(
+                strategy=tg.strategy, meta_tools=tg.meta_tools, groups_fallback=tg.groups_fallback
+            ),
+        )
+    except (RegistrationError, ConfigError) as exc:
+        report.fail("toolgate.strategy", exc.message)
+    if docs is not None and not offline and not failures:
+        try:
+            docs.check(toolset.catalog)
+        except ConfigError as exc:
+            report.fail("toolgate.descriptions.dir", exc.message)
+    return Snapshot(cfg, toolset, delivery, report, listed, failures)
+
+
+def problems(path: str | Path, snap: Snapshot | None = None) -> list[str]:
+    """Every problem as one line ``key: message`` (empty: the config is fine)."""
+    if snap is None:
+        return []
+    lines = []
+    for e in snap.report.errors:
+        text = e.message
+        key = str(e.details.get("key", ""))
+        lines.append(text if not key or text.startswith(key) else f"{key}: {text}")
+    return lines
+
+
+async def run_check(
+    path: str | Path, *, offline: bool = False, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        cfg = load_config(path)
+    except ConfigError as exc:
+        print(exc.message, file=err)
+        return 1
+    snap = await snapshot(cfg, offline=offline)
+    lines = problems(path, snap)
+    for line in lines:
+        print(f"{path}: {line}", file=err)
+    if lines:
+        print(f"{path}: {len(lines)} problem(s)", file=err)
+        return 1
+    for w in snap.report.warnings:
+        print(f"{path}: warning: {w}", file=err)
+    cat = snap.toolset.catalog
+    print(
+        f"{path}: ok: {len(cat.tools)} tools from {len(snap.listed)} backend(s), "
+        f"{len(cat.groups)} groups",
+        file=out,
+    )
+    return 0

@@ -1,0 +1,226 @@
+"""``toolgate inspect``: the group tree, tool counts and token costs of a gateway config.
+
+Builds the catalog from one listing of every backend (``check.snapshot``), counts each
+tool's wire form with ``best_counter()``, and compares flat (every tool listed) with
+disclosed (what a new session lists). ``--as`` explains one principal's view, tool by
+tool. Rich tables in a terminal, JSON for scripts. Edge layer.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from toolgate.errors import ConfigError
+from toolgate.gateway.build import principal_from
+from toolgate.gateway.check import Snapshot, snapshot
+from toolgate.gateway.config import GatewayConfig, PrincipalConfig, load_config
+from toolgate.policy import Principal, TrustLadder
+from toolgate.strategies.base import LEGACY
+from toolgate.tokens import TokenCounter, best_counter, wire_text
+
+
+def parse_principal(cfg: GatewayConfig, spec: str | None) -> Principal:
+    """``default``, a token principal's id, or ``id=x,trust=verified,scope=a+b``."""
+    tg = cfg.toolgate
+    ladder = TrustLadder(tuple(tg.identity.trust_levels))
+    if spec is None or spec == "default":
+        return principal_from(tg.identity.default, ladder, "--as", authenticated=False)
+    if "=" not in spec:
+        for who in tg.identity.tokens.values():
+            if who.id == spec:
+                return principal_from(who, ladder, "--as", authenticated=True)
+        known = sorted({w.id for w in tg.identity.tokens.values()} | {"default"})
+        raise ConfigError(
+            f"--as {spec!r}: no such principal; known: {', '.join(known)} "
+            "(or give one inline: id=x,trust=verified,scope=code)",
+            key="--as",
+        )
+    fields: dict[str, Any] = {"scope": []}
+    for part in spec.split(","):
+        key, _, value = part.partition("=")
+        key = key.strip()
+        if key == "scope":
+            fields["scope"] += [s for s in value.replace("|", "+").split("+") if s]
+        elif key in ("id", "trust", "agent_class"):
+            fields[key] = value.strip()
+        else:
+            raise ConfigError(
+                f"--as: unknown field {key!r}; use id, trust, scope, agent_class", key="--as"
+            )
+    if not fields["scope"]:
+        fields["scope"] = ["*"]
+    fields.setdefault("id", "inline")
+    return principal_from(PrincipalConfig(**fields), ladder, "--as", authenticated=True)
+
+
+async def report(
+    cfg: GatewayConfig, principal: Principal, counter: TokenCounter | None = None
+) -> dict[str, Any]:
+    snap = await snapshot(cfg)
+    return await describe(snap, principal, counter or best_counter())
+
+
+async def describe(snap: Snapshot, principal: Principal, counter: TokenCounter) -> dict[str, Any]:
+    """The inspect report as plain data (the JSON output)."""
+    toolset = snap.toolset
+    cat = toolset.catalog
+    cost = {name: counter.count(wire_text(t.wire())) for name, t in cat.tools.items()}
+
+    def group_node(name: str) -> dict[str, Any]:
+        g = cat.groups[name]
+        tools = list(cat.tools_in(name))
+        return {
+            "name": name,
+            "description": g.description,
+            "parent": g.parent,
+            "tool_count": len(tools),
+            "tokens": sum(cost[t] for t in tools),
+            "tools": tools,
+            "children": [group_node(c) for c in cat.children(name)],
+        }
+
+    root_tools = [n for n in cat.sorted_names() if not cat.tools[n].groups]
+    tools = [
+        {
+            "name": n,
+            "source": cat.tools[n].source,
+            "groups": list(cat.tools[n].groups),
+            "always": n in cat.ungated() and bool(cat.tools[n].groups),
+            "tokens": cost[n],
+        }
+        for n in cat.sorted_names()
+    ]
+    flat_tokens = sum(cost.values())
+    disclosed_names: list[str] = []
+    disclosed_tokens = 0
+    if snap.delivery is not None:
+        strategy, request = snap.delivery.request(
+            session_key=None, principal=principal, protocol=LEGACY
+        )
+        wires = await strategy.list_tools(request)
+        disclosed_names = [str(w["name"]) for w in wires]
+        disclosed_tokens = sum(counter.count(wire_text(w)) for w in wires)
+    saved = flat_tokens - disclosed_tokens
+    out: dict[str, Any] = {
+        "config": str(snap.cfg.source) if snap.cfg.source else None,
+        "tokenizer": counter.name,
+        "backends": {
+            name: {
+                "status": "up" if name in snap.listed else "down",
+                "tools": sum(1 for t in cat.tools.values() if t.source == name),
+                **({"error": snap.failures[name]} if name in snap.failures else {}),
+            }
+            for name in sorted(snap.cfg.mcp_servers)
+        },
+        "root": {
+            "tool_count": len(root_tools),
+            "tokens": sum(cost[t] for t in root_tools),
+            "tools": root_tools,
+        },
+        "groups": [group_node(g) for g in cat.children(None)],
+        "tools": tools,
+        "totals": {
+            "tools": len(cat.tools),
+            "groups": len(cat.groups),
+            "flat": {"tools": len(cat.tools), "tokens": flat_tokens},
+            "disclosed": {
+                "tools": len(disclosed_names),
+                "tokens": disclosed_tokens,
+                "names": disclosed_names,
+            },
+            "saved_tokens": saved,
+            "saved_percent": round(100 * saved / flat_tokens, 1) if flat_tokens else 0.0,
+        },
+        "problems": [e.message for e in snap.report.errors],
+    }
+    out["principal"] = {
+        "id": principal.id,
+        "trust": principal.trust,
+        "scope": list(principal.scope),
+        "agent_class": principal.agent_class,
+    }
+    state = toolset.initial_state()
+    view = toolset.view(principal, state)
+    out["explain"] = [
+        {
+            "name": s.name,
+            "visible": s.visible,
+            "reason": s.reason,
+            "access": "denied" if s.access_denied else "allowed",
+        }
+        for s in view.explain()
+    ]
+    return out
+
+
+def render_table(data: dict[str, Any], out: TextIO, *, explain: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.tree import Tree
+
+    console = Console(file=out)
+    totals = data["totals"]
+    tree = Tree(f"[bold]catalog[/]: {totals['tools']} tools, {totals['groups']} groups")
+    root = data["root"]
+    tree.add(f"(root, always listed): {root['tool_count']} tools, {root['tokens']} tokens")
+
+    def add(node: Tree, g: dict[str, Any]) -> None:
+        branch = node.add(
+            f"[bold]{g['name']}[/]: {g['tool_count']} tools, {g['tokens']} tokens"
+            f" [dim]{g['description'][:70]}[/]"
+        )
+        for child in g["children"]:
+            add(branch, child)
+
+    for g in data["groups"]:
+        add(tree, g)
+    console.print(tree)
+    backends = Table(title="backends")
+    for col in ("backend", "status", "tools", "error"):
+        backends.add_column(col)
+    for name, b in data["backends"].items():
+        backends.add_row(name, b["status"], str(b["tools"]), b.get("error", ""))
+    console.print(backends)
+    cost = Table(title=f"token cost ({data['tokenizer']})")
+    for col in ("listing", "tools", "tokens"):
+        cost.add_column(col)
+    cost.add_row("flat (every tool)", str(totals["flat"]["tools"]), str(totals["flat"]["tokens"]))
+    cost.add_row(
+        "disclosed (new session)",
+        str(totals["disclosed"]["tools"]),
+        str(totals["disclosed"]["tokens"]),
+    )
+    cost.add_row("saved", "", f"{totals['saved_tokens']} ({totals['saved_percent']}%)")
+    console.print(cost)
+    if explain:
+        p = data["principal"]
+        table = Table(
+            title=f"view of {p['id']!r} (trust {p['trust']}, scope {', '.join(p['scope'])})"
+        )
+        for col in ("tool", "visible", "reason"):
+            table.add_column(col)
+        for row in data["explain"]:
+            table.add_row(row["name"], "yes" if row["visible"] else "no", row["reason"])
+        console.print(table)
+    for problem in data["problems"]:
+        console.print(f"[yellow]problem[/]: {problem}")
+
+
+async def run_inspect(
+    path: str | Path, *, principal: str | None = None, fmt: str = "json", out: TextIO | None = None
+) -> int:
+    out = out or sys.stdout
+    cfg = load_config(path)
+    who = parse_principal(cfg, principal)
+    data = await report(cfg, who)
+    if principal is None:
+        data.pop("explain")
+    if fmt == "json":
+        json.dump(data, out, indent=2)
+        out.write("\n")
+    else:
+        render_table(data, out, explain=principal is not None)
+    return 0

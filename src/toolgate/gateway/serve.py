@@ -1,0 +1,437 @@
+"""``toolgate serve``: one toolgate catalog in front of every configured backend.
+
+``Gateway`` starts the backends, builds the catalog (``build.py``), binds it to an SDK
+low-level ``Server`` (``toolgate.lowlevel``) and serves it over stdio or streamable
+HTTP. When a backend's tools change, the live catalog is synced in place (sessions keep
+their state) and every legacy session whose list changed is notified. Edge layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from mcp.server import Server
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+
+from toolgate.catalog import CallContext, Handler, Tool, ToolResult
+from toolgate.errors import ConfigError
+from toolgate.events import EventBus, JsonlSink, LoggingSink
+from toolgate.gateway.backends import Backend, Timing, make_backends, running
+from toolgate.gateway.build import BackendTool, BuildReport, build_toolset, principal_from
+from toolgate.gateway.config import GatewayConfig
+from toolgate.lowlevel import Binding, bind, caller_of, session_key
+from toolgate.policy import Principal, TrustLadder
+from toolgate.state.base import StateStore, open_store
+from toolgate.state.memory import MemoryStore
+from toolgate.strategies import Addon, Delivery, DeliveryConfig
+from toolgate.strategies.base import is_stateless
+from toolgate.toolset import ToolSet
+from toolgate.wire import (
+    BearerTokens,
+    Caller,
+    IdentityResolver,
+    declared_extensions,
+    resolve_principal,
+)
+
+logger = logging.getLogger("toolgate.gateway")
+
+Context = ServerRequestContext[Any, Any]
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+#: Build problems that come from what backends offer (not from the config's structure):
+#: the gateway serves what it can and logs them; ``toolgate check`` fails on them.
+CONTENT_PROBLEMS = ("matches no tool", "is offered by both", "transition on unknown tool")
+
+
+def event_bus(cfg: GatewayConfig) -> EventBus:
+    """The configured sinks: ``logging``, a JSONL file, OpenTelemetry."""
+    bus = EventBus()
+    events = cfg.toolgate.events
+    if events.logging:
+        bus.add_sink(LoggingSink())
+    if events.jsonl:
+        bus.add_sink(JsonlSink(cfg.resolve(events.jsonl)))
+    if events.otel:
+        from toolgate.gateway.otel import OtelSink
+
+        bus.add_sink(OtelSink())
+    return bus
+
+
+def identity_of(cfg: GatewayConfig) -> IdentityResolver:
+    """Bearer tokens by SHA-256 when configured (unknown or missing token: HTTP 401);
+    otherwise every request is the configured default principal."""
+    tg = cfg.toolgate
+    ladder = TrustLadder(tuple(tg.identity.trust_levels))
+    if not tg.identity.tokens:
+        return IdentityResolver()
+    tokens = {
+        digest: principal_from(
+            who, ladder, f"toolgate.identity.tokens.{digest[:12]}", authenticated=True
+        )
+        for digest, who in tg.identity.tokens.items()
+    }
+    return BearerTokens(tokens)
+
+
+def is_fatal(report: BuildReport) -> list[str]:
+    """Errors that leave no sensible catalog (structure, not backend content)."""
+    return [e.message for e in report.errors if not any(p in e.message for p in CONTENT_PROBLEMS)]
+
+
+@dataclass
+class _Seen:
+    """A legacy connection we may notify: how to rebuild its request later."""
+
+    key: str
+    caller: Caller
+    protocol: str | None
+    extensions: frozenset[str]
+
+
+class Gateway:
+    """Backends + catalog + SDK server. ``async with gateway.running(): ...``.
+
+    >>> gateway = Gateway(load_config("toolgate.json"))
+    >>> asyncio.run(gateway.serve_stdio())          # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        cfg: GatewayConfig,
+        *,
+        timing: Timing | None = None,
+        errlog: TextIO | None = None,
+        store: StateStore | None = None,
+        events: EventBus | None = None,
+    ) -> None:
+        self.cfg = cfg
+        tg = cfg.toolgate
+        self.events = events if events is not None else event_bus(cfg)
+        self.store = store if store is not None else open_store(tg.store, idle_ttl=tg.idle_ttl)
+        self.identity = identity_of(cfg)
+        self.timing = timing or Timing.from_env()
+        self.backends: dict[str, Backend] = make_backends(
+            cfg, timing=self.timing, on_tools=self._tools_changed, errlog=errlog
+        )
+        self.server: Server[Any] = Server(
+            "toolgate",
+            version="0.1.0",
+            instructions=(
+                "Tools are disclosed progressively: call list_groups to see what is "
+                "available and enable_tools to turn a group on."
+            ),
+        )
+        self.binding: Binding | None = None
+        self.lazy: Addon | None = None
+        self.report = BuildReport()
+        self._handlers: dict[tuple[str, str], Handler] = {}
+        self._seen: weakref.WeakKeyDictionary[Any, _Seen] = weakref.WeakKeyDictionary()
+        self._sync_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.syncs = 0  # how many times backend changes were synced (tests, logs)
+
+    # -- the catalog ----------------------------------------------------------------------
+    @property
+    def toolset(self) -> ToolSet:
+        if self.binding is None:
+            raise RuntimeError("the gateway has not been built yet")
+        return self.binding.toolset
+
+    @property
+    def delivery(self) -> Delivery:
+        if self.binding is None:
+            raise RuntimeError("the gateway has not been built yet")
+        return self.binding.delivery
+
+    def listed(self) -> dict[str, list[dict[str, Any]]]:
+        return {n: list(b.tools) for n, b in self.backends.items() if b.listed}
+
+    def live(self) -> set[str]:
+        return {n for n, b in self.backends.items() if b.up}
+
+    def handler_for(self, tool: BackendTool) -> Handler:
+        """One handler per backend tool, the same object across rebuilds (so an
+        unchanged tool compares equal and is left alone when the catalog is synced)."""
+        key = (tool.server, tool.name)
+        handler = self._handlers.get(key)
+        if handler is None:
+            backend = self.backends[tool.server]
+            name = tool.name
+
+            async def handler(arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+                return await backend.call(name, arguments)
+
+            self._handlers[key] = handler
+        return handler
+
+    def build(self) -> BuildReport:
+        """Build the catalog from what the backends listed and bind it to the server."""
+        tg = self.cfg.toolgate
+        toolset, report = build_toolset(
+            self.cfg,
+            self.listed(),
+            self.handler_for,
+            live=self.live(),
+            store=self.store,
+            events=self.events,
+        )
+        fatal = is_fatal(report)
+        if fatal:
+            raise ConfigError("; ".join(fatal), key=report.errors[0].details.get("key", ""))
+        for e in report.errors:
+            logger.warning("config: %s (serving the rest)", e.message)
+        for w in report.warnings:
+            logger.warning("config: %s", w)
+        addons: list[Addon] = []
+        if tg.descriptions.mode == "lazy":
+            from toolgate.strategies.lazy import LazyDescriptions
+
+            docs_dir = self.cfg.resolve(tg.descriptions.dir) if tg.descriptions.dir else None
+            lazy = LazyDescriptions(
+                toolset, schema=tg.descriptions.schema_mode, docs_dir=docs_dir, check_names=False
+            )
+            try:
+                lazy.check_docs()
+            except ConfigError as exc:
+                logger.warning("descriptions: %s", exc.message)
+            for line in lazy.startup_warnings():
+                logger.warning("%s", line)
+            addons.append(lazy)
+            self.lazy = lazy
+        config = DeliveryConfig(
+            strategy=tg.strategy, meta_tools=tg.meta_tools, groups_fallback=tg.groups_fallback
+        )
+        self.binding = bind(self.server, toolset, config, identity=self.identity, addons=addons)
+        if tg.strategy in ("auto", "groups"):
+            from toolgate.groups_extension import bind_groups
+
+            bind_groups(self.server, self.binding.delivery, principal_of=self._principal_of)
+        self.server.middleware.insert(0, self._remember)
+        # -- dashboard: record who each session is, in the store (toolgate.gateway.dashboard)
+        from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
+
+        self.recorder = SessionRecorder(toolset)
+        self.server.middleware.append(record_sessions(self.binding, self.recorder))
+        # -- end dashboard
+        self.report = report
+        logger.info(
+            "catalog: %d tools from %d backends (%s up), %d groups, strategy %s",
+            len(toolset.catalog.tools),
+            len(self.backends),
+            ", ".join(sorted(self.live())) or "none",
+            len(toolset.catalog.groups),
+            tg.strategy,
+        )
+        return report
+
+    def _principal_of(self, ctx: Context) -> Principal | None:
+        """Sync principal lookup for the groups extension (HTTP bearer tokens)."""
+        if not isinstance(self.identity, BearerTokens):
+            return None
+        token = caller_of(ctx).bearer_token
+        return self.identity.principal_for(token) if token else None
+
+    # -- following the backends -----------------------------------------------------------
+    async def _tools_changed(self, backend: Backend) -> None:
+        if self.binding is None:
+            return  # the first build reads every backend's tools itself
+        task = asyncio.get_running_loop().create_task(self.sync(reason=backend.name))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def sync(self, reason: str = "") -> int:
+        """Bring the live catalog in line with the backends' current tools; notify the
+        legacy sessions whose tools/list changed. Returns how many were notified."""
+        async with self._sync_lock:
+            toolset = self.toolset
+            scratch, report = build_toolset(
+                self.cfg,
+                self.listed(),
+                self.handler_for,
+                live=self.live(),
+                store=MemoryStore(),
+                events=EventBus(),
+            )
+            for e in report.errors:
+                logger.warning("config after %s changed: %s", reason or "a backend", e.message)
+            before = await self._lists()
+            self._apply(toolset, scratch.catalog.tools)
+            after = await self._lists()
+            self.syncs += 1
+            sent = 0
+            for connection, listing in before.items():
+                if after.get(connection) != listing:
+                    await connection.notify("notifications/tools/list_changed", None)
+                    sent += 1
+            logger.info(
+                "catalog synced after %s changed: %d tools; notified %d session(s)",
+                reason or "a backend",
+                len(toolset.catalog.tools),
+                sent,
+            )
+            return sent
+
+    def _apply(self, toolset: ToolSet, wanted: Mapping[str, Tool]) -> None:
+        cat = toolset.catalog
+        for name in sorted(set(cat.tools) - set(wanted)):
+            toolset.remove_tool(name)
+        for name in sorted(wanted):
+            tool = wanted[name]
+            current = cat.tool(name)
+            if current == tool:
+                continue
+            try:
+                if current is None:
+                    toolset.add_tool(tool)
+                else:
+                    cat.add_tools([tool], replace_existing=True)
+            except Exception as exc:
+                logger.warning("tool %r from %r not served: %s", name, tool.source, exc)
+
+    async def _lists(self) -> dict[Any, list[dict[str, Any]]]:
+        """What each remembered legacy connection's tools/list shows now."""
+        out: dict[Any, list[dict[str, Any]]] = {}
+        delivery = self.delivery
+        for connection, seen in list(self._seen.items()):
+            try:
+                principal = await resolve_principal(self.identity, seen.caller)
+                strategy, request = delivery.request(
+                    session_key=seen.key,
+                    principal=principal,
+                    protocol=seen.protocol,
+                    extensions=seen.extensions,
+                )
+                out[connection] = await strategy.list_tools(request)
+            except Exception as exc:  # a session we cannot evaluate is not notified
+                logger.debug("cannot compute the list of a session: %s", exc)
+        return out
+
+    async def _remember(self, ctx: Context, call_next: CallNext) -> HandlerResult:
+        """``ServerMiddleware``: remember legacy connections that have a channel for
+        server-initiated notifications (stdio, HTTP with a GET stream)."""
+        result = await call_next(ctx)
+        if ctx.method in ("initialize", "ping") or is_stateless(ctx.protocol_version):
+            return result
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is None or connection in self._seen:
+            return result
+        if not getattr(connection, "has_standalone_channel", False):
+            return result
+        self._seen[connection] = _Seen(
+            key=session_key(ctx),
+            caller=caller_of(ctx),
+            protocol=ctx.protocol_version,
+            extensions=declared_extensions(ctx.session.client_capabilities),
+        )
+        return result
+
+    # -- running --------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Gateway]:
+        """Start the backends, wait for their first attempt, build; stop them on exit."""
+        names = ", ".join(self.backends) or "none"
+        logger.info("starting %d backend(s): %s", len(self.backends), names)
+        async with running(self.backends, wait=self.timing.start_timeout):
+            down = [n for n, b in self.backends.items() if not b.up]
+            if down:
+                logger.warning(
+                    "backend(s) not up yet: %s; serving the others, retrying with backoff",
+                    ", ".join(down),
+                )
+            self.build()
+            try:
+                yield self
+            finally:
+                for task in list(self._tasks):
+                    task.cancel()
+        logger.info("backends stopped")
+
+    async def serve_stdio(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        async with self.running():
+            logger.info("serving MCP over stdio")
+            async with stdio_server() as (read, write):
+                await self.server.run(read, write, self.server.create_initialization_options())
+            logger.info("stdin closed; stopping the backends")
+
+    def http_app(self, *, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Starlette:
+        """The streamable HTTP app (``/mcp``). Local binds get the SDK's DNS-rebinding
+        protection (foreign ``Host`` → 421, foreign ``Origin`` → 403); other binds must
+        name the host names clients use in ``allowed_hosts``."""
+        binding = self.binding
+        if binding is None:
+            raise RuntimeError("build() the gateway before asking for its HTTP app")
+        names = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
+        if host not in (*LOCAL_HOSTS, "0.0.0.0", "::"):
+            names.append(host)
+        hosts = [h for n in names for h in (n, f"{n}:*")]
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=hosts,
+            allowed_origins=[f"http://{h}" for h in hosts] + [f"https://{h}" for h in hosts],
+        )
+        app = binding.streamable_http_app(host=host, transport_security=security)
+        # -- dashboard + WebMCP (toolgate.gateway.dashboard): /webmcp.js, /webmcp/*, /dashboard
+        from starlette.routing import Mount
+
+        from toolgate.gateway.dashboard import DashboardSource, dashboard_app, webmcp_routes
+
+        app.router.routes.extend(
+            webmcp_routes(binding.delivery, self.identity, recorder=self.recorder)
+        )
+        if self.cfg.toolgate.dashboard.enabled:
+            dashboard = dashboard_app(
+                DashboardSource.from_gateway(self), allowed_hosts=[*allowed_hosts, host]
+            )
+            app.router.routes.append(Mount("/dashboard", dashboard))
+        # -- end dashboard + WebMCP
+        return app
+
+    async def serve_http(
+        self, *, host: str = "127.0.0.1", port: int = 8765, allowed_hosts: Sequence[str] = ()
+    ) -> None:
+        import uvicorn
+
+        async with self.running():
+            app = self.http_app(host=host, allowed_hosts=allowed_hosts)
+            config = uvicorn.Config(
+                app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
+            )
+            server = uvicorn.Server(config)
+            logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
+            await server.serve()
+
+    async def close(self) -> None:
+        await self.store.close()
+        self.events.close()
+
+
+async def serve(
+    cfg: GatewayConfig,
+    *,
+    transport: str = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    allowed_hosts: Sequence[str] = (),
+) -> None:
+    gateway = Gateway(cfg)
+    try:
+        if transport == "stdio":
+            await gateway.serve_stdio()
+        else:
+            await gateway.serve_http(host=host, port=port, allowed_hosts=allowed_hosts)
+    finally:
+        await gateway.close()
+
+
+__all__ = ["Gateway", "event_bus", "identity_of", "serve"]

@@ -1,0 +1,148 @@
+"""Running the real ``toolgate`` command for the gateway tests.
+
+``toolgate_argv()`` is the installed console script (or ``python -m toolgate.cli``);
+``gateway_config()`` writes a config fronting the test backends in ``tests/servers/``;
+``HttpGateway`` runs ``toolgate serve --transport http`` and waits for its port.
+Imports only the stdlib and pytest; nothing from toolgate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SERVERS = Path(__file__).resolve().parents[1] / "servers"
+ALICE_TOKEN = "alice-secret-token"
+BOB_TOKEN = "bob-secret-token"
+FAST_RECONNECT = {
+    "TOOLGATE_BACKOFF_INITIAL": "0.2",
+    "TOOLGATE_BACKOFF_MAX": "0.5",
+    "TOOLGATE_HEALTH_INTERVAL": "2",
+}
+
+
+def toolgate_argv() -> list[str]:
+    script = Path(sys.executable).parent / "toolgate"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "toolgate.cli"]
+
+
+def sha256(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def gateway_env(**extra: str) -> dict[str, str]:
+    return {**os.environ, **FAST_RECONNECT, **extra}
+
+
+def gateway_config(tmp: Path, *, tokens: bool = False, **toolgate: Any) -> Path:
+    """Two backends: ``notes`` (SDK low-level) and ``math`` (FastMCP), both stdio."""
+    notes_down = tmp / "notes.down"
+    block: dict[str, Any] = {
+        "always": ["notes:grow", "notes:crash"],
+        "groups": {
+            "notes": {"description": "Take notes", "tools": ["notes:note_*"]},
+            "math": {"description": "Arithmetic", "tools": ["math:*"]},
+        },
+        "policies": [{"tools": ["note_delete"], "min_trust": "verified"}],
+        "events": {"jsonl": str(tmp / "events.jsonl")},
+    }
+    if tokens:
+        block["identity"] = {
+            "default": {"id": "local", "trust": "declared", "scope": ["*"]},
+            "tokens": {
+                sha256(ALICE_TOKEN): {"id": "alice", "trust": "verified", "scope": ["notes"]},
+                sha256(BOB_TOKEN): {"id": "bob", "trust": "declared", "scope": ["*"]},
+            },
+        }
+    block.update(toolgate)
+    config = {
+        "mcpServers": {
+            "notes": {
+                "command": sys.executable,
+                "args": [str(SERVERS / "gw_notes.py"), "--fail-if", str(notes_down)],
+            },
+            "math": {"command": sys.executable, "args": [str(SERVERS / "gw_math.py")]},
+        },
+        "toolgate": block,
+    }
+    path = tmp / "toolgate.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"toolgate exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"toolgate did not listen on {port} within {timeout}s")
+
+
+@dataclass
+class HttpGateway:
+    """A ``toolgate`` process serving streamable HTTP on a free port."""
+
+    argv: list[str]
+    log: Path
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self) -> None:
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [*self.argv, "--transport", "http", "--port", str(self.port)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=gateway_env(),
+            )
+        wait_for_port(self.port, self.proc)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def http_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpGateway]:
+    """``toolgate serve`` over HTTP with bearer tokens for alice and bob."""
+    tmp = tmp_path_factory.mktemp("http-gateway")
+    config = gateway_config(tmp, tokens=True)
+    gateway = HttpGateway([*toolgate_argv(), "serve", str(config)], tmp / "gateway.log")
+    gateway.start()
+    try:
+        yield gateway
+    finally:
+        gateway.stop()

@@ -1,0 +1,79 @@
+"""``toolgate check`` on a folder of broken configs, each with the message it must print.
+
+Every ``tests/configs/<name>.(json|toml)`` has a ``<name>.expected`` substring; the real
+command runs on a copy whose ``{python}`` / ``{servers}`` placeholders point at this
+interpreter and ``tests/servers``. Broken configs exit 1 with errors on stderr, one per line.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from _fixtures.gateway import SERVERS, toolgate_argv
+
+CONFIGS = Path(__file__).parent / "configs"
+CASES = sorted(p for p in CONFIGS.iterdir() if p.suffix in (".json", ".toml"))
+
+
+@pytest.fixture(scope="module")
+def checked(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every config checked once, four at a time (each starts its backends)."""
+    folder = tmp_path_factory.mktemp("configs")
+    shutil.copytree(CONFIGS, folder, dirs_exist_ok=True)
+    for case in CASES:
+        copy = folder / case.name
+        text = copy.read_text().replace("{python}", sys.executable)
+        copy.write_text(text.replace("{servers}", str(SERVERS)))
+
+    def run(case: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*toolgate_argv(), "check", case.name],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip((c.stem for c in CASES), pool.map(run, CASES), strict=True))
+
+
+def test_every_broken_config_has_an_expected_message() -> None:
+    assert len(CASES) == 19
+    assert all(case.with_suffix(".expected").exists() for case in CASES)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.stem != "valid"], ids=lambda c: c.stem)
+def test_check_fails_on_broken_config_naming_key_and_problem(
+    case: Path, checked: dict[str, subprocess.CompletedProcess[str]]
+) -> None:
+    done = checked[case.stem]
+    expected = case.with_suffix(".expected").read_text().strip()
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert any(expected in line for line in done.stderr.splitlines()), done.stderr
+
+
+def test_check_passes_a_valid_config_with_exit_code_0(
+    checked: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    done = checked["valid"]
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "valid.json: ok: 5 tools from 1 backend(s), 1 groups\n"
+
+
+def test_check_reports_each_duplicate_tool_on_its_own_line(
+    checked: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    lines = checked["duplicate_tool_without_prefix"].stderr.splitlines()
+    duplicated = [line.split("tool ")[1].split(" ")[0] for line in lines if "offered by" in line]
+    assert duplicated == ["'crash'", "'grow'", "'note_add'", "'note_delete'", "'note_list'"]
+    assert lines[-1] == "duplicate_tool_without_prefix.json: 5 problem(s)"

@@ -1,0 +1,112 @@
+"""``toolgate demo`` through the real command: the tour, stdio and HTTP.
+
+``--tour`` prints every scripted step; plain ``demo`` serves the built-in demo
+backends over stdio (``mcp.ClientSession``) and over HTTP (``fastmcp.Client``), telling
+the user on stderr how to connect.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from _fixtures.gateway import HttpGateway, gateway_env, toolgate_argv
+
+SHARED_TOKENIZERS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tokenizers"
+
+
+def test_demo_tour_prints_each_step_and_the_tokens_saved(tmp_path: Path) -> None:
+    env = gateway_env(TOOLGATE_TOKENIZER_DIR=str(SHARED_TOKENIZERS))
+    done = subprocess.run(
+        [*toolgate_argv(), "demo", "--tour", "--db", str(tmp_path / "demo.sqlite3")],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    headings = [line for line in out.splitlines() if line.startswith("Step ")]
+    assert headings == [
+        "Step 1. Connect: the agent sees a small menu, not every tool",
+        "Step 2. list_groups: what can be enabled",
+        "Step 3. Calling a hidden tool gets a hint, not a dead end",
+        "Step 4. enable_tools: the issue tools appear (and the client is told)",
+        "Step 5. The new tool works",
+        "Step 6. Access: delete_issue needs trust 'verified', so it does not exist for you",
+        "Step 7. Stages: checkout opens only after something is in the cart",
+        "Step 8. Tokens: what the agent carries in its context",
+    ]
+    assert "tools/list: 6 tools" in out
+    assert "Enable group 'issues' first (and its parents ['tracker'])" in out
+    assert "notifications: notifications/tools/list_changed" in out
+    assert "  -> JSON-RPC error -32602: Unknown tool: delete_issue" in out
+    assert "is only available in stage 'checkout'; this session is in stage 'browse'" in out
+    assert "  + checkout_start" in out
+    assert "flat (every tool, no toolgate)      49 tools" in out
+    assert out.rstrip().splitlines()[-1].endswith("counted with tiktoken:o200k_base")
+
+
+async def test_demo_over_stdio_serves_the_demo_tools_and_says_how_to_connect(
+    tmp_path: Path,
+) -> None:
+    argv = toolgate_argv()
+    env = {k: v for k, v in os.environ.items() if k.startswith(("PATH", "HOME"))}
+    params = StdioServerParameters(
+        command=argv[0],
+        args=[*argv[1:], "demo", "--db", str(tmp_path / "demo.sqlite3")],
+        env=env,
+    )
+    errlog = tmp_path / "stderr.log"
+    with errlog.open("w") as err:
+        async with (
+            stdio_client(params, errlog=err) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            listed = [t.name for t in (await session.list_tools()).tools]
+            assert listed == [
+                "call_tool",
+                "disable_tools",
+                "enable_tools",
+                "list_groups",
+                "search_products",
+                "whoami",
+            ]
+            found = await session.call_tool("search_products", {"query": "gardener"})
+            assert found.is_error is False
+    text = errlog.read_text()
+    assert '"toolgate-demo": {' in text
+    assert '"args": [\n        "-m",\n        "toolgate.cli",\n        "demo"\n      ]' in text
+    assert "toolgate demo --tour" in text
+
+
+@pytest.fixture
+def demo_http(tmp_path: Path) -> Any:
+    gateway = HttpGateway(
+        [*toolgate_argv(), "demo", "--db", str(tmp_path / "demo.sqlite3")], tmp_path / "demo.log"
+    )
+    gateway.start()
+    try:
+        yield gateway
+    finally:
+        gateway.stop()
+
+
+async def test_demo_over_http_needs_no_token_and_prints_its_url(demo_http: HttpGateway) -> None:
+    async with Client(demo_http.url, mode="legacy") as client:
+        enabled = await client.call_tool("enable_tools", {"groups": ["shopper"]})
+        assert enabled.structured_content is not None
+        assert enabled.structured_content["enabled"] == ["shopper"]
+        cart = await client.call_tool("cart_add", {"product_id": 1})
+        assert cart.structured_content is not None
+        assert cart.structured_content["item_count"] == 1
+        names = [t.name for t in await client.list_tools()]
+        assert "checkout_start" in names
+    assert f"Streamable HTTP endpoint: {demo_http.url}" in demo_http.log.read_text()

@@ -1,0 +1,113 @@
+"""``toolgate inspect`` through the real command: JSON numbers that add up, and ``--as``.
+
+Runs against a config fronting two real backends; checks the group tree, per-group and
+flat/disclosed token totals (each total is the sum of its parts) and the explained view
+of a default, a token-table and an inline principal.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _fixtures.gateway import gateway_config, gateway_env, toolgate_argv
+
+META = ["call_tool", "disable_tools", "enable_tools", "list_groups"]
+
+
+def inspect(config: Path, *extra: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [*toolgate_argv(), "inspect", str(config), "--format", "json", *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=gateway_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return gateway_config(tmp_path_factory.mktemp("inspect"), tokens=True)
+
+
+@pytest.fixture(scope="module")
+def default_view(config: Path) -> dict[str, Any]:
+    return inspect(config, "--as", "default")
+
+
+def test_inspect_lists_the_group_tree_with_tool_counts(default_view: dict[str, Any]) -> None:
+    groups = {g["name"]: g for g in default_view["groups"]}
+    assert sorted(groups) == ["math", "notes"]
+    assert groups["math"]["tools"] == ["add", "echo", "multiply"]
+    assert groups["notes"]["tools"] == ["note_add", "note_delete", "note_list"]
+    assert default_view["root"]["tools"] == ["crash", "grow"]
+    assert default_view["backends"] == {
+        "math": {"status": "up", "tools": 3},
+        "notes": {"status": "up", "tools": 5},
+    }
+
+
+def test_inspect_token_numbers_are_sums_of_their_parts(default_view: dict[str, Any]) -> None:
+    cost = {t["name"]: t["tokens"] for t in default_view["tools"]}
+    assert len(cost) == default_view["totals"]["tools"] == 8
+    for group in default_view["groups"]:
+        assert group["tokens"] == sum(cost[n] for n in group["tools"])
+        assert group["tool_count"] == len(group["tools"])
+    assert default_view["root"]["tokens"] == sum(cost[n] for n in default_view["root"]["tools"])
+    totals = default_view["totals"]
+    assert totals["flat"] == {"tools": 8, "tokens": sum(cost.values())}
+    assert totals["disclosed"]["names"] == sorted([*META, "crash", "grow"])
+    assert totals["disclosed"]["tools"] == 6
+    assert totals["saved_tokens"] == totals["flat"]["tokens"] - totals["disclosed"]["tokens"]
+
+
+def test_inspect_as_default_explains_the_trust_gate(default_view: dict[str, Any]) -> None:
+    reasons = {row["name"]: row["reason"] for row in default_view["explain"]}
+    assert reasons == {
+        "add": "group-inactive:math",
+        "crash": "visible",
+        "echo": "group-inactive:math",
+        "grow": "visible",
+        "multiply": "group-inactive:math",
+        "note_add": "group-inactive:notes",
+        "note_delete": "trust-too-low:declared<verified",
+        "note_list": "group-inactive:notes",
+    }
+
+
+def test_inspect_as_a_token_principal_applies_its_scope_and_trust(config: Path) -> None:
+    data = inspect(config, "--as", "alice")
+    assert data["principal"] == {
+        "id": "alice",
+        "trust": "verified",
+        "scope": ["notes"],
+        "agent_class": None,
+    }
+    reasons = {row["name"]: row["reason"] for row in data["explain"]}
+    assert reasons["note_delete"] == "group-inactive:notes"
+    assert reasons["add"] == reasons["grow"] == "out-of-scope"
+    assert data["totals"]["disclosed"]["names"] == META
+
+
+def test_inspect_as_an_inline_principal(config: Path) -> None:
+    data = inspect(config, "--as", "id=ci,trust=linked,scope=math+default")
+    assert data["principal"]["scope"] == ["math", "default"]
+    assert data["totals"]["disclosed"]["names"] == sorted([*META, "crash", "grow"])
+    assert {r["name"] for r in data["explain"] if r["reason"] == "out-of-scope"} == {
+        "note_add",
+        "note_delete",
+        "note_list",
+    }
+
+
+def test_inspect_without_as_has_no_explained_view(config: Path) -> None:
+    data = inspect(config)
+    assert "explain" not in data
+    assert data["totals"]["tools"] == 8
