@@ -297,3 +297,51 @@ def test_serve_refuses_a_broken_config_with_exit_code_1(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr.strip() == f"toolgate: {bad.resolve()}: toolgate.stratgy: unknown key"
+
+
+# -- search -------------------------------------------------------------------------------
+
+
+async def test_search_strategy_finds_backend_tools_and_runs_them_through_call_tool(
+    tmp_path: Path,
+) -> None:
+    async with stdio_gateway(gateway_config(tmp_path, strategy="search")) as session:
+        assert await names(session) == sorted(
+            ["call_tool", "crash", "grow", "list_groups", "search_tools", "search_tools_regex"]
+        )
+        found = await session.call_tool("search_tools", {"query": "multiply", "limit": 1})
+        assert found.structured_content is not None
+        assert [r["name"] for r in found.structured_content["results"]] == ["multiply"]
+        assert found.structured_content["results"][0]["tool"]["inputSchema"]["required"] == [
+            "a",
+            "b",
+        ]
+        ran = await session.call_tool(
+            "call_tool", {"name": "multiply", "arguments": {"a": 6, "b": 7}}
+        )
+        assert (ran.is_error, text(ran)) == (False, "42")
+        # the trust-gated tool stays out of reach of the declared stdio principal
+        hidden = await session.call_tool("search_tools_regex", {"pattern": "^note_delete$"})
+        assert hidden.structured_content is not None
+        assert hidden.structured_content["results"] == []
+
+
+async def test_search_flag_adds_search_tools_that_reveal_results_in_the_session(
+    tmp_path: Path,
+) -> None:
+    heard = Notifications()
+    async with stdio_gateway(gateway_config(tmp_path, search=True), heard) as session:
+        assert await names(session) == sorted(
+            [*META, "crash", "grow", "search_tools", "search_tools_regex"]
+        )
+        found = await session.call_tool("search_tools", {"query": "echo text", "limit": 1})
+        assert found.structured_content is not None
+        assert found.structured_content["revealed"] == ["echo"]
+        await eventually(lambda: _true("notifications/tools/list_changed" in heard.methods))
+        assert "echo" in await names(session)
+        echoed = await session.call_tool("echo", {"text": "hi"})
+        assert (echoed.is_error, text(echoed)) == (False, "hi")
+
+
+async def _true(value: bool) -> bool:
+    return value

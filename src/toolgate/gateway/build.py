@@ -20,6 +20,7 @@ from toolgate.flow import Flow
 from toolgate.gateway.config import GatewayConfig, PolicyConfig
 from toolgate.policy import Policy, Principal, RateLimit, TrustLadder
 from toolgate.state.base import StateStore, open_store
+from toolgate.strategies import DeliveryConfig
 from toolgate.toolset import ToolSet
 
 
@@ -287,3 +288,14 @@ def build_toolset(
     except ConfigError as exc:
         report.fail(exc.details.get("key", "toolgate"), exc.message)
     return toolset, report
+
+
+def delivery_config(cfg: GatewayConfig) -> DeliveryConfig:
+    """The delivery settings of a gateway config's ``toolgate`` block."""
+    tg = cfg.toolgate
+    return DeliveryConfig(
+        strategy=tg.strategy,
+        meta_tools=tg.meta_tools,
+        groups_fallback=tg.groups_fallback,
+        search=tg.search,
+    )

@@ -18,10 +18,10 @@ from toolgate.catalog import CallContext, Handler, ToolResult
 from toolgate.docs import ToolDocs
 from toolgate.errors import ConfigError, RegistrationError
 from toolgate.events import EventBus
-from toolgate.gateway.build import BackendTool, BuildReport, build_toolset
+from toolgate.gateway.build import BackendTool, BuildReport, build_toolset, delivery_config
 from toolgate.gateway.config import GatewayConfig, load_config
 from toolgate.state.memory import MemoryStore
-from toolgate.strategies import Delivery, DeliveryConfig
+from toolgate.strategies import Delivery
 from toolgate.toolset import ToolSet
 
 
@@ -83,9 +83,7 @@ async def snapshot(
     try:
         delivery = Delivery(
             toolset,
-            DeliveryConfig(
-                strategy=tg.strategy, meta_tools=tg.meta_tools, groups_fallback=tg.groups_fallback
-            ),
+            delivery_config(cfg),
         )
     except (RegistrationError, ConfigError) as exc:
         report.fail("toolgate.strategy", exc.message)

@@ -25,13 +25,19 @@ from toolgate.catalog import CallContext, Handler, Tool, ToolResult
 from toolgate.errors import ConfigError
 from toolgate.events import EventBus, JsonlSink, LoggingSink
 from toolgate.gateway.backends import Backend, Timing, make_backends, running
-from toolgate.gateway.build import BackendTool, BuildReport, build_toolset, principal_from
+from toolgate.gateway.build import (
+    BackendTool,
+    BuildReport,
+    build_toolset,
+    delivery_config,
+    principal_from,
+)
 from toolgate.gateway.config import GatewayConfig
 from toolgate.lowlevel import Binding, bind, caller_of, session_key
 from toolgate.policy import Principal, TrustLadder
 from toolgate.state.base import StateStore, open_store
 from toolgate.state.memory import MemoryStore
-from toolgate.strategies import Addon, Delivery, DeliveryConfig
+from toolgate.strategies import Addon, Delivery
 from toolgate.strategies.base import is_stateless
 from toolgate.toolset import ToolSet
 from toolgate.wire import (
@@ -207,9 +213,7 @@ class Gateway:
                 logger.warning("%s", line)
             addons.append(lazy)
             self.lazy = lazy
-        config = DeliveryConfig(
-            strategy=tg.strategy, meta_tools=tg.meta_tools, groups_fallback=tg.groups_fallback
-        )
+        config = delivery_config(self.cfg)
         self.binding = bind(self.server, toolset, config, identity=self.identity, addons=addons)
         if tg.strategy in ("auto", "groups"):
             from toolgate.groups_extension import bind_groups
