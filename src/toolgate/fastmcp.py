@@ -2,7 +2,8 @@
 
 Owns the FastMCP middleware and the SDK-level ``tools/list`` hook, the import of
 FastMCP-registered tools into the toolset's catalog, session keys and principals from
-the transport, ``list_changed`` delivery, and the wags-compatible ``GroupsMiddleware``.
+the transport, ``list_changed`` delivery, add-on resources (lazy descriptions), the
+groups extension, and the wags-compatible ``GroupsMiddleware``.
 Adapter layer: imports ``fastmcp``, ``mcp``, ``toolgate.wire`` and the layers below.
 """
 
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as mt
 from fastmcp.exceptions import FastMCPError
+from fastmcp.resources.base import Resource as FastMCPResource
+from fastmcp.resources.base import ResourceContent, ResourceResult
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.transforms.visibility import is_enabled
@@ -32,6 +35,7 @@ from pydantic import BaseModel
 from toolgate.catalog import ALWAYS, BY_GROUP, CallContext, Group, Tool, ToolResult, Visibility
 from toolgate.declare import GROUPS_MARK, TOOL_MARK, ToolOptions, in_group
 from toolgate.errors import RegistrationError, ToolgateError
+from toolgate.groups_extension import GroupsServerExtension, serves_groups
 from toolgate.policy import (
     DEFAULT_POLICY,
     DEFAULT_TRUST_LEVELS,
@@ -40,7 +44,7 @@ from toolgate.policy import (
     Principal,
 )
 from toolgate.strategies import Delivery, DeliveryConfig
-from toolgate.strategies.base import Addon, Request, Strategy, is_stateless
+from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy, is_stateless
 from toolgate.toolset import ToolSet
 from toolgate.view import paginate
 from toolgate.wire import (
@@ -244,6 +248,29 @@ class _WireTool(FastMCPTool):
         return model
 
 
+class _WireResource(FastMCPResource):
+    """An add-on's resource in FastMCP's ``resources/list``; reads never reach it
+    (``on_read_resource`` answers them), and it lists exactly its wire definition."""
+
+    wire_model: Any = None
+
+    def to_mcp_resource(self, **overrides: Any) -> mt.Resource:
+        model: mt.Resource = self.wire_model
+        return model
+
+
+def _wire_resource(wire: Mapping[str, Any]) -> _WireResource:
+    model = mt.Resource.model_validate(wire)
+    return _WireResource(
+        uri=model.uri,
+        name=model.name,
+        title=model.title,
+        description=model.description,
+        mime_type=model.mime_type,
+        wire_model=model,
+    )
+
+
 # -- the middleware --------------------------------------------------------------------
 
 
@@ -306,15 +333,38 @@ class ToolgateMiddleware(Middleware):
         self._models: dict[str, tuple[dict[str, Any], mt.Tool]] = {}
         self._notifier: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: the groups extension ``attach`` installed (strategy ``auto`` or ``groups``)
+        self.groups_extension: GroupsServerExtension | None = None
         toolset.catalog.on_change(self._catalog_changed)
 
     # -- wiring ------------------------------------------------------------------------
     def attach(self, server: FastMCP[Any]) -> ToolgateMiddleware:
-        """Add this middleware to ``server`` and install the ``tools/list`` hook."""
+        """Add this middleware to ``server`` and install the ``tools/list`` hook; when
+        the strategy serves the groups extension (``auto``, ``groups``), register
+        ``GroupsServerExtension`` too, resolving requests like this middleware does.
+        Call it before serving: FastMCP takes extensions only then."""
         if self not in server.middleware:
             server.add_middleware(self)
         self._bind(server)
+        self._add_groups_extension(server)
         return self
+
+    def _add_groups_extension(self, server: FastMCP[Any]) -> None:
+        if self.groups_extension is not None or not serves_groups(self.delivery):
+            return
+        if GROUPS_EXTENSION in server._extensions and (
+            GROUPS_EXTENSION not in server._auto_extensions
+        ):
+            logger.warning(
+                "toolgate: FastMCP server %r already has a %s extension; toolgate's is "
+                "not installed",
+                server.name,
+                GROUPS_EXTENSION,
+            )
+            return
+        extension = GroupsServerExtension(self.delivery, resolver=self.request_for)
+        server.add_extension(extension)  # its _bind adds the legacy advertisement
+        self.groups_extension = extension
 
     def _bind(self, server: FastMCP[Any]) -> None:
         if self.server is server:
@@ -341,6 +391,9 @@ class ToolgateMiddleware(Middleware):
                 "persist across requests (served with the stateless catalog view).",
                 server.name,
             )
+        for addon in self.delivery.addons:
+            for line in addon.startup_warnings():
+                logger.warning("toolgate: %s", line)
 
     def _watch_local_provider(self, server: FastMCP[Any]) -> None:
         """Re-import when ``@mcp.tool`` / ``remove_tool`` change FastMCP's own tools."""
@@ -508,6 +561,17 @@ class ToolgateMiddleware(Middleware):
         )
         return strategy, req, live
 
+    async def request_for(self, ctx: SdkContext) -> tuple[Strategy, Request]:
+        """The strategy and toolgate request for one SDK request context, resolved as
+        for tool calls (principal, session key, declared extensions); the resolver
+        ``GroupsServerExtension(delivery, resolver=...)`` takes."""
+        await self._ready(None)
+        try:
+            strategy, req, _ = await self._request(ctx)
+        except ToolgateError as exc:
+            _raise_jsonrpc(exc)
+        return strategy, req
+
     def _remember(
         self,
         key: str,
@@ -653,6 +717,45 @@ class ToolgateMiddleware(Middleware):
         if seen.raw is not None and reply.result is seen.result:
             return seen.raw
         return to_fastmcp_result(reply.result)
+
+    async def on_list_resources(
+        self,
+        context: MiddlewareContext[mt.ListResourcesRequest],
+        call_next: CallNext[mt.ListResourcesRequest, Sequence[FastMCPResource]],
+    ) -> Sequence[FastMCPResource]:
+        """FastMCP's own resources, then the add-ons' (the lazy descriptions resource)."""
+        theirs = await call_next(context)
+        fctx = context.fastmcp_context
+        rc = fctx.request_context if fctx is not None else None
+        if fctx is None or rc is None or not self.delivery.addons:
+            return theirs
+        await self._ready(fctx.fastmcp)
+        try:
+            _, req, _ = await self._request(rc._srctx)
+            ours = await self.delivery.list_resources(req)
+        except ToolgateError as exc:
+            _raise_jsonrpc(exc)
+        return [*theirs, *(_wire_resource(w) for w in ours)]
+
+    async def on_read_resource(
+        self,
+        context: MiddlewareContext[mt.ReadResourceRequestParams],
+        call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
+    ) -> ResourceResult:
+        """An add-on's resource as JSON text; any other URI is FastMCP's to read."""
+        fctx = context.fastmcp_context
+        rc = fctx.request_context if fctx is not None else None
+        if fctx is None or rc is None or not self.delivery.addons:
+            return await call_next(context)
+        await self._ready(fctx.fastmcp)
+        try:
+            _, req, _ = await self._request(rc._srctx)
+            text = await self.delivery.read_resource(req, str(context.message.uri))
+        except ToolgateError as exc:
+            _raise_jsonrpc(exc)
+        if text is None:
+            return await call_next(context)
+        return ResourceResult([ResourceContent(text, mime_type="application/json")])
 
     # -- run-time registration ---------------------------------------------------------------
     def _catalog_changed(self, _catalog: Any) -> None:

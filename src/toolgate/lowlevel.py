@@ -312,6 +312,9 @@ def bind(
         )
     binding = Binding(lowlevel, Delivery(toolset, config, addons=addons), identity)
     binding._install()
+    for addon in binding.delivery.addons:
+        for line in addon.startup_warnings():
+            logger.warning("toolgate: %s", line)
     return binding
 
 

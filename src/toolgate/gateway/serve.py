@@ -209,9 +209,7 @@ class Gateway:
                 lazy.check_docs()
             except ConfigError as exc:
                 logger.warning("descriptions: %s", exc.message)
-            for line in lazy.startup_warnings():
-                logger.warning("%s", line)
-            addons.append(lazy)
+            addons.append(lazy)  # bind() logs its start-up warnings
             self.lazy = lazy
         config = delivery_config(self.cfg)
         self.binding = bind(self.server, toolset, config, identity=self.identity, addons=addons)

@@ -199,6 +199,10 @@ class Addon:
         """The resource's text, or None when this add-on doesn't serve ``uri``."""
         return None
 
+    def startup_warnings(self) -> list[str]:
+        """What an adapter logs when it starts serving this add-on (one line each)."""
+        return []
+
 
 class Strategy:
     """How a view reaches a client. Subclasses set ``name`` and override what differs."""
