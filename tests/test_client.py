@@ -210,3 +210,28 @@ def test_tool_names_are_made_safe_for_llm_apis_and_mapped_back() -> None:
     assert safe["ok-name"] == "ok-name"
     assert all(OPENAI_NAME.match(s) for s in safe.values())
     assert {names.original(s) for s in safe.values()} == set(safe)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_client_that_did_not_declare_the_extension_never_picks_groups_mode(
+    mode: str,
+) -> None:
+    from toolgate import Group, Tool, ToolSet
+    from toolgate.client import GroupsClientExtension
+    from toolgate.fastmcp import ToolgateMiddleware
+
+    async def ok(arguments: Any, ctx: Any) -> str:
+        return "ok"
+
+    server = fastmcp.FastMCP("advertises-groups")
+    toolset = ToolSet()
+    toolset.add_group(Group("g", "G"))
+    toolset.add_tool(Tool("t", "T.", handler=ok, groups=("g",)))
+    ToolgateMiddleware(toolset).attach(server)  # advertises the extension by default
+    async with fastmcp.Client(server, mode=mode) as plain:
+        undeclared = GroupsClient(plain)
+        assert await undeclared.start() != "groups"
+    async with fastmcp.Client(server, mode=mode, extensions=[GroupsClientExtension()]) as c:
+        declared = GroupsClient(c)
+        assert await declared.start() == "groups"
+        assert [g["name"] for g in await declared.list_groups()] == ["g"]

@@ -181,13 +181,30 @@ class GroupsClient:
         extensions = getattr(caps, "extensions", None) or {}
         return GROUPS_EXTENSION in extensions
 
+    async def _groups_negotiated(self) -> bool:
+        """Both sides speak the extension: the server advertises it and this client
+        declared it. When the client's declaration can't be read, one ``groups/list``
+        probe decides (a server answers -32601 to clients that did not declare it)."""
+        if not self.server_has_extension:
+            return False
+        declared = getattr(self.session, "_extensions", None)
+        if isinstance(declared, Mapping):
+            return GROUPS_EXTENSION in declared
+        try:
+            await self.session.send_request(ListGroupsRequest(params=ListGroupsParams()), _RAW)
+        except MCPError as exc:
+            if exc.error.code == mt.METHOD_NOT_FOUND:
+                return False
+            raise
+        return True
+
     async def start(self) -> Mode:
         """Pick the mode and register the top-level tools. Call again after a
         ``tools/list_changed`` or ``groups/list_changed`` to refresh."""
         listed = await self._list_tools()
         meta = self.server_meta
         meta_names = {meta.list_groups, meta.get_group, meta.call_tool}
-        if self.server_has_extension:
+        if await self._groups_negotiated():
             self.mode = "groups"
         elif meta_names <= {t["name"] for t in listed}:
             self.mode = "meta"
