@@ -65,10 +65,10 @@ def tool(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     """
 
     def mark(f: Callable[..., Any]) -> Callable[..., Any]:
-        groups = options.pop("groups", ())
-        opts = ToolOptions(
-            groups=(groups,) if isinstance(groups, str) else tuple(groups), **options
-        )
+        # copy: one ``@tool(...)`` object may decorate several functions
+        rest = dict(options)
+        groups = rest.pop("groups", ())
+        opts = ToolOptions(groups=(groups,) if isinstance(groups, str) else tuple(groups), **rest)
         setattr(f, TOOL_MARK, opts)
         return f
 
@@ -110,8 +110,9 @@ def group(cls: type | None = None, /, **options: Any) -> Any:
     class name; ``on_activate``/``on_deactivate`` may name methods of the class."""
 
     def mark(c: type) -> type:
-        excl = options.pop("exclusive", ())
-        setattr(c, GROUP_MARK, GroupOptions(exclusive=tuple(tuple(x) for x in excl), **options))
+        rest = dict(options)  # copy: the decorator object may be reused
+        excl = rest.pop("exclusive", ())
+        setattr(c, GROUP_MARK, GroupOptions(exclusive=tuple(tuple(x) for x in excl), **rest))
         return c
 
     return mark(cls) if cls is not None else mark

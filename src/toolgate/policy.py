@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, Protocol
 
 from toolgate.errors import ConfigError
@@ -104,9 +105,10 @@ class Principal:
             raise ConfigError(f"scope must be a list of group names, got the string {self.scope!r}")
         object.__setattr__(self, "scope", tuple(self.scope))
 
-    @property
+    @cached_property
     def key(self) -> tuple[Any, ...]:
-        """A hashable identity of everything rules may read (for view caching)."""
+        """A hashable identity of everything rules may read (for view caching; computed
+        once: principals are immutable)."""
         attrs = json.dumps(self.attributes, sort_keys=True, default=str) if self.attributes else ""
         return (self.id, self.trust, self.agent_class, self.scope, attrs)
 

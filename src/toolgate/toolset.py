@@ -210,9 +210,7 @@ class ToolSet:
         self.describe_before_call = describe_before_call
         #: builds the describe-before-call error; lazy descriptions replace it to say
         #: exactly where the description is (``toolgate.strategies.lazy``)
-        self.description_required: Callable[[str], DescriptionRequired] = (
-            plain_description_required
-        )
+        self.description_required: Callable[[str], DescriptionRequired] = plain_description_required
         self.default_principal = default_principal or Principal()
         self.ladder.check(self.default_principal.trust)
         self.events = events or EventBus()
@@ -426,9 +424,9 @@ class ToolSet:
             cls = jsonschema.validators.validator_for(tool.input_schema)
             cached = (tool, cls(tool.input_schema))
             self._validators[tool.name] = cached
-        errors = sorted(cached[1].iter_errors(arguments), key=lambda e: list(e.path))
-        if not errors:
+        if cached[1].is_valid(arguments):  # the common case: stop at no error, sort nothing
             return None
+        errors = sorted(cached[1].iter_errors(arguments), key=lambda e: list(e.path))
         parts = []
         for e in errors[:5]:
             where = "/".join(str(p) for p in e.absolute_path) or "(root)"

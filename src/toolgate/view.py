@@ -168,6 +168,9 @@ class View:
         tool = self.ctx.catalog.tool(name)
         if tool is None:
             return Surfacing(name, None, False, UNKNOWN)
+        # a listed view already knows its visible tools: dispatch need not re-run the rules
+        if "visible" in self.__dict__ and name in self.visible_names:
+            return Surfacing(name, tool, True, VISIBLE)
         return self._judge(tool)
 
     @cached_property

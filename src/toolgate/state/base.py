@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from toolgate.errors import ConfigError, StoreUnavailable
 
@@ -147,6 +147,8 @@ class StateStore:
     idle_ttl: float = 3600.0
     clock: Clock = field(default=time.time)
     timeout: float = 2.0
+    in_process: ClassVar[bool] = False
+    """True for stores whose reads never wait on I/O (they skip the read timeout)."""
     _locks: weakref.WeakValueDictionary[str, asyncio.Lock] = field(
         default_factory=weakref.WeakValueDictionary, init=False, repr=False
     )
@@ -197,7 +199,12 @@ class StateStore:
     async def load(self, key: str) -> SessionState:
         """The session's state (empty when new). Store failures raise StoreUnavailable."""
         try:
-            state = await asyncio.wait_for(self.get(key), self.timeout)
+            if self.in_process:
+                state = await self.get(key)  # nothing to wait for: no timer on the hot path
+            else:
+                # asyncio.timeout, not wait_for: no task per read
+                async with asyncio.timeout(self.timeout):
+                    state = await self.get(key)
         except StoreUnavailable:
             raise
         except Exception as exc:  # any backend failure fails closed
@@ -234,9 +241,8 @@ class StateStore:
                     return result
                 stamped = replace(new, version=current.version + 1, touched_at=self.clock())
                 try:
-                    ok = await asyncio.wait_for(
-                        self.compare_and_set(key, current.version, stamped), self.timeout
-                    )
+                    async with asyncio.timeout(self.timeout):
+                        ok = await self.compare_and_set(key, current.version, stamped)
                 except StoreUnavailable:
                     raise
                 except Exception as exc:
@@ -252,10 +258,8 @@ class StateStore:
         if now - state.touched_at < min(60.0, self.idle_ttl / 4):
             return
         try:
-            await asyncio.wait_for(
-                self.compare_and_set(key, state.version, replace(state, touched_at=now)),
-                self.timeout,
-            )
+            async with asyncio.timeout(self.timeout):
+                await self.compare_and_set(key, state.version, replace(state, touched_at=now))
         except StoreUnavailable:
             raise
         except Exception as exc:
@@ -263,7 +267,8 @@ class StateStore:
 
     async def rate_check(self, bucket: str, limit: int, window_s: float) -> float | None:
         try:
-            return await asyncio.wait_for(self.rate_hit(bucket, limit, window_s), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                return await self.rate_hit(bucket, limit, window_s)
         except StoreUnavailable:
             raise
         except Exception as exc:

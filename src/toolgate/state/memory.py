@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from toolgate.state.base import SessionInfo, SessionState, StateStore
 
@@ -16,6 +17,8 @@ from toolgate.state.base import SessionInfo, SessionState, StateStore
 @dataclass
 class MemoryStore(StateStore):
     """Session state in process memory (one server process, lost on restart)."""
+
+    in_process: ClassVar[bool] = True
 
     _states: dict[str, SessionState] = field(default_factory=dict, init=False, repr=False)
     _infos: dict[str, SessionInfo] = field(default_factory=dict, init=False, repr=False)
