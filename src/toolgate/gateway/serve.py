@@ -19,10 +19,11 @@ from typing import Any, TextIO
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 from toolgate.catalog import CallContext, Handler, Tool, ToolResult
-from toolgate.errors import ConfigError
+from toolgate.errors import ConfigError, StoreUnavailable
 from toolgate.events import EventBus, JsonlSink, LoggingSink
 from toolgate.gateway.backends import Backend, Timing, make_backends, running
 from toolgate.gateway.build import (
@@ -35,7 +36,7 @@ from toolgate.gateway.build import (
 from toolgate.gateway.config import GatewayConfig
 from toolgate.lowlevel import Binding, bind, caller_of, session_key
 from toolgate.policy import Principal, TrustLadder
-from toolgate.state.base import StateStore, open_store
+from toolgate.state.base import StateStore, is_store_path, open_store
 from toolgate.state.memory import MemoryStore
 from toolgate.strategies import Addon, Delivery
 from toolgate.strategies.base import is_stateless
@@ -93,6 +94,18 @@ def is_fatal(report: BuildReport) -> list[str]:
     return [e.message for e in report.errors if not any(p in e.message for p in CONTENT_PROBLEMS)]
 
 
+async def log_store_failures(ctx: Context, call_next: CallNext) -> HandlerResult:
+    """``ServerMiddleware``: an operator sees in the log every request refused because
+    the session store failed (the client gets the retryable JSON-RPC error)."""
+    try:
+        return await call_next(ctx)
+    except MCPError as exc:
+        data = exc.error.data
+        if isinstance(data, Mapping) and data.get("code") == StoreUnavailable.code:
+            logger.error("%s refused (retryable): %s", ctx.method, exc.error.message)
+        raise
+
+
 @dataclass
 class _Seen:
     """A legacy connection we may notify: how to rebuild its request later."""
@@ -122,7 +135,11 @@ class Gateway:
         self.cfg = cfg
         tg = cfg.toolgate
         self.events = events if events is not None else event_bus(cfg)
-        self.store = store if store is not None else open_store(tg.store, idle_ttl=tg.idle_ttl)
+        if store is None:
+            # a bare path is a SQLite file, relative to the config file like every path
+            url = str(cfg.resolve(tg.store)) if is_store_path(tg.store) else tg.store
+            store = open_store(url, idle_ttl=tg.idle_ttl)
+        self.store = store
         self.identity = identity_of(cfg)
         self.timing = timing or Timing.from_env()
         self.backends: dict[str, Backend] = make_backends(
@@ -218,6 +235,7 @@ class Gateway:
 
             bind_groups(self.server, self.binding.delivery, principal_of=self._principal_of)
         self.server.middleware.insert(0, self._remember)
+        self.server.middleware.insert(0, log_store_failures)
         # -- dashboard: record who each session is, in the store (toolgate.gateway.dashboard)
         from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -275,16 +276,24 @@ class StateStore:
             raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
 
 
+def is_store_path(url: str) -> bool:
+    """Whether ``url`` is a bare filesystem path (no ``scheme:``), i.e. a SQLite file."""
+    if url in ("memory", "") or "://" in url:
+        return False
+    return re.match(r"[A-Za-z][A-Za-z0-9+.-]+:", url) is None  # "sqlite:" is no path
+
+
 def open_store(url: str, *, idle_ttl: float = 3600.0, **options: Any) -> StateStore:
-    """A store from a URL: ``memory://``, ``sqlite:///path``, ``redis://host:port/db``."""
+    """A store from a URL: ``memory://``, ``sqlite:///path``, ``redis://host:port/db``;
+    a bare filesystem path (no scheme) is a SQLite file, the embedded store."""
     if url in ("memory://", "memory", ""):
         from toolgate.state.memory import MemoryStore
 
         return MemoryStore(idle_ttl=idle_ttl, **options)
-    if url.startswith("sqlite://"):
+    if url.startswith("sqlite://") or is_store_path(url):
         from toolgate.state.sqlite import SqliteStore
 
-        # sqlite:///abs/path -> /abs/path ; sqlite://rel/path -> rel/path
+        # sqlite:///abs/path -> /abs/path ; sqlite://rel/path -> rel/path ; a bare path as is
         path = url.removeprefix("sqlite://")
         store: StateStore = SqliteStore(path=path, idle_ttl=idle_ttl, **options)
         return store
@@ -294,6 +303,7 @@ def open_store(url: str, *, idle_ttl: float = 3600.0, **options: Any) -> StateSt
         redis_store: StateStore = RedisStore(url=url, idle_ttl=idle_ttl, **options)
         return redis_store
     raise ConfigError(
-        f"Unknown store URL {url!r}: use memory://, sqlite:///path or redis://host:port/db",
+        f"Unknown store URL {url!r}: use memory://, sqlite:///path (or a bare file path) "
+        "or redis://host:port/db",
         key="store",
     )

@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from toolgate.gateway.config import GatewayConfig, parse_config
-from toolgate.gateway.serve import Gateway
+from toolgate.gateway.serve import Gateway, serve
 from toolgate.tokens import TokenCounter, best_counter, wire_text
 
 DEMO_DIR = Path(__file__).parent
@@ -117,14 +117,7 @@ async def run_demo(
     if tour:
         return await run_tour(cfg, out=out or sys.stdout)
     connect_help(transport, host, port, db_path, sys.stderr)
-    gateway = Gateway(cfg)
-    try:
-        if transport == "stdio":
-            await gateway.serve_stdio()
-        else:
-            await gateway.serve_http(host=host, port=port, allowed_hosts=allowed_hosts)
-    finally:
-        await gateway.close()
+    await serve(cfg, transport=transport, host=host, port=port, allowed_hosts=allowed_hosts)
     return 0
 
 
