@@ -345,3 +345,17 @@ async def test_search_flag_adds_search_tools_that_reveal_results_in_the_session(
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_renamed_meta_tools_are_served_under_their_configured_names(tmp_path: Path) -> None:
+    config = gateway_config(
+        tmp_path, meta_tool_names={"enable_tools": "open_groups", "list_groups": "groups"}
+    )
+    async with stdio_gateway(config) as session:
+        assert await names(session) == sorted(
+            ["call_tool", "crash", "disable_tools", "groups", "grow", "open_groups"]
+        )
+        opened = await session.call_tool("open_groups", {"groups": ["math"]})
+        assert opened.structured_content is not None
+        assert opened.structured_content["enabled"] == ["math"]
+        assert "add" in await names(session)

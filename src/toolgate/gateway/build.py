@@ -20,7 +20,7 @@ from toolgate.flow import Flow
 from toolgate.gateway.config import GatewayConfig, PolicyConfig
 from toolgate.policy import Policy, Principal, RateLimit, TrustLadder
 from toolgate.state.base import StateStore, open_store
-from toolgate.strategies import DeliveryConfig
+from toolgate.strategies import DeliveryConfig, MetaNames
 from toolgate.toolset import ToolSet
 
 
@@ -298,4 +298,5 @@ def delivery_config(cfg: GatewayConfig) -> DeliveryConfig:
         meta_tools=tg.meta_tools,
         groups_fallback=tg.groups_fallback,
         search=tg.search,
+        names=MetaNames(**tg.meta_tool_names),
     )

@@ -178,6 +178,22 @@ class ToolgateConfig(_Model):
     events: EventsConfig = Field(default_factory=EventsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     search: bool = False
+    meta_tool_names: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("meta_tool_names")
+    @classmethod
+    def _meta_names(cls, v: dict[str, str]) -> dict[str, str]:
+        from dataclasses import fields
+
+        from toolgate.strategies.base import MetaNames
+
+        known = [f.name for f in fields(MetaNames)]
+        for key in v:
+            if key not in known:
+                raise ValueError(f"unknown meta-tool {key!r}; known: {', '.join(known)}")
+        if len(set(v.values())) != len(v):
+            raise ValueError("two meta-tools cannot share one name")
+        return v
 
 
 class GatewayConfig(_Model):
