@@ -11,6 +11,7 @@ import json
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,11 +51,11 @@ class Event:
         }
 
 
-class Sink:
+class Sink(ABC):
     """Receives events. Override :meth:`handle`; :meth:`close` is optional."""
 
-    def handle(self, event: Event) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def handle(self, event: Event) -> None: ...
 
     def close(self) -> None:
         return None

@@ -14,6 +14,7 @@ import random
 import re
 import time
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
@@ -137,7 +138,7 @@ class SessionInfo:
 
 
 @dataclass
-class StateStore:
+class StateStore(ABC):
     """Base class of session stores.
 
     Subclasses implement :meth:`get`, :meth:`compare_and_set`, :meth:`delete`,
@@ -155,43 +156,50 @@ class StateStore:
     )
 
     # -- primitives a store implements -------------------------------------------------
+    @abstractmethod
     async def get(self, key: str) -> SessionState | None:
         """The stored state, or None when absent or expired."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     async def compare_and_set(self, key: str, expected_version: int, state: SessionState) -> bool:
         """Store ``state`` if the stored version is ``expected_version`` (0 = absent)."""
-        raise NotImplementedError
+        ...
 
-    async def delete(self, key: str) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    async def delete(self, key: str) -> None: ...
 
+    @abstractmethod
     async def rate_hit(self, bucket: str, limit: int, window_s: float) -> float | None:
         """Record one call in ``bucket`` if fewer than ``limit`` happened in the last
         ``window_s`` seconds. Returns None when allowed, else seconds until retry."""
-        raise NotImplementedError
+        ...
 
     async def sweep(self) -> int:
         """Forget idle sessions and old rate-limit entries; returns sessions removed."""
         return 0
 
+    @abstractmethod
     async def session_count(self) -> int:
         """How many sessions the store holds, idle ones included until they are swept
         or expire (for dashboards and benchmarks)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def sessions(self) -> AsyncIterator[tuple[str, SessionState]]:
         """Every live session's ``(key, state)``, idle ones excluded, in no set order
         (for dashboards: it reads the whole store)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     async def put_info(self, info: SessionInfo) -> None:
         """Record ``info`` under ``info.key``; it expires like idle session state."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def infos(self) -> AsyncIterator[SessionInfo]:
         """Every live session's last recorded ``SessionInfo``, in no set order."""
-        raise NotImplementedError
+        ...
 
     async def close(self) -> None:
         return None
