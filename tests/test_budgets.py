@@ -7,7 +7,6 @@ Every number below is a count of real BPE tokens over a tool's exact MCP wire fo
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from mcp import Client
 from mcp.server import Server
 
+from _fixtures.mcp_servers import Notes
 from toolgate import CallContext, ConfigError, Group, Principal, Tool, ToolSet
 from toolgate.events import Event
 from toolgate.lowlevel import bind
@@ -282,20 +282,6 @@ async def test_a_search_result_over_the_budget_stays_hidden_and_the_reply_says_w
 
 
 # -- end to end ----------------------------------------------------------------------------
-
-
-class Notes:
-    def __init__(self) -> None:
-        self.methods: list[str] = []
-
-    async def __call__(self, message: Any) -> None:
-        if not isinstance(message, Exception):
-            self.methods.append(message.method)
-
-    async def settled(self) -> list[str]:
-        await asyncio.sleep(0.05)
-        seen, self.methods = self.methods, []
-        return seen
 
 
 async def test_mcp_client_is_refused_an_over_budget_group_with_the_numbers_and_no_notification(

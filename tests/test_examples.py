@@ -19,6 +19,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from _fixtures.mcp_servers import text
 from toolgate.client import GroupsClientExtension
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -42,10 +43,6 @@ def quiet_clients() -> None:
 def venv_env() -> dict[str, str]:
     """The environment a user has after activating the virtualenv: ``python`` is ours."""
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-
-
-def text(result: Any) -> str:
-    return "".join(c.text for c in result.content if isinstance(c, mt.TextContent))
 
 
 async def names(client: Any) -> list[str]:

@@ -19,6 +19,7 @@ from fastmcp import Client, Context, FastMCP
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
+from _fixtures.mcp_servers import Notes, text
 from servers.fastmcp_github import build
 from toolgate import Group, Principal, Tool, ToolSet
 from toolgate.fastmcp import ToolgateMiddleware
@@ -36,22 +37,6 @@ LEGACY_LIST = [
 ]
 
 
-class Notes:
-    """A message handler that records the notifications a client receives."""
-
-    def __init__(self) -> None:
-        self.methods: list[str] = []
-
-    async def __call__(self, message: Any) -> None:
-        if not isinstance(message, Exception):
-            self.methods.append(message.method)
-
-    async def settled(self) -> list[str]:
-        await asyncio.sleep(0.05)  # notifications travel beside the response
-        seen, self.methods = self.methods, []
-        return seen
-
-
 @asynccontextmanager
 async def legacy(mcp: FastMCP[Any], **options: Any) -> AsyncIterator[tuple[Client[Any], Notes]]:
     notes = Notes()
@@ -61,12 +46,6 @@ async def legacy(mcp: FastMCP[Any], **options: Any) -> AsyncIterator[tuple[Clien
 
 async def names(client: Client[Any]) -> list[str]:
     return [t.name for t in await client.list_tools()]
-
-
-def text(result: mt.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, mt.TextContent)
-    return block.text
 
 
 @pytest.fixture

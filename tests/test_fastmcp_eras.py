@@ -19,7 +19,7 @@ from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from _fixtures.mcp_servers import python, serve_http, server_script, stdio_env
+from _fixtures.mcp_servers import Notes, python, serve_http, server_script, stdio_env, text
 from servers.fastmcp_github import build
 from toolgate import Group, Principal, Tool, ToolSet
 from toolgate.fastmcp import ClaimsIdentity, ToolgateMiddleware
@@ -43,26 +43,6 @@ LEGACY_LIST = [
     "ping",
     "whoami",
 ]
-
-
-class Notes:
-    def __init__(self) -> None:
-        self.methods: list[str] = []
-
-    async def __call__(self, message: Any) -> None:
-        if not isinstance(message, Exception):
-            self.methods.append(message.method)
-
-    async def settled(self) -> list[str]:
-        await asyncio.sleep(0.05)
-        seen, self.methods = self.methods, []
-        return seen
-
-
-def text(result: mt.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, mt.TextContent)
-    return block.text
 
 
 async def names(client: Client[Any]) -> list[str]:

@@ -7,15 +7,14 @@ the JSON results field by field, list_changed, the hint for a disabled group's t
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import mcp_types as mt
 import pytest
 from fastmcp import Client, FastMCP
 
+from _fixtures.mcp_servers import Notes, text
 from toolgate import ConfigError, declare
 from toolgate.fastmcp import (
     DisableToolsResult,
@@ -42,20 +41,6 @@ class GithubHandlers:
         return f"repository {name}"
 
 
-class Notes:
-    def __init__(self) -> None:
-        self.methods: list[str] = []
-
-    async def __call__(self, message: Any) -> None:
-        if not isinstance(message, Exception):
-            self.methods.append(message.method)
-
-    async def settled(self) -> list[str]:
-        await asyncio.sleep(0.05)
-        seen, self.methods = self.methods, []
-        return seen
-
-
 @asynccontextmanager
 async def connect(mcp: FastMCP[Any]) -> AsyncIterator[tuple[Client[Any], Notes]]:
     notes = Notes()
@@ -65,12 +50,6 @@ async def connect(mcp: FastMCP[Any]) -> AsyncIterator[tuple[Client[Any], Notes]]
 
 async def names(client: Client[Any]) -> list[str]:
     return [t.name for t in await client.list_tools()]
-
-
-def text(result: mt.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, mt.TextContent)
-    return block.text
 
 
 def seed_server(**options: Any) -> FastMCP[Any]:

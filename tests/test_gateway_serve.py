@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import mcp_types as mt
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
@@ -32,6 +31,7 @@ from _fixtures.gateway import (
     gateway_config,
     toolgate_argv,
 )
+from _fixtures.mcp_servers import text
 
 INIT = {
     "jsonrpc": "2.0",
@@ -78,10 +78,6 @@ async def stdio_gateway(
 
 async def names(session: ClientSession) -> list[str]:
     return [t.name for t in (await session.list_tools()).tools]
-
-
-def text(result: mt.CallToolResult) -> str:
-    return "".join(c.text for c in result.content if isinstance(c, mt.TextContent))
 
 
 async def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:

@@ -6,7 +6,6 @@ stdio subprocess and over streamable HTTP; the server is tests/servers/lowlevel_
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import sys
@@ -23,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
-from _fixtures.mcp_servers import serve_http
+from _fixtures.mcp_servers import Notes, serve_http
 from servers.lowlevel_demo import build_server, build_toolset
 from toolgate import ConfigError, Principal
 from toolgate.lowlevel import BearerTokens, bind
@@ -40,22 +39,6 @@ GET_FILE = {
         "required": ["path"],
     },
 }
-
-
-class Notes:
-    """A message handler that records the notifications a client receives."""
-
-    def __init__(self) -> None:
-        self.methods: list[str] = []
-
-    async def __call__(self, message: Any) -> None:
-        if not isinstance(message, Exception):
-            self.methods.append(message.method)
-
-    async def settled(self) -> list[str]:
-        await asyncio.sleep(0.05)  # notifications travel beside the response
-        seen, self.methods = self.methods, []
-        return seen
 
 
 async def names(session: ClientSession) -> list[str]:

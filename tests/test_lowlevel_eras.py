@@ -7,7 +7,6 @@ authenticated principal only. Real clients, in memory, over stdio and over HTTP.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import sys
 from pathlib import Path
@@ -19,27 +18,13 @@ from fastmcp.client.transports import FastMCPTransport, StdioTransport, Streamab
 from mcp import Client, ClientSession
 from mcp.server import Server
 
-from _fixtures.mcp_servers import serve_http
+from _fixtures.mcp_servers import Notes, serve_http
 from servers.lowlevel_demo import build_server
 from toolgate import Principal
 from toolgate.lowlevel import BearerTokens
 
 SERVER_SCRIPT = str(Path(__file__).parent / "servers" / "lowlevel_demo.py")
 CATALOG_LIST = ["call_tool", "enable_tools", "get_group", "list_groups", "ping", "whoami", "wipe"]
-
-
-class Notes:
-    def __init__(self) -> None:
-        self.methods: list[str] = []
-
-    async def __call__(self, message: Any) -> None:
-        if not isinstance(message, Exception):
-            self.methods.append(message.method)
-
-    async def settled(self) -> list[str]:
-        await asyncio.sleep(0.05)
-        seen, self.methods = self.methods, []
-        return seen
 
 
 async def names(session: ClientSession) -> list[str]:

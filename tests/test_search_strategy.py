@@ -7,7 +7,6 @@ real ``mcp.Client`` against a low-level ``Server`` bound with ``toolgate.lowleve
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +16,7 @@ from fastmcp import FastMCP
 from mcp import Client
 from mcp.server import Server
 
+from _fixtures.mcp_servers import Notes
 from toolgate import CallContext, Group, Policy, Principal, RegistrationError, Tool, ToolSet
 from toolgate.errors import ToolHidden
 from toolgate.fastmcp import ToolgateMiddleware
@@ -421,22 +421,6 @@ async def test_search_meta_tool_definitions_never_change_with_state() -> None:
 
 
 # -- end to end: real clients on real servers ------------------------------------------------
-
-
-class Notes:
-    """A message handler that records the notifications a client receives."""
-
-    def __init__(self) -> None:
-        self.methods: list[str] = []
-
-    async def __call__(self, message: Any) -> None:
-        if not isinstance(message, Exception):
-            self.methods.append(message.method)
-
-    async def settled(self) -> list[str]:
-        await asyncio.sleep(0.05)  # notifications travel beside the response
-        seen, self.methods = self.methods, []
-        return seen
 
 
 def sdk_server(config: DeliveryConfig) -> Server[Any]:

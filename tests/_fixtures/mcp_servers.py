@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import mcp_types as mt
 import uvicorn
 
 
@@ -73,3 +74,24 @@ def stdio_env() -> dict[str, str]:
 
 def python() -> str:
     return sys.executable
+
+
+class Notes:
+    """A message handler that records the notifications a client receives."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    async def __call__(self, message: Any) -> None:
+        if not isinstance(message, Exception):
+            self.methods.append(message.method)
+
+    async def settled(self) -> list[str]:
+        await asyncio.sleep(0.05)  # notifications travel beside the response
+        seen, self.methods = self.methods, []
+        return seen
+
+
+def text(result: Any) -> str:
+    """The text content of a tool result, joined."""
+    return "".join(c.text for c in result.content if isinstance(c, mt.TextContent))
