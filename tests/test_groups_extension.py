@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -13,13 +12,13 @@ import fastmcp
 import mcp_types as mt
 import pytest
 import pytest_asyncio
-import uvicorn
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp import Client as SDKClient
 from mcp.client.extension import advertise
 from mcp.server import MCPServer, Server
 from mcp.shared.exceptions import MCPError
 
+from _fixtures.mcp_servers import serve
 from toolgate.catalog import ALWAYS, Group, Tool
 from toolgate.client import (
     _RAW,
@@ -133,31 +132,6 @@ def lowlevel_app(delivery: Delivery) -> Any:
 
 
 APPS = {"fastmcp": fastmcp_app, "lowlevel": lowlevel_app}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@contextlib.asynccontextmanager
-async def serve(app: Any) -> AsyncIterator[str]:
-    """Run ``app`` with uvicorn on a free loopback port; yield its MCP URL."""
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
 
 
 def connect(
