@@ -78,6 +78,7 @@ def load_toolset() -> ToolSet:
                 input_schema=raw["inputSchema"],
                 annotations=raw.get("annotations"),
                 meta=raw.get("_meta"),
+                icons=tuple(raw["icons"]) if raw.get("icons") else None,
                 groups=(group,) if group else (),
             )
         )

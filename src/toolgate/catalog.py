@@ -112,6 +112,7 @@ class Tool:
     next_stage: str | None = None
     doc: ToolDoc | None = None
     meta: Mapping[str, Any] | None = None
+    icons: tuple[Mapping[str, Any], ...] | None = None  # MCP icons, for hosts' UIs
     source: str | None = None  # the backend a gateway tool comes from
 
     def __post_init__(self) -> None:
@@ -148,6 +149,8 @@ class Tool:
             out["annotations"] = dict(self.annotations)
         if self.meta:
             out["_meta"] = dict(self.meta)
+        if self.icons:
+            out["icons"] = [dict(i) for i in self.icons]
         return out
 
 

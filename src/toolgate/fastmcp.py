@@ -479,6 +479,7 @@ class ToolgateMiddleware(Middleware):
             next_stage=opts.next_stage if opts else None,
             doc=opts.doc if opts else None,
             meta=wire.get("_meta"),
+            icons=tuple(wire["icons"]) if wire.get("icons") else None,
             source="fastmcp",
         )
 

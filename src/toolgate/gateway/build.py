@@ -274,6 +274,7 @@ def build_toolset(
                 policy=policies.get(t.exposed, Policy()),
                 stages=stages.get(t.exposed),
                 meta=wire.get("_meta"),
+                icons=tuple(wire["icons"]) if wire.get("icons") else None,
                 source=t.server,
             )
         )

@@ -179,6 +179,9 @@ class LazyDescriptions(Addon):
             out["inputSchema"] = dict(OPEN_SCHEMA)
             out.pop("outputSchema", None)
             out.pop("annotations", None)
+            # icons are for a host's UI, not the model; "minimal" is the fewest-tokens
+            # list, and a tool's full definition (get_group, groups/get) still has them
+            out.pop("icons", None)
         return out
 
     async def list_resources(self, request: Request) -> list[dict[str, Any]]:
