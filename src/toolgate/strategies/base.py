@@ -16,6 +16,7 @@ from toolgate.catalog import CallContext, Tool, ToolResult
 from toolgate.errors import InvalidArguments, ToolgateError
 from toolgate.policy import Confirmer
 from toolgate.toolset import CallOutcome, ChangeResult, Session, ToolSet
+from toolgate.view import View
 
 LEGACY = "2025-11-25"
 STATELESS = "2026-07-28"
@@ -238,8 +239,8 @@ class Strategy:
             names += addon.reserved_names()
         return sorted(set(names))
 
-    def listed_meta(self, request: Request, view_groups: Any = None) -> list[MetaTool]:
-        """Meta-tools shown in ``tools/list`` for this request."""
+    def listed_meta(self, request: Request, view: View) -> list[MetaTool]:
+        """Meta-tools shown in ``tools/list`` for this request and view."""
         return list(self._meta.values())
 
     def meta_tool(self, name: str) -> MetaTool | None:

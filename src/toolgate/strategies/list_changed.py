@@ -92,9 +92,9 @@ class ListChangedStrategy(Strategy):
             run,
         )
 
-    def listed_meta(self, request: Request, view: Any = None) -> list[MetaTool]:
+    def listed_meta(self, request: Request, view: View) -> list[MetaTool]:
         metas = super().listed_meta(request, view)
-        if self.style != "activators" or not isinstance(view, View):
+        if self.style != "activators":
             return metas
         cat = self.toolset.catalog
         principal = request.session.principal
