@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_stores import _free_port as free_port
 from bench_stores import redis_server
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
@@ -49,13 +50,6 @@ class Row:
     p50_ms: float
     p99_ms: float
     mean_ms: float
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def write_config(directory: Path, store: str) -> Path:
