@@ -575,9 +575,10 @@ class Session:
             return
         await _maybe_await(hook(HookContext(group.name, self.key, self.principal, action)))
 
-    def _unknown_or_hidden(self, name: str) -> bool:
+    def sees_group(self, name: str) -> bool:
+        """The group exists and is in this principal's scope (else: "Unknown group")."""
         cat = self.toolset.catalog
-        return name not in cat.groups or not cat.group_in_scope(name, self.principal)
+        return name in cat.groups and cat.group_in_scope(name, self.principal)
 
     async def activate(self, names: Sequence[str]) -> ChangeResult:
         """Enable groups. Parents are applied before children whatever the order given;
@@ -593,7 +594,7 @@ class Session:
             displaced_all: list[str] = []
             valid = []
             for n in requested:
-                if self._unknown_or_hidden(n):
+                if not self.sees_group(n):
                     errors.append(GroupError(n, GroupNotFound.code, GroupNotFound(n).message))
                 else:
                     valid.append(n)
@@ -687,7 +688,7 @@ class Session:
             working = set(state.active)
             valid = []
             for n in requested:
-                if self._unknown_or_hidden(n):
+                if not self.sees_group(n):
                     errors.append(GroupError(n, GroupNotFound.code, GroupNotFound(n).message))
                 else:
                     valid.append(n)

@@ -38,7 +38,7 @@ def group_contents(session: Session, view: View, name: str) -> dict[str, Any]:
     """A group's instructions, the full definitions of its tools the principal may run
     now, and its child groups in scope. Raises ``GroupNotFound`` (unknown or out of scope)."""
     cat = session.toolset.catalog
-    if name not in cat.groups or not cat.group_in_scope(name, session.principal):
+    if not session.sees_group(name):
         raise GroupNotFound(name)
     g = cat.groups[name]
     tools = [view.surfacing(t) for t in cat.tools_in(name)]
