@@ -135,7 +135,7 @@ async def test_explain_gives_every_tool_the_first_failing_reason_in_design_order
     ts = pipeline_toolset()
     s = ts.session("s", Principal(id="p", trust="declared", scope=("shop", "default")))
     await s.activate(["shop"])
-    assert [(x.name, x.reason) for x in await s.explain()] == [
+    assert [(x.name, str(x.reason)) for x in await s.explain()] == [
         ("at_checkout", "stage-locked:checkout"),
         ("class_then_stage", "class-not-allowed:none"),
         ("denied", "authz-deny"),
@@ -164,9 +164,9 @@ async def test_access_rules_are_marked_as_access_and_the_rest_as_discovery() -> 
         "scoped_out",
         "webmcp_only",
     ]
-    assert by_name["webmcp_only"].reason == "class-not-allowed:cli"
+    assert str(by_name["webmcp_only"].reason) == "class-not-allowed:cli"
     view = await s.view()
-    assert view.surfacing("missing").reason == "unknown"
+    assert str(view.surfacing("missing").reason) == "unknown"
     assert view.surfacing("missing").is_unknown_to_principal is True
     assert [t.name for t in view.accessible()] == [
         "at_checkout",
