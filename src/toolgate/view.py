@@ -119,7 +119,8 @@ class Rule:
 
 
 def _scope(tool: Tool, ctx: RuleContext) -> Reason | None:
-    if any(in_scope(ctx.catalog, ctx.principal, g) for g in tool.scope_groups):
+    p = ctx.principal
+    if p.all_scope or any(in_scope(ctx.catalog, p, g) for g in tool.scope_groups):
         return None
     return OUT_OF_SCOPE
 

@@ -36,8 +36,9 @@ GET_GROUP_SCHEMA: Mapping[str, Any] = {
 def group_contents(view: View, name: str) -> dict[str, Any]:
     """A group's instructions, the full definitions of its tools the principal may run
     now, and its child groups in scope. Raises ``GroupNotFound`` (unknown or out of scope)."""
-    cat, g = view.ctx.catalog, view.group(name).group
-    if g is None or not view.group(name).visible:
+    verdict, cat = view.group(name), view.ctx.catalog
+    g = verdict.group
+    if g is None or not verdict.visible:
         raise GroupNotFound(name)
     tools = [view.surfacing(t) for t in cat.tools_in(name)]
     children = [c.group for c in map(view.group, cat.children(name)) if c.visible and c.group]
