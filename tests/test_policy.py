@@ -112,7 +112,7 @@ async def test_a_linked_member_sees_twelve_of_fourteen() -> None:
 
 async def test_explain_gives_the_reason_for_each_hidden_tool() -> None:
     ts = retail()
-    detected = {x.name: x.reason for x in await ts.session("v", DETECTED).explain()}
+    detected = {x.name: str(x.reason) for x in await ts.session("v", DETECTED).explain()}
     assert {n: r for n, r in detected.items() if r != "visible"} == {
         "account_read": "trust-too-low:detected<linked",
         "cart_add": "trust-too-low:detected<declared",
@@ -125,7 +125,7 @@ async def test_explain_gives_the_reason_for_each_hidden_tool() -> None:
         "reviews_write": "trust-too-low:detected<declared",
         "webmcp_autofill": "trust-too-low:detected<declared",
     }
-    linked = {x.name: x.reason for x in await ts.session("m", LINKED).explain()}
+    linked = {x.name: str(x.reason) for x in await ts.session("m", LINKED).explain()}
     assert {n: r for n, r in linked.items() if r != "visible"} == {
         "refund_issue": "authz-deny",
         "webmcp_autofill": "class-not-allowed:browser",
@@ -240,7 +240,7 @@ async def test_empty_scope_means_no_tools_and_no_groups() -> None:
     s = scoped().session("s", Principal(scope=()))
     assert await s.list_tools() == ()
     assert await s.list_groups() == []
-    assert [x.reason for x in await s.explain()] == ["out-of-scope"] * 6
+    assert [str(x.reason) for x in await s.explain()] == ["out-of-scope"] * 6
 
 
 async def test_out_of_scope_groups_are_invisible_and_activate_like_unknown_ones() -> None:

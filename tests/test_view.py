@@ -24,7 +24,17 @@ from toolgate import (
 )
 from toolgate.errors import ToolHidden
 from toolgate.state.base import SessionState
-from toolgate.view import compute_view, decode_cursor, encode_cursor, paginate
+from toolgate.view import (
+    DEFAULT_RULES,
+    GroupSurfacing,
+    Reason,
+    ReasonKind,
+    Rule,
+    compute_view,
+    decode_cursor,
+    encode_cursor,
+    paginate,
+)
 
 
 def ok(args: Any, ctx: Any) -> str:
@@ -135,7 +145,7 @@ async def test_explain_gives_every_tool_the_first_failing_reason_in_design_order
     ts = pipeline_toolset()
     s = ts.session("s", Principal(id="p", trust="declared", scope=("shop", "default")))
     await s.activate(["shop"])
-    assert [(x.name, x.reason) for x in await s.explain()] == [
+    assert [(x.name, str(x.reason)) for x in await s.explain()] == [
         ("at_checkout", "stage-locked:checkout"),
         ("class_then_stage", "class-not-allowed:none"),
         ("denied", "authz-deny"),
@@ -164,9 +174,9 @@ async def test_access_rules_are_marked_as_access_and_the_rest_as_discovery() -> 
         "scoped_out",
         "webmcp_only",
     ]
-    assert by_name["webmcp_only"].reason == "class-not-allowed:cli"
+    assert str(by_name["webmcp_only"].reason) == "class-not-allowed:cli"
     view = await s.view()
-    assert view.surfacing("missing").reason == "unknown"
+    assert str(view.surfacing("missing").reason) == "unknown"
     assert view.surfacing("missing").is_unknown_to_principal is True
     assert [t.name for t in view.accessible()] == [
         "at_checkout",
@@ -343,3 +353,95 @@ def test_view_cache_is_a_bounded_lru() -> None:
     assert ts.views.misses == 3
     ts.view(p, SessionState(stage="y"))
     assert ts.views.hits == 1
+
+
+def test_hidden_reasons_are_typed_values_whose_text_is_the_design_string() -> None:
+    ts = pipeline_toolset()
+    p = Principal(trust="declared", scope=("shop", "default"))
+    view = compute_view(ts.catalog, p, SessionState(active=frozenset({"shop"})))
+    expected = {
+        "needs_linked": Reason(ReasonKind.TRUST_TOO_LOW, have="declared", need="linked"),
+        "webmcp_only": Reason(ReasonKind.CLASS_NOT_ALLOWED, have="none"),
+        "at_checkout": Reason(ReasonKind.STAGE_LOCKED, stages=("checkout",)),
+        "in_vip": Reason(ReasonKind.GROUP_INACTIVE, group="vip"),
+        "scoped_out": Reason(ReasonKind.OUT_OF_SCOPE),
+        "denied": Reason(ReasonKind.AUTHZ_DENY),
+        "never": Reason(ReasonKind.PREDICATE_FALSE),
+        "root_tool": Reason(ReasonKind.VISIBLE),
+        "missing": Reason(ReasonKind.UNKNOWN),
+    }
+    assert {n: view.surfacing(n).reason for n in expected} == expected
+    assert str(expected["needs_linked"]) == "trust-too-low:declared<linked"
+
+
+async def test_a_custom_rule_may_still_return_its_reason_as_text() -> None:
+    quiet = Rule("quiet", False, lambda tool, ctx: "quiet-hours" if tool.name == "loud" else None)
+    ts = ToolSet(rules=(*DEFAULT_RULES, quiet))
+    ts.add_tools([T("loud"), T("calm")])
+    s = ts.session("s")
+    assert [(x.name, str(x.reason)) for x in await s.explain()] == [
+        ("calm", "visible"),
+        ("loud", "quiet-hours"),
+    ]
+    assert (await s.view()).surfacing("loud").reason == Reason(
+        ReasonKind.CUSTOM, text="quiet-hours"
+    )
+
+
+# -- groups in the view ---------------------------------------------------------------------
+
+
+def group_tree() -> ToolSet:
+    ts = ToolSet()
+    ts.add_groups([Group("a"), Group("a1", parent="a"), Group("a1x", parent="a1"), Group("secret")])
+    return ts
+
+
+def verdicts(ts: ToolSet, scope: tuple[str, ...], *active: str) -> dict[str, str]:
+    view = compute_view(ts.catalog, Principal(scope=scope), SessionState(active=frozenset(active)))
+    return {n: str(view.group(n).reason) for n in ["a", "a1", "a1x", "secret", "nope"]}
+
+
+def test_a_group_verdict_runs_unknown_scope_active_parent_activatable_in_order() -> None:
+    ts = group_tree()
+    scope = ("a", "default")
+    assert verdicts(ts, scope) == {
+        "a": "activatable",
+        "a1": "parent-inactive:a",
+        "a1x": "parent-inactive:a1",
+        "secret": "out-of-scope",
+        "nope": "unknown",
+    }
+    # out-of-scope wins over active; active over everything after it
+    assert verdicts(ts, scope, "a", "secret") == {
+        "a": "active",
+        "a1": "activatable",
+        "a1x": "parent-inactive:a1",
+        "secret": "out-of-scope",
+        "nope": "unknown",
+    }
+    # an enabled child whose grandparent is off is not effectively active
+    assert verdicts(ts, scope, "a1", "a1x") == {
+        "a": "activatable",
+        "a1": "parent-inactive:a",
+        "a1x": "parent-inactive:a1",
+        "secret": "out-of-scope",
+        "nope": "unknown",
+    }
+    # a scope naming a child puts its descendants in scope, not its parent
+    assert verdicts(ts, ("a1",), "a", "a1")["a"] == "out-of-scope"
+    assert verdicts(ts, ("a1",), "a", "a1")["a1x"] == "activatable"
+
+
+def test_a_group_verdict_carries_its_group_and_whether_the_session_enabled_it() -> None:
+    ts = group_tree()
+    view = compute_view(ts.catalog, Principal(), SessionState(active=frozenset({"a1"})))
+    orphan = view.group("a1")
+    assert orphan == GroupSurfacing(
+        "a1", ts.catalog.groups["a1"], Reason(ReasonKind.PARENT_INACTIVE, group="a"), True
+    )
+    assert (orphan.visible, orphan.active, orphan.activatable) == (True, False, False)
+    top = view.group("a")
+    assert (top.visible, top.active, top.activatable, top.enabled) == (True, False, True, False)
+    assert view.group("nope") == GroupSurfacing("nope", None, Reason(ReasonKind.UNKNOWN))
+    assert [g.name for g in view.groups] == ["a", "a1", "a1x", "secret"]

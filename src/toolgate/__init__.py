@@ -5,6 +5,7 @@ The package root re-exports the core: catalog model, declarations, policies, flo
 ``toolgate.lowlevel``; the gateway in ``toolgate.gateway``.
 """
 
+from toolgate.activation import ChangeResult
 from toolgate.catalog import (
     ALWAYS,
     BY_GROUP,
@@ -42,8 +43,8 @@ from toolgate.flow import Flow, Stage, Transition
 from toolgate.policy import ConfirmRequest, Policy, Principal, RateLimit, TrustLadder
 from toolgate.state import MemoryStore, SessionState, StateStore, open_store
 from toolgate.tokens import TokenCounter
-from toolgate.toolset import CallOutcome, ChangeResult, GroupInfo, Session, ToolSet
-from toolgate.view import Rule, Surfacing, View
+from toolgate.toolset import CallOutcome, GroupInfo, Session, ToolSet
+from toolgate.view import GroupSurfacing, Reason, ReasonKind, Rule, Surfacing, View
 
 __version__ = "0.1.0"
 
@@ -67,6 +68,7 @@ __all__ = [
     "Group",
     "GroupInfo",
     "GroupNotFound",
+    "GroupSurfacing",
     "HookContext",
     "InvalidArguments",
     "InvalidCursor",
@@ -78,6 +80,8 @@ __all__ = [
     "Principal",
     "RateLimit",
     "RateLimited",
+    "Reason",
+    "ReasonKind",
     "RegistrationError",
     "Rule",
     "Session",

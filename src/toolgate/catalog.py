@@ -292,23 +292,6 @@ class Catalog:
                 peers |= ex - {group}
         return peers
 
-    def in_scope(self, tool: Tool, principal: Principal) -> bool:
-        """A tool is in scope when any of its groups, or an ancestor of one, is named."""
-        if principal.all_scope:
-            return True
-        scope = principal.scope
-        for g in tool.scope_groups:
-            if g in scope:
-                return True
-            if g in self._groups and any(a in scope for a in self.ancestors(g)):
-                return True
-        return False
-
-    def group_in_scope(self, group: str, principal: Principal) -> bool:
-        if principal.all_scope:
-            return True
-        return group in principal.scope or any(a in principal.scope for a in self.ancestors(group))
-
     # -- writing ---------------------------------------------------------------------
     def on_change(self, listener: Callable[[Catalog], None]) -> None:
         """Call ``listener(catalog)`` after every change (indexes, notifications)."""

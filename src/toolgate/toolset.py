@@ -2,8 +2,9 @@
 
 The orchestration layer. A ``ToolSet`` owns one catalog, one store, one event bus and
 the view cache; a ``Session`` is one client's handle on it: activate, deactivate,
-list, call. Dispatch asks the view (visible implies dispatchable) and never re-decides
-a rule. Core: no MCP imports; strategies and adapters sit above it.
+list, call. Dispatch asks the view (visible implies dispatchable) and activation is
+planned over it (``toolgate.activation``); neither re-decides a rule. Core: no MCP
+imports; strategies and adapters sit above it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,19 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from toolgate.activation import (  # ChangeResult, GroupError: re-exported, they lived here
+    Action,
+    Step,
+    activate_step,
+    deactivate_step,
+    requested,
+)
+from toolgate.activation import (
+    ChangeResult as ChangeResult,
+)
+from toolgate.activation import (
+    GroupError as GroupError,
+)
 from toolgate.catalog import (
     CallContext,
     Catalog,
@@ -28,8 +42,6 @@ from toolgate.errors import (
     ConfigError,
     ConfirmationRefused,
     DescriptionRequired,
-    GroupNotFound,
-    ParentInactive,
     RateLimited,
     RegistrationError,
     ToolgateError,
@@ -43,7 +55,15 @@ from toolgate.search import SearchIndex
 from toolgate.state.base import EMPTY, SessionState, StateStore
 from toolgate.state.memory import MemoryStore
 from toolgate.tokens import TokenCounter, default_counter, estimate_tokens, wire_text
-from toolgate.view import DEFAULT_RULES, Rule, Surfacing, View, ViewCache, compute_view
+from toolgate.view import (
+    DEFAULT_RULES,
+    ReasonKind,
+    Rule,
+    Surfacing,
+    View,
+    ViewCache,
+    compute_view,
+)
 
 HiddenToolErrors = str  # "hint" | "opaque"
 R = TypeVar("R")
@@ -69,44 +89,6 @@ class GroupInfo:
             "parent": self.parent,
             "tool_count": self.tool_count,
         }
-
-
-@dataclass(frozen=True)
-class GroupError:
-    group: str
-    code: str
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"group": self.group, "code": self.code, "message": self.message}
-
-
-@dataclass(frozen=True)
-class ChangeResult:
-    """The outcome of an activate or deactivate request, group by group."""
-
-    action: str  # "activate" | "deactivate"
-    changed: tuple[str, ...]  # groups the request itself enabled / disabled
-    also_disabled: tuple[str, ...]  # turned off by exclusion or cascade
-    errors: tuple[GroupError, ...]
-    before: View
-    after: View
-
-    @property
-    def visible_changed(self) -> bool:
-        return self.before.visible_names != self.after.visible_names
-
-    @property
-    def newly_visible(self) -> tuple[Tool, ...]:
-        return tuple(t for t in self.after.visible if t.name not in self.before.visible_names)
-
-    @property
-    def newly_hidden(self) -> tuple[str, ...]:
-        return tuple(sorted(self.before.visible_names - self.after.visible_names))
-
-    @property
-    def active_groups(self) -> tuple[str, ...]:
-        return tuple(sorted(self.after.ctx.state.active))
 
 
 @dataclass(frozen=True)
@@ -437,37 +419,31 @@ class ToolSet:
         """The error for calling a tool that is not visible (``stage``: the current one)."""
         if s.is_unknown_to_principal or self.hidden_tool_errors == "opaque":
             return ToolNotFound(s.name)
-        tool = s.tool
+        tool, kind, reason = s.tool, s.reason.kind, str(s.reason)
         assert tool is not None
-        if s.reason.startswith("stage-locked:"):
-            need = s.reason.removeprefix("stage-locked:").split(",")
+        if kind is ReasonKind.STAGE_LOCKED:
+            need = list(s.reason.stages)
             return ToolHidden(
                 f"Tool {s.name!r} is only available in stage {' or '.join(map(repr, need))}; "
                 f"this session is in stage {stage!r}.",
                 tool=s.name,
-                reason=s.reason,
+                reason=reason,
                 stages=need,
                 current_stage=stage,
             )
-        if s.reason.startswith("group-inactive:"):
-            chains = []
-            for g in tool.groups:
-                chain = [*reversed(self.catalog.ancestors(g)), g]
-                chains.append(chain)
-            chain = min(chains, key=len)
+        if kind is ReasonKind.GROUP_INACTIVE:
+            chain = min(([*reversed(self.catalog.ancestors(g)), g] for g in tool.groups), key=len)
             return ToolHidden(
                 f"Tool {s.name!r} is not enabled. Enable group {chain[-1]!r} first"
                 + (f" (and its parents {chain[:-1]})" if len(chain) > 1 else "")
                 + ", then call it again.",
                 tool=s.name,
-                reason=s.reason,
+                reason=reason,
                 groups=list(tool.groups),
                 enable=chain,
             )
         return ToolHidden(
-            f"Tool {s.name!r} is not available in the current state.",
-            tool=s.name,
-            reason=s.reason,
+            f"Tool {s.name!r} is not available in the current state.", tool=s.name, reason=reason
         )
 
 
@@ -525,33 +501,16 @@ class Session:
 
     def group_infos(self, view: View) -> list[GroupInfo]:
         cat = self.toolset.catalog
-        out = []
-        for name in sorted(cat.groups):
-            if not cat.group_in_scope(name, self.principal):
-                continue
-            g = cat.groups[name]
-            out.append(
-                GroupInfo(
-                    name=name,
-                    title=g.title,
-                    description=g.description,
-                    active=name in view.ctx.effective,
-                    parent=g.parent,
-                    tool_count=len(cat.tools_in(name)),
-                )
-            )
-        return out
+        return [
+            GroupInfo(g.name, g.title, g.description, v.active, g.parent, len(cat.tools_in(g.name)))
+            for v in view.groups
+            if v.visible and (g := v.group) is not None
+        ]
 
     def available_groups(self, view: View) -> list[str]:
-        """In-scope groups that are not active and whose parent is effectively active."""
-        cat = self.toolset.catalog
+        """Activatable child groups (the wags menu's ``available_groups``)."""
         return [
-            name
-            for name, g in sorted(cat.groups.items())
-            if g.parent is not None
-            and g.parent in view.ctx.effective
-            and name not in view.ctx.state.active
-            and cat.group_in_scope(name, self.principal)
+            v.name for v in view.groups if v.activatable and v.group and v.group.parent is not None
         ]
 
     # -- mutation --------------------------------------------------------------------
@@ -575,159 +534,74 @@ class Session:
             return
         await _maybe_await(hook(HookContext(group.name, self.key, self.principal, action)))
 
-    def sees_group(self, name: str) -> bool:
-        """The group exists and is in this principal's scope (else: "Unknown group")."""
-        cat = self.toolset.catalog
-        return name in cat.groups and cat.group_in_scope(name, self.principal)
-
     async def activate(self, names: Sequence[str]) -> ChangeResult:
         """Enable groups. Parents are applied before children whatever the order given;
-        each group succeeds or fails on its own, and failures leave it unchanged."""
-        ts = self.toolset
-        cat = ts.catalog
-        requested = list(dict.fromkeys(names))
-
-        async def change(state: SessionState) -> tuple[SessionState, ChangeResult]:
-            before = ts.view(self.principal, state)
-            errors: list[GroupError] = []
-            enabled: list[str] = []
-            displaced_all: list[str] = []
-            valid = []
-            for n in requested:
-                if not self.sees_group(n):
-                    errors.append(GroupError(n, GroupNotFound.code, GroupNotFound(n).message))
-                else:
-                    valid.append(n)
-            valid.sort(key=lambda n: (cat.depth(n), n))
-            working = set(state.active)
-            current = state
-            for n in valid:
-                group = cat.groups[n]
-                if n in working:
-                    errors.append(
-                        GroupError(n, "already_active", f"Group {n!r} is already enabled")
-                    )
-                    continue
-                parent = group.parent
-                if parent is not None and not (
-                    parent in working and all(a in working for a in cat.ancestors(parent))
-                ):
-                    err = ParentInactive(n, parent)
-                    errors.append(GroupError(n, err.code, err.message))
-                    continue
-                peers = cat.exclusion_peers(n)
-                rival = sorted(peers & set(enabled))
-                if rival:
-                    # both named in one request: the first stays, the later is refused
-                    errors.append(
-                        GroupError(
-                            n,
-                            "mutually_exclusive",
-                            f"Cannot enable group {n!r} together with {rival[0]!r} in one "
-                            "request: they are mutually exclusive",
-                        )
-                    )
-                    continue
-                displaced: list[str] = []
-                for peer in sorted(peers):
-                    if peer in working:
-                        displaced.extend(d for d in cat.descendants(peer) if d in working)
-                        displaced.append(peer)
-                trial = replace(current, active=frozenset((working - set(displaced)) | {n}))
-                problem = None
-                if ts.has_budget:
-                    problem = ts._budget_problem(
-                        ts.view(self.principal, trial), ts.view(self.principal, current)
-                    )
-                if problem is not None:
-                    errors.append(
-                        GroupError(n, BudgetExceeded.code, f"Cannot enable group {n!r}: {problem}")
-                    )
-                    self._emit("budget.exceeded", group=n, detail=problem)
-                    continue
-                try:
-                    for d in displaced:
-                        await self._run_hook(cat.groups[d], "deactivate")
-                    await self._run_hook(group, "activate")
-                except Exception as exc:
-                    errors.append(
-                        GroupError(
-                            n, "hook_failed", f"Activation hook of group {n!r} failed: {exc}"
-                        )
-                    )
-                    continue
-                working = set(trial.active)
-                current = trial
-                enabled.append(n)
-                displaced_all.extend(displaced)
-            after = ts.view(self.principal, current)
-            result = ChangeResult(
-                "activate", tuple(enabled), tuple(displaced_all), tuple(errors), before, after
-            )
-            return current, result
-
-        result: ChangeResult = await self._mutate(change)
-        for g in result.changed:
-            self._emit("group.activated", group=g)
-        for g in result.also_disabled:
-            self._emit("group.deactivated", group=g, cause="exclusion")
-        self._emit_surfaced(result.before, result.after)
-        return result
+        each group succeeds or fails on its own, and failures leave it unchanged.
+        Activating a member of an exclusion set turns the other members off."""
+        return await self._change_groups("activate", names)
 
     async def deactivate(self, names: Sequence[str]) -> ChangeResult:
         """Disable groups and, with them, their active descendants."""
+        return await self._change_groups("deactivate", names)
+
+    async def _change_groups(self, action: Action, names: Sequence[str]) -> ChangeResult:
+        """One atomic store mutation: plan each group over the view of the state so far
+        (``toolgate.activation``), check the budget, run its hooks, then apply it."""
         ts = self.toolset
-        cat = ts.catalog
-        requested = list(dict.fromkeys(names))
 
         async def change(state: SessionState) -> tuple[SessionState, ChangeResult]:
             before = ts.view(self.principal, state)
-            errors: list[GroupError] = []
-            disabled: list[str] = []
-            cascaded: list[str] = []
-            working = set(state.active)
-            valid = []
-            for n in requested:
-                if not self.sees_group(n):
-                    errors.append(GroupError(n, GroupNotFound.code, GroupNotFound(n).message))
+            todo, errors = requested(before, names)
+            done: list[str]
+            off: list[str]
+            current, done, off = state, [], []  # off: displaced or cascaded groups
+            for n in todo:
+                now = ts.view(self.principal, current)
+                step: Step | GroupError | None
+                if action == "activate":
+                    step = activate_step(now, current, n, done)
                 else:
-                    valid.append(n)
-            valid.sort(key=lambda n: (cat.depth(n), n))
-            for n in valid:
-                if n not in working:
-                    if n in cascaded:
-                        continue  # already turned off with its parent in this request
-                    errors.append(GroupError(n, "not_active", f"Group {n!r} is not enabled"))
-                    continue
-                below = [d for d in cat.descendants(n) if d in working]
-                below.sort(key=lambda d: -cat.depth(d))  # children first
-                try:
-                    for d in below:
-                        await self._run_hook(cat.groups[d], "deactivate")
-                    await self._run_hook(cat.groups[n], "deactivate")
-                except Exception as exc:
-                    errors.append(
-                        GroupError(
-                            n, "hook_failed", f"Deactivation hook of group {n!r} failed: {exc}"
-                        )
-                    )
-                    continue
-                working -= {n, *below}
-                disabled.append(n)
-                cascaded.extend(below)
-            new = replace(state, active=frozenset(working))
-            after = ts.view(self.principal, new)
-            return new, ChangeResult(
-                "deactivate", tuple(disabled), tuple(cascaded), tuple(errors), before, after
+                    step = deactivate_step(now, current, n, off)
+                if isinstance(step, Step):
+                    step = await self._try(action, step, now)
+                if isinstance(step, GroupError):
+                    errors.append(step)
+                elif step is not None:
+                    current = step.state
+                    done.append(n)
+                    off.extend(step.off)
+            after = ts.view(self.principal, current)
+            return current, ChangeResult(
+                action, tuple(done), tuple(off), tuple(errors), before, after
             )
 
         result: ChangeResult = await self._mutate(change)
         for g in result.changed:
-            self._emit("group.deactivated", group=g)
+            self._emit(f"group.{action}d", group=g)
+        cause = "exclusion" if action == "activate" else "cascade"
         for g in result.also_disabled:
-            self._emit("group.deactivated", group=g, cause="cascade")
+            self._emit("group.deactivated", group=g, cause=cause)
         self._emit_surfaced(result.before, result.after)
         return result
+
+    async def _try(self, action: Action, step: Step, now: View) -> Step | GroupError:
+        """``step`` if it fits the budget and its hooks succeed (hooks of the groups it
+        turns off first, then its own); else the error, and nothing changes."""
+        ts, n = self.toolset, step.group
+        if action == "activate" and ts.has_budget:
+            problem = ts._budget_problem(ts.view(self.principal, step.state), now)
+            if problem is not None:
+                self._emit("budget.exceeded", group=n, detail=problem)
+                return GroupError(n, BudgetExceeded.code, f"Cannot enable group {n!r}: {problem}")
+        groups = ts.catalog.groups
+        try:
+            for d in step.off:
+                await self._run_hook(groups[d], "deactivate")
+            await self._run_hook(groups[n], action)
+        except Exception as exc:
+            what = "Activation" if action == "activate" else "Deactivation"
+            return GroupError(n, "hook_failed", f"{what} hook of group {n!r} failed: {exc}")
+        return step
 
     def _emit_surfaced(self, before: View, after: View) -> None:
         if not self.toolset.events.active:
@@ -813,7 +687,7 @@ class Session:
         view = self.toolset.view(self.principal, state)
         s = view.surfacing(name)
         if not s.visible:
-            self._emit("tool.executed", tool=name, outcome="blocked", reason=s.reason)
+            self._emit("tool.executed", tool=name, outcome="blocked", reason=str(s.reason))
             raise self.toolset.hidden_error(s, view.ctx.stage)
         assert s.tool is not None
         return s.tool, view, state

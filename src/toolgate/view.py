@@ -1,9 +1,10 @@
-"""The one surfacing pipeline: which tools a principal sees in a session state, and why.
+"""The one surfacing pipeline: which tools and groups a principal sees, and why.
 
 ``compute_view`` is a pure function of (catalog, principal, state); its rules run in
-DESIGN §4's order and the first that fails is the recorded reason. Listing, dispatch
-checks, ``explain``, budgets and search all read a ``View``; nothing re-implements a
-rule. Views are cached by (catalog version, principal, state content). Core.
+DESIGN §4's order and the first that fails is the recorded, typed ``Reason``. Listing,
+dispatch, activation, ``explain``, budgets and search all read a ``View`` (``surfacing``
+for tools, ``group`` for groups); nothing re-implements a rule. Views are cached by
+(catalog version, principal, state content). Core: imports catalog, policy, state.
 """
 
 from __future__ import annotations
@@ -14,16 +15,74 @@ import bisect
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cached_property
 from typing import Any, TypeVar
 
-from toolgate.catalog import ByGroup, Catalog, StateSnapshot, Tool, When
+from toolgate.catalog import ByGroup, Catalog, Group, StateSnapshot, Tool, When
 from toolgate.errors import InvalidCursor
 from toolgate.policy import Principal, TrustLadder
 from toolgate.state.base import SessionState
 
-VISIBLE = "visible"
-UNKNOWN = "unknown"
+
+class ReasonKind(StrEnum):
+    """What decided a tool's or a group's verdict (DESIGN §4's names)."""
+
+    VISIBLE = "visible"
+    UNKNOWN = "unknown"
+    OUT_OF_SCOPE = "out-of-scope"
+    TRUST_TOO_LOW = "trust-too-low"
+    CLASS_NOT_ALLOWED = "class-not-allowed"
+    AUTHZ_DENY = "authz-deny"
+    STAGE_LOCKED = "stage-locked"
+    GROUP_INACTIVE = "group-inactive"
+    PREDICATE_FALSE = "predicate-false"
+    ACTIVE = "active"  # a group: effectively active
+    PARENT_INACTIVE = "parent-inactive"  # a group: its parent is not effectively active
+    ACTIVATABLE = "activatable"  # a group: activating it now can succeed
+    CUSTOM = "custom"  # a rule outside toolgate's own; ``text`` says why
+
+
+@dataclass(frozen=True)
+class Reason:
+    """A verdict's kind and the facts that name it. ``str(reason)`` is the rendering
+    ``explain`` shows: ``Reason(ReasonKind.TRUST_TOO_LOW, have="detected",
+    need="verified")`` is ``trust-too-low:detected<verified``."""
+
+    kind: ReasonKind
+    group: str | None = None  # group-inactive: the tool's first group; parent-inactive: the parent
+    stages: tuple[str, ...] = ()  # stage-locked: the stages the tool is available in, sorted
+    have: str | None = None  # trust-too-low: the principal's trust; class-not-allowed: its class
+    need: str | None = None  # trust-too-low: the tool's min_trust
+    text: str | None = None  # custom
+
+    def __str__(self) -> str:
+        k = self.kind
+        if k is ReasonKind.TRUST_TOO_LOW:
+            return f"{k}:{self.have}<{self.need}"
+        if k is ReasonKind.CLASS_NOT_ALLOWED:
+            return f"{k}:{self.have}"
+        if k is ReasonKind.STAGE_LOCKED:
+            return f"{k}:" + ",".join(self.stages)
+        if k in (ReasonKind.GROUP_INACTIVE, ReasonKind.PARENT_INACTIVE):
+            return f"{k}:{self.group}"
+        return self.text if k is ReasonKind.CUSTOM and self.text is not None else k.value
+
+
+VISIBLE = Reason(ReasonKind.VISIBLE)
+UNKNOWN = Reason(ReasonKind.UNKNOWN)
+OUT_OF_SCOPE = Reason(ReasonKind.OUT_OF_SCOPE)
+ACTIVE = Reason(ReasonKind.ACTIVE)
+ACTIVATABLE = Reason(ReasonKind.ACTIVATABLE)
+
+
+def in_scope(catalog: Catalog, principal: Principal, group: str) -> bool:
+    """Scope (DESIGN §4): a group is in scope when it or an ancestor is named, and
+    ``"*"`` names every group; ungrouped tools count as group ``"default"``."""
+    scope = principal.scope
+    if principal.all_scope or group in scope:
+        return True
+    return group in catalog.groups and any(a in scope for a in catalog.ancestors(group))
 
 
 @dataclass(frozen=True)
@@ -52,53 +111,60 @@ class Rule:
 
     name: str
     access: bool
-    check: Callable[[Tool, RuleContext], str | None]
+    check: Callable[[Tool, RuleContext], Reason | str | None]  # a str: ReasonKind.CUSTOM
+
+    def judge(self, tool: Tool, ctx: RuleContext) -> Reason | None:
+        reason = self.check(tool, ctx)
+        return Reason(ReasonKind.CUSTOM, text=reason) if isinstance(reason, str) else reason
 
 
-def _scope(tool: Tool, ctx: RuleContext) -> str | None:
-    return None if ctx.catalog.in_scope(tool, ctx.principal) else "out-of-scope"
+def _scope(tool: Tool, ctx: RuleContext) -> Reason | None:
+    p = ctx.principal
+    if p.all_scope or any(in_scope(ctx.catalog, p, g) for g in tool.scope_groups):
+        return None
+    return OUT_OF_SCOPE
 
 
-def _trust(tool: Tool, ctx: RuleContext) -> str | None:
+def _trust(tool: Tool, ctx: RuleContext) -> Reason | None:
     need = tool.policy.min_trust
     if need is None:
         return None
     have = ctx.principal.trust
     if ctx.ladder.rank(have) < ctx.ladder.rank(need):
-        return f"trust-too-low:{have}<{need}"
+        return Reason(ReasonKind.TRUST_TOO_LOW, have=have, need=need)
     return None
 
 
-def _agent_class(tool: Tool, ctx: RuleContext) -> str | None:
+def _agent_class(tool: Tool, ctx: RuleContext) -> Reason | None:
     allowed = tool.policy.allowed_classes
     if allowed and ctx.principal.agent_class not in allowed:
-        return f"class-not-allowed:{ctx.principal.agent_class or 'none'}"
+        return Reason(ReasonKind.CLASS_NOT_ALLOWED, have=ctx.principal.agent_class or "none")
     return None
 
 
-def _authz(tool: Tool, ctx: RuleContext) -> str | None:
-    return "authz-deny" if tool.policy.decision == "deny" else None
+def _authz(tool: Tool, ctx: RuleContext) -> Reason | None:
+    return Reason(ReasonKind.AUTHZ_DENY) if tool.policy.decision == "deny" else None
 
 
-def _stage(tool: Tool, ctx: RuleContext) -> str | None:
+def _stage(tool: Tool, ctx: RuleContext) -> Reason | None:
     if ctx.catalog.flow.allows(tool.stages, ctx.stage):
         return None
-    return "stage-locked:" + ",".join(sorted(tool.stages or ()))
+    return Reason(ReasonKind.STAGE_LOCKED, stages=tuple(sorted(tool.stages or ())))
 
 
-def _group(tool: Tool, ctx: RuleContext) -> str | None:
+def _group(tool: Tool, ctx: RuleContext) -> Reason | None:
     if not tool.groups or not isinstance(tool.visibility, ByGroup):
         return None
     if tool.name in ctx.state.revealed:
         return None
     if any(g in ctx.effective for g in tool.groups):
         return None
-    return f"group-inactive:{tool.groups[0]}"
+    return Reason(ReasonKind.GROUP_INACTIVE, group=tool.groups[0])
 
 
-def _predicate(tool: Tool, ctx: RuleContext) -> str | None:
+def _predicate(tool: Tool, ctx: RuleContext) -> Reason | None:
     if isinstance(tool.visibility, When) and not tool.visibility.predicate(ctx.snapshot):
-        return "predicate-false"
+        return Reason(ReasonKind.PREDICATE_FALSE)
     return None
 
 
@@ -120,13 +186,40 @@ class Surfacing:
     name: str
     tool: Tool | None
     visible: bool
-    reason: str
+    reason: Reason
     access_denied: bool = False
 
     @property
     def is_unknown_to_principal(self) -> bool:
         """Unknown or refused by an access rule: the two must look the same."""
         return self.tool is None or self.access_denied
+
+
+@dataclass(frozen=True)
+class GroupSurfacing:
+    """A group and the view's verdict on it. The rules run in this order and the first
+    that decides is ``reason``: ``unknown`` → ``out-of-scope`` → ``active`` (effectively
+    active) → ``parent-inactive:<parent>`` → ``activatable``."""
+
+    name: str
+    group: Group | None
+    reason: Reason
+    enabled: bool = False  # in the session's active set, effectively active or not
+
+    @property
+    def visible(self) -> bool:
+        """The principal may know of it: list it, open it, name it in a request."""
+        return self.reason.kind not in (ReasonKind.UNKNOWN, ReasonKind.OUT_OF_SCOPE)
+
+    @property
+    def active(self) -> bool:
+        """Effectively active: enabled, and so is every ancestor."""
+        return self.reason.kind is ReasonKind.ACTIVE
+
+    @property
+    def activatable(self) -> bool:
+        """Not enabled, and its parent (if any) is effectively active."""
+        return self.reason.kind is ReasonKind.ACTIVATABLE
 
 
 def effective_groups(catalog: Catalog, active: frozenset[str]) -> frozenset[str]:
@@ -158,7 +251,7 @@ class View:
 
     def _judge(self, tool: Tool) -> Surfacing:
         for rule in self.rules:
-            reason = rule.check(tool, self.ctx)
+            reason = rule.judge(tool, self.ctx)
             if reason is not None:
                 return Surfacing(tool.name, tool, False, reason, access_denied=rule.access)
         return Surfacing(tool.name, tool, True, VISIBLE)
@@ -210,7 +303,7 @@ class View:
         out = []
         for n in cat.sorted_names():
             t = cat.tools[n]
-            if all(r.check(t, self.ctx) is None for r in access_rules):
+            if all(r.judge(t, self.ctx) is None for r in access_rules):
                 out.append(t)
         return out
 
@@ -218,7 +311,29 @@ class View:
         tool = self.ctx.catalog.tool(name)
         if tool is None:
             return False
-        return all(r.check(tool, self.ctx) is None for r in self.rules if r.access)
+        return all(r.judge(tool, self.ctx) is None for r in self.rules if r.access)
+
+    def group(self, name: str) -> GroupSurfacing:
+        """The verdict on one group (``unknown`` when the catalog has no such group)."""
+        ctx = self.ctx
+        g = ctx.catalog.groups.get(name)
+        if g is None:
+            return GroupSurfacing(name, None, UNKNOWN)
+        enabled = name in ctx.state.active
+        if not in_scope(ctx.catalog, ctx.principal, name):
+            return GroupSurfacing(name, g, OUT_OF_SCOPE, enabled)
+        if name in ctx.effective:
+            return GroupSurfacing(name, g, ACTIVE, enabled)
+        if g.parent is not None and g.parent not in ctx.effective:
+            return GroupSurfacing(
+                name, g, Reason(ReasonKind.PARENT_INACTIVE, group=g.parent), enabled
+            )
+        return GroupSurfacing(name, g, ACTIVATABLE, enabled)  # not enabled: it would be active
+
+    @cached_property
+    def groups(self) -> tuple[GroupSurfacing, ...]:
+        """Every catalog group's verdict, name-sorted (filter on ``visible``)."""
+        return tuple(self.group(n) for n in sorted(self.ctx.catalog.groups))
 
     def grouped(self) -> dict[str, list[str]]:
         """Visible tools bucketed by group (``default`` for root tools), sorted."""

@@ -148,7 +148,7 @@ async def describe(snap: Snapshot, principal: Principal, counter: TokenCounter) 
         {
             "name": s.name,
             "visible": s.visible,
-            "reason": s.reason,
+            "reason": str(s.reason),
             "access": "denied" if s.access_denied else "allowed",
         }
         for s in view.explain()

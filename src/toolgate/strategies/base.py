@@ -12,10 +12,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from toolgate.activation import ChangeResult
 from toolgate.catalog import CallContext, Tool, ToolResult
 from toolgate.errors import InvalidArguments, ToolgateError
 from toolgate.policy import Confirmer
-from toolgate.toolset import CallOutcome, ChangeResult, Session, ToolSet
+from toolgate.toolset import CallOutcome, Session, ToolSet
 from toolgate.view import View
 
 LEGACY = "2025-11-25"

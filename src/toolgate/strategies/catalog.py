@@ -23,7 +23,6 @@ from toolgate.strategies.base import (
     group_names_arg,
     structured,
 )
-from toolgate.toolset import Session
 from toolgate.view import View
 
 GET_GROUP_SCHEMA: Mapping[str, Any] = {
@@ -34,17 +33,15 @@ GET_GROUP_SCHEMA: Mapping[str, Any] = {
 }
 
 
-def group_contents(session: Session, view: View, name: str) -> dict[str, Any]:
+def group_contents(view: View, name: str) -> dict[str, Any]:
     """A group's instructions, the full definitions of its tools the principal may run
     now, and its child groups in scope. Raises ``GroupNotFound`` (unknown or out of scope)."""
-    cat = session.toolset.catalog
-    if not session.sees_group(name):
+    verdict, cat = view.group(name), view.ctx.catalog
+    g = verdict.group
+    if g is None or not verdict.visible:
         raise GroupNotFound(name)
-    g = cat.groups[name]
     tools = [view.surfacing(t) for t in cat.tools_in(name)]
-    children = [
-        cat.groups[c] for c in cat.children(name) if cat.group_in_scope(c, session.principal)
-    ]
+    children = [c.group for c in map(view.group, cat.children(name)) if c.visible and c.group]
     out: dict[str, Any] = {"name": g.name, "description": g.description}
     if g.title is not None:
         out["title"] = g.title
@@ -85,7 +82,7 @@ class CatalogStrategy(Strategy):
                 raise InvalidArguments("'name' must be a group name (a non-empty string)")
             view = await request.session.view()
             try:
-                return Reply(structured(group_contents(request.session, view, name)))
+                return Reply(structured(group_contents(view, name)))
             except GroupNotFound as exc:
                 return Reply(error_result(exc.message, code=exc.code))
 

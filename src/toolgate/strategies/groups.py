@@ -17,6 +17,7 @@ from typing import Any
 from toolgate.catalog import Always, Group, Tool
 from toolgate.errors import GroupNotFound
 from toolgate.policy import Principal
+from toolgate.state.base import EMPTY
 from toolgate.strategies.base import Addon, MetaNames, Request, Strategy
 from toolgate.strategies.catalog import group_contents
 from toolgate.toolset import ToolSet
@@ -91,15 +92,9 @@ class GroupsStrategy(Strategy):
         A scope naming only a child group makes that child top-level for this
         principal, so every group in scope is reachable from ``groups/list``.
         """
-        cat = self.toolset.catalog
-        out = []
-        for name, group in cat.groups.items():
-            if not cat.group_in_scope(name, principal):
-                continue
-            parent = group.parent
-            if parent is None or not cat.group_in_scope(parent, principal):
-                out.append(group)
-        return sorted(out, key=lambda g: g.wire_name)
+        view = self.toolset.view(principal, EMPTY)  # scope does not depend on state
+        seen = {g.name: g.group for g in view.groups if g.visible and g.group}
+        return sorted((g for g in seen.values() if g.parent not in seen), key=lambda g: g.wire_name)
 
     def listing(
         self, principal: Principal, extensions: frozenset[str]
@@ -158,7 +153,7 @@ class GroupsStrategy(Strategy):
         session = request.session
         view = await session.view()
         try:
-            data = group_contents(session, view, internal)
+            data = group_contents(view, internal)
         except GroupNotFound:
             raise GroupNotFound(name) from None
         cat = self.toolset.catalog

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from toolgate.activation import ChangeResult
 from toolgate.errors import ConfigError
 from toolgate.strategies.base import (
     EMPTY_OBJECT,
@@ -24,7 +25,7 @@ from toolgate.strategies.base import (
     group_names_arg,
     structured,
 )
-from toolgate.toolset import ChangeResult, ToolSet
+from toolgate.toolset import ToolSet
 from toolgate.view import View
 
 MetaStyle = Literal["menu", "activators"]
@@ -96,18 +97,11 @@ class ListChangedStrategy(Strategy):
         metas = super().listed_meta(request, view)
         if self.style != "activators":
             return metas
-        cat = self.toolset.catalog
-        principal = request.session.principal
-        active = view.ctx.state.active
-        for g in sorted(cat.groups):
-            if not cat.group_in_scope(g, principal):
-                continue
-            group = cat.groups[g]
-            if g in view.ctx.effective:
-                if group.show_deactivator:
-                    metas.append(self._activator_tool(g, "deactivate"))
-            elif g not in active and (group.parent is None or group.parent in view.ctx.effective):
-                metas.append(self._activator_tool(g, "activate"))
+        for g in view.groups:
+            if g.active and g.group is not None and g.group.show_deactivator:
+                metas.append(self._activator_tool(g.name, "deactivate"))
+            elif g.activatable:
+                metas.append(self._activator_tool(g.name, "activate"))
         return metas
 
     def meta_tool(self, name: str) -> MetaTool | None:

@@ -258,7 +258,7 @@ def dashboard_app(
                 {
                     "name": s.name,
                     "visible": s.visible,
-                    "reason": s.reason,
+                    "reason": str(s.reason),
                     "access": "denied" if s.access_denied else "allowed",
                     "groups": list(s.tool.groups) if s.tool else [],
                 }

@@ -1,0 +1,206 @@
+"""Delivery: which strategy serves a request, and the calls adapters make.
+
+``Delivery`` owns one strategy per name over a single ``ToolSet``, picks one per
+request (``auto``: groups-extension clients get ``groups``, the legacy protocol gets
+``list_changed``, 2026-07-28 gets ``catalog``), derives the session key, and pages
+``tools/list``. Delivery layer: imports the strategies and the core, no MCP imports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolgate.errors import ConfigError
+from toolgate.policy import Confirmer, Principal
+from toolgate.strategies.base import (
+    GROUPS_EXTENSION,
+    Addon,
+    MetaNames,
+    Reply,
+    Request,
+    Strategy,
+    ToolHandler,
+    is_stateless,
+)
+from toolgate.strategies.catalog import CatalogStrategy
+from toolgate.strategies.flat import FlatStrategy
+from toolgate.strategies.groups import GroupsStrategy
+from toolgate.strategies.list_changed import ListChangedStrategy
+from toolgate.strategies.search import SearchStrategy, ToolSearch
+from toolgate.toolset import ToolSet
+from toolgate.view import Page, paginate
+
+STRATEGY_NAMES = ("auto", "list_changed", "catalog", "groups", "search", "flat")
+
+
+@dataclass(frozen=True)
+class DeliveryConfig:
+    """How tools reach clients (the ``toolgate`` config block's delivery keys)."""
+
+    strategy: str = "auto"
+    meta_tools: str = "menu"  # "menu" | "activators"
+    names: MetaNames = field(default_factory=MetaNames)
+    groups_fallback: str = "flatten"  # clients without the groups extension: "flatten" | "catalog"
+    search: bool = False  # add search_tools / search_tools_regex to every strategy
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGY_NAMES:
+            raise ConfigError(
+                f"strategy must be one of {', '.join(STRATEGY_NAMES)}, got {self.strategy!r}",
+                key="strategy",
+            )
+        if self.meta_tools not in ("menu", "activators"):
+            raise ConfigError(
+                f"meta_tools must be 'menu' or 'activators', got {self.meta_tools!r}",
+                key="meta_tools",
+            )
+        if self.groups_fallback not in ("flatten", "catalog"):
+            raise ConfigError(
+                f"groups_fallback must be 'flatten' or 'catalog', got {self.groups_fallback!r}",
+                key="groups_fallback",
+            )
+
+
+class Delivery:
+    """The one object adapters talk to: list, call, resources, for any request."""
+
+    def __init__(
+        self,
+        toolset: ToolSet,
+        config: DeliveryConfig | None = None,
+        *,
+        addons: Sequence[Addon] = (),
+        strategies: Mapping[str, Strategy] | None = None,
+    ) -> None:
+        self.toolset = toolset
+        self.config = config or DeliveryConfig()
+        self.addons = tuple(addons)
+        wants_search = self.config.search or self.config.strategy == "search"
+        if self.config.search and not any(isinstance(a, ToolSearch) for a in self.addons):
+            self.addons += (ToolSearch(),)
+        if wants_search:
+            toolset.search_index  # noqa: B018 -- fail now (ConfigError) without the search extra
+        names = self.config.names
+        built: dict[str, Strategy] = {
+            "list_changed": ListChangedStrategy(
+                toolset,
+                style="activators" if self.config.meta_tools == "activators" else "menu",
+                names=names,
+                addons=self.addons,
+            ),
+            "catalog": CatalogStrategy(toolset, names=names, addons=self.addons),
+            "flat": FlatStrategy(toolset, names=names, addons=self.addons),
+            "groups": GroupsStrategy(toolset, names=names, addons=self.addons),
+            "search": SearchStrategy(toolset, names=names, addons=self.addons),
+        }
+        built.update(strategies or {})
+        self.strategies = built
+        self._reserve()
+
+    def _reserve(self) -> None:
+        cat = self.toolset.catalog
+        cat.release("delivery")
+        names: set[str] = set()
+        for s in self._in_use():
+            names.update(s.reserved_names())
+        cat.reserve(sorted(names), "delivery")
+        lc = self.strategies["list_changed"]
+        in_use = {s.name for s in self._in_use()}
+        if isinstance(lc, ListChangedStrategy) and "list_changed" in in_use:
+            suffixes = lc.activator_suffixes()
+            if suffixes:
+                cat.reserve_group_suffixes(suffixes, "delivery")
+
+    def _in_use(self) -> list[Strategy]:
+        s = self.config.strategy
+        if s == "auto":
+            keys = ["list_changed", "catalog"] + (["groups"] if "groups" in self.strategies else [])
+        elif s == "groups":
+            keys = ["groups", "catalog" if self.config.groups_fallback == "catalog" else "flat"]
+        else:
+            keys = [s]
+        missing = [k for k in keys if k not in self.strategies]
+        if missing:
+            raise ConfigError(f"strategy {missing[0]!r} is not available in this installation")
+        return [self.strategies[k] for k in keys]
+
+    # -- choosing ----------------------------------------------------------------------
+    def choose(self, protocol: str | None, extensions: frozenset[str]) -> Strategy:
+        s = self.config.strategy
+        wants_groups = GROUPS_EXTENSION in extensions and "groups" in self.strategies
+        if s == "auto":
+            if wants_groups:
+                return self.strategies["groups"]
+            return self.strategies["catalog" if is_stateless(protocol) else "list_changed"]
+        if s == "groups":
+            if wants_groups:
+                return self.strategies["groups"]
+            return self.strategies[
+                "catalog" if self.config.groups_fallback == "catalog" else "flat"
+            ]
+        if s == "list_changed" and is_stateless(protocol):
+            # 2026-07-28 forbids tools/list varying as a side effect of other requests.
+            return self.strategies["catalog"]
+        return self.strategies[s]
+
+    @property
+    def list_can_change(self) -> bool:
+        """Whether to advertise ``tools.listChanged``: always, because tools registered
+        at run time (or a gateway backend's changes) change every strategy's list."""
+        return True
+
+    def request(
+        self,
+        *,
+        session_key: str | None,
+        principal: Principal | None = None,
+        protocol: str | None = None,
+        extensions: frozenset[str] = frozenset(),
+        confirmer: Confirmer | None = None,
+        extras: Mapping[str, Any] | None = None,
+    ) -> tuple[Strategy, Request]:
+        """Pick the strategy and the session for one request.
+
+        Legacy protocol: the MCP session id keys the state. 2026-07-28: an authenticated
+        principal's id does; without one the session is ephemeral (nothing is kept).
+        """
+        principal = principal or self.toolset.default_principal
+        strategy = self.choose(protocol, extensions)
+        if is_stateless(protocol):
+            key = f"principal:{principal.id}" if principal.authenticated else None
+        else:
+            key = session_key
+        session = self.toolset.session(key, principal, all_groups=strategy.open_groups)
+        return strategy, Request(session, protocol, extensions, confirmer, extras or {})
+
+    # -- serving -----------------------------------------------------------------------
+    async def list_tools(
+        self, strategy: Strategy, request: Request, cursor: str | None = None
+    ) -> Page:
+        tools = await strategy.list_tools(request)
+        return paginate(tools, lambda w: str(w["name"]), cursor, self.toolset.page_size)
+
+    async def call_tool(
+        self,
+        strategy: Strategy,
+        request: Request,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        handler: ToolHandler | None = None,
+    ) -> Reply:
+        return await strategy.call_tool(request, name, arguments, handler)
+
+    async def list_resources(self, request: Request) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for addon in self.addons:
+            out += await addon.list_resources(request)
+        return out
+
+    async def read_resource(self, request: Request, uri: str) -> str | None:
+        for addon in self.addons:
+            text = await addon.read_resource(request, uri)
+            if text is not None:
+                return text
+        return None
