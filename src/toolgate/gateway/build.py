@@ -19,7 +19,8 @@ from toolgate.events import EventBus
 from toolgate.flow import Flow
 from toolgate.gateway.config import GatewayConfig, PolicyConfig
 from toolgate.policy import Policy, Principal, RateLimit, TrustLadder
-from toolgate.state.base import StateStore, open_store
+from toolgate.state.base import StateStore
+from toolgate.state.open import open_store
 from toolgate.strategies import DeliveryConfig, MetaNames
 from toolgate.toolset import ToolSet
 

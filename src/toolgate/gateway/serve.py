@@ -36,8 +36,9 @@ from toolgate.gateway.build import (
 from toolgate.gateway.config import GatewayConfig
 from toolgate.lowlevel import Binding, bind, caller_of, session_key
 from toolgate.policy import Principal, TrustLadder
-from toolgate.state.base import StateStore, is_store_path, open_store
+from toolgate.state.base import StateStore
 from toolgate.state.memory import MemoryStore
+from toolgate.state.open import is_store_path, open_store
 from toolgate.strategies import Addon, Delivery
 from toolgate.strategies.base import is_stateless
 from toolgate.toolset import ToolSet
