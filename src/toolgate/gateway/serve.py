@@ -54,9 +54,6 @@ logger = logging.getLogger("toolgate.gateway")
 
 Context = ServerRequestContext[Any, Any]
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-#: Build problems that come from what backends offer (not from the config's structure):
-#: the gateway serves what it can and logs them; ``toolgate check`` fails on them.
-CONTENT_PROBLEMS = ("matches no tool", "is offered by both", "transition on unknown tool")
 
 
 def event_bus(cfg: GatewayConfig) -> EventBus:
@@ -88,11 +85,6 @@ def identity_of(cfg: GatewayConfig) -> IdentityResolver:
         for digest, who in tg.identity.tokens.items()
     }
     return BearerTokens(tokens)
-
-
-def is_fatal(report: BuildReport) -> list[str]:
-    """Errors that leave no sensible catalog (structure, not backend content)."""
-    return [e.message for e in report.errors if not any(p in e.message for p in CONTENT_PROBLEMS)]
 
 
 async def log_store_failures(ctx: Context, call_next: CallNext) -> HandlerResult:
@@ -208,9 +200,9 @@ class Gateway:
             store=self.store,
             events=self.events,
         )
-        fatal = is_fatal(report)
-        if fatal:
-            raise ConfigError("; ".join(fatal), key=report.errors[0].details.get("key", ""))
+        if report.fatal:  # content problems are logged below: the gateway serves the rest
+            message = "; ".join(e.message for e in report.fatal)
+            raise ConfigError(message, key=report.errors[0].details.get("key", ""))
         for e in report.errors:
             logger.warning("config: %s (serving the rest)", e.message)
         for w in report.warnings:
