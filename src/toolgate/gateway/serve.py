@@ -16,7 +16,7 @@ import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TextIO
+from typing import Any, TextIO
 
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -143,7 +143,7 @@ class Gateway:
     """
 
     #: what ``http_app`` serves beside ``/mcp``, in order (set on an instance to change)
-    apps: ClassVar[Sequence[GatewayApp]] = (mount_webmcp, mount_dashboard)
+    apps: Sequence[GatewayApp] = (mount_webmcp, mount_dashboard)
 
     def __init__(
         self,

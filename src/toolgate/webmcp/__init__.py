@@ -1,11 +1,9 @@
 """WebMCP publishing: ``/webmcp.js`` (beside this file) and the JSON endpoints it calls.
 
-A page includes the script with a server URL and a bearer token; the script lists the
-principal's surfaced tools (``GET /webmcp/tools``), registers each with the page's
-``document.modelContext`` and runs calls through ``POST /webmcp/call``: the same
-Delivery and Session path as MCP, so every policy is enforced here. An adapter beside
-``lowlevel`` and ``fastmcp``, not part of the gateway: it serves any ``Delivery`` and
-imports only the core, ``strategies``, ``wire`` and Starlette (never the gateway).
+The script lists a token holder's surfaced tools (``GET /webmcp/tools``), registers them
+with ``document.modelContext`` and calls them (``POST /webmcp/call``) through the same
+Delivery path as MCP, so every policy holds. An adapter beside ``lowlevel``, not in the
+gateway, as it serves any ``Delivery``: imports the core, strategies, wire and Starlette.
 """
 
 from __future__ import annotations
