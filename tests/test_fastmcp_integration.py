@@ -38,7 +38,7 @@ from toolgate.lowlevel import bind
 from toolgate.strategies import DeliveryConfig
 from toolgate.strategies.base import Addon
 from toolgate.strategies.lazy import LazyDescriptions, workflow_text
-from toolgate.wire import Unauthenticated
+from toolgate.errors import Unauthenticated
 
 URI = "resource:///tool_descriptions"
 OWN_URI = "data://tracker/readme"

@@ -40,7 +40,7 @@ from toolgate.policy import TrustLadder
 from toolgate.state.base import StateStore
 from toolgate.strategies import DeliveryConfig
 from toolgate.toolset import ToolSet
-from toolgate.wire import BearerTokens
+from toolgate.identity import BearerTokens
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")

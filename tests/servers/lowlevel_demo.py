@@ -16,7 +16,7 @@ from mcp.server import MCPServer, Server
 from toolgate import CallContext, Group, Policy, Principal, Tool, ToolSet
 from toolgate.lowlevel import Binding, bind
 from toolgate.strategies import DeliveryConfig
-from toolgate.wire import IdentityResolver
+from toolgate.identity import IdentityResolver
 
 PATH_SCHEMA = {
     "type": "object",
