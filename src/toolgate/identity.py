@@ -162,12 +162,3 @@ class ClaimsIdentity(IdentityResolver):
             authenticated=True,
         )
 
-
-__all__ = [
-    "BearerTokens",
-    "Caller",
-    "ClaimsIdentity",
-    "IdentityFn",
-    "IdentityResolver",
-    "resolve_principal",
-]

@@ -1,9 +1,9 @@
 """Progressive disclosure on the official SDK: ``bind(server, toolset)``.
 
 Installs toolgate's ``tools/list`` / ``tools/call`` (and, with add-ons, ``resources/*``)
-handlers on an ``mcp.server.Server`` or ``MCPServer`` and derives each request's
-session key, principal and confirmer from the transport. Adapter layer: imports
-``mcp``, ``toolgate.wire`` and the delivery layer below it; never ``fastmcp``.
+handlers on an ``mcp.server.Server`` or ``MCPServer``; each request is read once
+(``toolgate.request``). Adapter layer: imports ``mcp``, ``toolgate.request``,
+``toolgate.wire`` and the delivery layer below them; never ``fastmcp``.
 """
 
 from __future__ import annotations

@@ -246,16 +246,3 @@ class LiveConnections:
         else:
             loop.call_soon_threadsafe(spawn)
 
-
-__all__ = [
-    "CONFIRM_SCHEMA",
-    "Live",
-    "LiveConnections",
-    "RequestFacts",
-    "SessionElicitationConfirmer",
-    "caller_of",
-    "declared_extensions",
-    "request_facts",
-    "session_key",
-    "supports_elicitation",
-]
