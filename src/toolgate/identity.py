@@ -161,4 +161,3 @@ class ClaimsIdentity(IdentityResolver):
             attributes=base.attributes,
             authenticated=True,
         )
-

@@ -245,4 +245,3 @@ class LiveConnections:
             spawn()
         else:
             loop.call_soon_threadsafe(spawn)
-
