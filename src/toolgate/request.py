@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -182,7 +183,7 @@ class LiveConnections:
     client has no channel outside a request (that needs ``subscriptions/listen``)."""
 
     def __init__(self) -> None:
-        self._live: dict[Any, Live] = {}
+        self._live: weakref.WeakKeyDictionary[Any, Live] = weakref.WeakKeyDictionary()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: set[Callable[[], Awaitable[Any]]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
