@@ -166,6 +166,8 @@ class Backend:
         self.next_attempt_at: float | None = None
         self.session: ClientSession | None = None
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self.instructions: str | None = None  # what the backend said in its initialize result
+        self.server_info: dict[str, Any] = {}
         self.ready = asyncio.Event()  # the first attempt finished, either way
         self._wake = asyncio.Event()
         self._changed = False
@@ -284,7 +286,9 @@ class Backend:
                     client_info=CLIENT_INFO,
                 ) as session:
                     with anyio.fail_after(self.timing.start_timeout):
-                        await session.initialize()
+                        init = await session.initialize()
+                        self.instructions = init.instructions
+                        self.server_info = init.server_info.model_dump(exclude_none=True)
                         await self._refresh(session)
                     self.session = session
                     self.status = "up"

@@ -468,6 +468,7 @@ def expand_env(
 
 # -- the JSON Schema ------------------------------------------------------------------------
 
+
 def json_schema() -> dict[str, Any]:
     """The config file's JSON Schema (draft 2020-12), generated from the models."""
     schema = GatewayConfig.model_json_schema(by_alias=True, mode="validation")
