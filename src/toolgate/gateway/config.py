@@ -344,6 +344,8 @@ def _problem(error: Any) -> tuple[str, str]:
             msg += f"; did you mean {close[0]!r}?"
     elif error["type"] == "missing":
         msg = "required key is missing"
+    elif error["type"] == "literal_error" and isinstance(error.get("input"), str | int | float):
+        msg += f", got {error['input']!r}"
     return key, msg
 
 
