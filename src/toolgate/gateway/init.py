@@ -280,7 +280,9 @@ async def build_init(source: Path, output: Path, *, timing: Timing | None = None
             continue
         imported.append(ImportedServer(name, converted, notes))
     timing = timing or Timing.from_env()
-    base_dir = output.resolve().parent
+    base_dir = output.resolve().parent  # where the gateway will start them from
+    if not base_dir.is_dir():
+        base_dir = Path.cwd()
     await asyncio.gather(*(_connect(s, base_dir, timing) for s in imported))
 
     # a tool name two servers share would be a duplicate in one catalog: prefix those servers
@@ -326,6 +328,7 @@ async def run_init(
         print(f"toolgate: {target} exists; pass --force to overwrite it", file=err)
         return 1
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         result = await build_init(Path(source), target)
     except ConfigError as exc:
         print(f"toolgate: {exc.message}", file=err)
@@ -340,7 +343,6 @@ async def run_init(
             print(f"{s.name}: {note}", file=err)
     for name, why in result.skipped.items():
         print(f"{name}: left in the host config: {why}", file=err)
-    target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(result.config, indent=2) + "\n", encoding="utf-8")
     (target.parent / SCHEMA_FILE).write_text(
         json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8"
