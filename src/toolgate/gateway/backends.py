@@ -30,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from toolgate import __version__
 from toolgate.catalog import ToolResult
 from toolgate.gateway.config import GatewayConfig, HttpServer, StdioServer
 from toolgate.wire import result_from_mcp, tool_wire
@@ -40,7 +41,7 @@ STDERR_TAIL_LINES = 20  # kept per backend for the error of a failed start
 
 CONNECTION_CLOSED = -32000  # the SDK's code for a connection that went away
 MAX_LIST_PAGES = 1000
-CLIENT_INFO = mt.Implementation(name="toolgate-gateway", version="0.1.0")
+CLIENT_INFO = mt.Implementation(name="toolgate-gateway", version=__version__)
 
 
 def _env_float(name: str, default: float) -> float:
