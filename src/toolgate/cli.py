@@ -166,7 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f.write(text)
             return 0
     except ConfigError as exc:
-        print(f"toolgate: {exc.message}", file=sys.stderr)
+        for line in exc.message.splitlines():  # one line per problem
+            print(f"toolgate: {line}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
