@@ -11,6 +11,7 @@ client would refuse to send the input.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import select
 import socket
@@ -476,10 +477,8 @@ def test_clients_that_dribble_their_headers_are_disconnected(gateway: HttpGatewa
         def dribble() -> None:  # one more header byte each 0.3 s, forever
             while not stop.is_set():
                 for s in sockets:
-                    try:
+                    with contextlib.suppress(OSError):
                         s.sendall(b"X")
-                    except OSError:
-                        pass
                 stop.wait(0.3)
 
         thread = threading.Thread(target=dribble, daemon=True)
