@@ -47,7 +47,7 @@ def checked(
 
 
 def test_every_broken_config_has_an_expected_message() -> None:
-    assert len(CASES) == 20
+    assert len(CASES) == 21
     assert all(case.with_suffix(".expected").exists() for case in CASES)
 
 

@@ -128,6 +128,17 @@ class StagesConfig(_Model):
     stages: list[StageConfig] = Field(default_factory=list)
     tool_stages: dict[str, list[str]] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _initial_is_declared(self) -> StagesConfig:
+        # a typo in ``initial`` would otherwise become a new, empty stage
+        names = [s.name for s in self.stages]
+        if names and self.initial not in names:
+            raise ValueError(
+                f"initial stage {self.initial!r} is not a declared stage; declared: "
+                + ", ".join(names)
+            )
+        return self
+
 
 class DescriptionsConfig(_Model):
     mode: Literal["full", "lazy"] = "full"
