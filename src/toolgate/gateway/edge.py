@@ -28,6 +28,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 #: Host names every gateway accepts, whatever it binds to.
 LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,9 @@ class Edge:
             return
         if body is None:
             return  # the client went away
-        if "json" in headers.get("content-type", ""):
+        if not headers.get("content-type", "").startswith(_FORMS):
+            # any other body may be read as JSON (Starlette's request.json() does not
+            # look at the content type), so every one is checked
             problem = json_problem(body, self.limits, rpc=scope["path"] in self.rpc_paths)
             if problem is not None:
                 await self.answer(problem, rpc=scope["path"] in self.rpc_paths)(

@@ -470,7 +470,8 @@ def server_options(cfg: GatewayConfig, *, host: str, port: int) -> dict[str, Any
             header_timeout=limits.header_timeout, max_connections=limits.max_connections
         ),
         "timeout_keep_alive": limits.keep_alive_timeout,
-        "limit_concurrency": limits.max_connections,
+        # uvicorn answers 503 once connections reach this; the protocol closes past it
+        "limit_concurrency": limits.max_connections + 1,
         "h11_max_incomplete_event_size": limits.max_header_bytes,
     }
 
