@@ -347,6 +347,18 @@ def test_an_unauthenticated_caller_is_answered_without_its_body_being_read(
     assert head.startswith(b"HTTP/1.1 401 ")
 
 
+@pytest.mark.timeout(60)
+def test_a_body_that_does_not_arrive_in_time_is_a_408(gateway: HttpGateway) -> None:
+    with socket.create_connection(("127.0.0.1", gateway.port), timeout=20) as sock:
+        sock.sendall(
+            f"POST /webmcp/call HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {ALICE_TOKEN}\r\nContent-Type: application/json\r\n"
+            'Content-Length: 100\r\n\r\n{"name": '.encode()
+        )  # 10 of the 100 bytes, then nothing
+        head = sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 408 ")
+
+
 @pytest.mark.parametrize(
     ("path", "content_type"),
     [("/mcp", "application/json"), ("/webmcp/call", "application/json"), ("/webmcp/call", "")],
