@@ -51,7 +51,7 @@ def checked(
 
 
 def test_every_broken_config_has_an_expected_message() -> None:
-    assert len(CASES) == 23
+    assert len(CASES) == 24
     assert all(case.with_suffix(".expected").exists() for case in CASES)
 
 

@@ -14,6 +14,7 @@ import asyncio
 import collections
 import contextlib
 import fnmatch
+import json
 import logging
 import os
 import threading
@@ -29,6 +30,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import REQUEST_TIMEOUT
 
 from toolgate import __version__
 from toolgate.catalog import ToolResult
@@ -205,8 +207,24 @@ class Backend:
         }
         if retry is not None:
             data["retry_after_s"] = retry
-        import json
+        return ToolResult(
+            content=({"type": "text", "text": json.dumps(data)},), structured=data, is_error=True
+        )
 
+    def timed_out(self, tool: str, seconds: float) -> ToolResult:
+        """The error result of a call that got no answer in time (it was cancelled)."""
+        message = (
+            f"Backend {self.name!r} did not answer {tool!r} within {seconds:g}s; the call "
+            "was cancelled. Try again; if it keeps happening the backend is hung or the "
+            "timeout (mcpServers.<name>.timeout / tool_timeouts) is too short."
+        )
+        data: dict[str, Any] = {
+            "error": message,
+            "code": "backend_timeout",
+            "backend": self.name,
+            "timeout_s": seconds,
+            "retryable": True,
+        }
         return ToolResult(
             content=({"type": "text", "text": json.dumps(data)},), structured=data, is_error=True
         )
@@ -221,13 +239,26 @@ class Backend:
 
     # -- calls ----------------------------------------------------------------------------
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Run one of the backend's tools (by its own name)."""
+        """Run one of the backend's tools (by its own name), within its timeout."""
         session = self.session
         if session is None or self.status != "up":
             return self.unavailable()
+        problem = unsendable(arguments)
+        if problem is not None:  # refused here: encoding it would break the shared connection
+            return ToolResult.error(f"Cannot send {tool!r} to backend {self.name!r}: {problem}")
+        seconds = self.spec.timeout_for(tool)
         try:
-            result = await session.call_tool(tool, dict(arguments))
+            # the SDK cancels the request (notifications/cancelled) when its timeout fires;
+            # the outer deadline also covers a write the transport never completes
+            with anyio.fail_after(seconds + 1.0):
+                result = await session.call_tool(
+                    tool, dict(arguments), read_timeout_seconds=seconds
+                )
+        except TimeoutError:
+            return self.timed_out(tool, seconds)
         except MCPError as exc:
+            if exc.error.code == REQUEST_TIMEOUT:
+                return self.timed_out(tool, seconds)
             if exc.error.code == CONNECTION_CLOSED:
                 self._lost("the connection closed during a call")
                 return self.unavailable()
@@ -317,7 +348,12 @@ class Backend:
         if not cwd.is_absolute():
             cwd = self.base_dir / cwd
         params = StdioServerParameters(
-            command=spec.command, args=list(spec.args), env=backend_env(spec) or None, cwd=cwd
+            command=spec.command,
+            args=list(spec.args),
+            env=backend_env(spec) or None,
+            cwd=cwd,
+            # a stray byte that is not UTF-8 spoils one message, not the connection
+            encoding_error_handler="replace",
         )
         self.stderr_tail.clear()
         capture = StderrCapture(self.name, self.errlog, self.stderr_tail)
@@ -397,6 +433,19 @@ class Backend:
         self.listed = True
         if changed and self.on_tools is not None:
             await self.on_tools(self)
+
+
+def unsendable(arguments: Mapping[str, Any]) -> str | None:
+    """Why ``arguments`` cannot be sent as JSON in UTF-8, or None. A lone UTF-16
+    surrogate (``"\\ud800"``) would fail inside the transport's writer and close the
+    connection every session shares."""
+    try:
+        json.dumps(dict(arguments), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "an argument holds a lone UTF-16 surrogate, which is not valid Unicode"
+    except (TypeError, ValueError) as exc:
+        return f"the arguments are not JSON: {exc}"
+    return None
 
 
 def _short(exc: BaseException) -> str:

@@ -41,7 +41,26 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class StdioServer(_Model):
+class _Backend(_Model):
+    """What every backend has: how long a call to one of its tools may take."""
+
+    timeout: float = Field(60.0, gt=0)
+    tool_timeouts: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("tool_timeouts")
+    @classmethod
+    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
+        for tool, seconds in v.items():
+            if seconds <= 0:
+                raise ValueError(f"the timeout of {tool!r} must be a positive number of seconds")
+        return v
+
+    def timeout_for(self, tool: str) -> float:
+        """Seconds a call to ``tool`` (the backend's own name) may take."""
+        return self.tool_timeouts.get(tool, self.timeout)
+
+
+class StdioServer(_Backend):
     """A backend started as a subprocess speaking MCP over stdio."""
 
     command: str
@@ -66,7 +85,7 @@ class StdioServer(_Model):
         return v
 
 
-class HttpServer(_Model):
+class HttpServer(_Backend):
     """A backend reached over streamable HTTP."""
 
     url: str
@@ -132,6 +151,17 @@ class StagesConfig(_Model):
     stages: list[StageConfig] = Field(default_factory=list)
     tool_stages: dict[str, list[str]] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _initial_is_declared(self) -> StagesConfig:
+        # a typo in ``initial`` would otherwise become a new, empty stage
+        names = [s.name for s in self.stages]
+        if names and self.initial not in names:
+            raise ValueError(
+                f"initial stage {self.initial!r} is not a declared stage; declared: "
+                + ", ".join(names)
+            )
+        return self
+
 
 class DescriptionsConfig(_Model):
     mode: Literal["full", "lazy"] = "full"
@@ -177,6 +207,20 @@ class DashboardConfig(_Model):
     tokens: list[str] = Field(default_factory=list)
 
 
+class HttpConfig(_Model):
+    """Limits of the HTTP transport (``toolgate serve --transport http``); every request
+    and connection is held to them (docs/guides/operators.md)."""
+
+    max_body_bytes: int = Field(1_048_576, ge=1024)
+    max_json_depth: int = Field(64, ge=2, le=128)
+    body_timeout: float = Field(30.0, gt=0)
+    header_timeout: float = Field(10.0, gt=0)
+    keep_alive_timeout: float = Field(5.0, gt=0)
+    max_connections: int = Field(1000, ge=1)
+    max_header_bytes: int = Field(16_384, ge=1024)
+    allowed_origins: list[str] = Field(default_factory=list)
+
+
 class ToolgateConfig(_Model):
     """The ``toolgate`` block (DESIGN §6). Every key has a default."""
 
@@ -200,6 +244,7 @@ class ToolgateConfig(_Model):
     idle_ttl: float = Field(3600.0, gt=0)
     events: EventsConfig = Field(default_factory=EventsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    http: HttpConfig = Field(default_factory=HttpConfig)
     search: bool = False
     meta_tool_names: dict[str, str] = Field(default_factory=dict)
 

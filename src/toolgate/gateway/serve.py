@@ -378,6 +378,26 @@ class Gateway:
         app = binding.streamable_http_app(host=host, transport_security=security)
         for mount in self.apps:
             app.router.routes.extend(mount(self, host, allowed_hosts))
+        return self.guarded(app, host=host, allowed_hosts=allowed_hosts)
+
+    def guarded(self, app: Starlette, *, host: str, allowed_hosts: Sequence[str]) -> Starlette:
+        """``app`` behind the HTTP edge (``toolgate.gateway.edge``): Host/Origin on every
+        route, one credential, bounded and checked bodies (``toolgate.http``)."""
+        from toolgate.gateway.edge import Edge, EdgeLimits, allowed_names, bearer_admits
+
+        limits = self.cfg.toolgate.http
+        tokens = self.identity
+        app.add_middleware(
+            Edge,
+            names=allowed_names(host, allowed_hosts),
+            origins=limits.allowed_origins,
+            limits=EdgeLimits(limits.max_body_bytes, limits.max_json_depth, limits.body_timeout),
+            admits=(
+                bearer_admits(lambda token: tokens.principal_for(token) is not None)
+                if isinstance(tokens, BearerTokens) and tokens.anonymous is None
+                else None
+            ),
+        )
         return app
 
     async def serve_http(
@@ -387,9 +407,7 @@ class Gateway:
 
         async with self.running():
             app = self.http_app(host=host, allowed_hosts=allowed_hosts)
-            config = uvicorn.Config(
-                app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
-            )
+            config = uvicorn.Config(app, **server_options(self.cfg, host=host, port=port))
             server = uvicorn.Server(config)
             logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
             await server.serve()
@@ -397,6 +415,28 @@ class Gateway:
     async def close(self) -> None:
         await self.store.close()
         self.events.close()
+
+
+def server_options(cfg: GatewayConfig, *, host: str, port: int) -> dict[str, Any]:
+    """``uvicorn.Config`` keywords: the bind, and the connection limits of
+    ``toolgate.http`` (header deadline, keep-alive, open connections, header size)."""
+    from toolgate.gateway.edge import guarded_protocol
+
+    limits = cfg.toolgate.http
+    return {
+        "host": host,
+        "port": port,
+        "log_level": "warning",
+        "lifespan": "on",
+        "access_log": False,
+        "http": guarded_protocol(
+            header_timeout=limits.header_timeout, max_connections=limits.max_connections
+        ),
+        "timeout_keep_alive": limits.keep_alive_timeout,
+        # uvicorn answers 503 once connections reach this; the protocol closes past it
+        "limit_concurrency": limits.max_connections + 1,
+        "h11_max_incomplete_event_size": limits.max_header_bytes,
+    }
 
 
 async def serve(
