@@ -39,7 +39,18 @@ class Recorder:
         ts.events.subscribe(self.events.append)
 
     def brief(self) -> list[tuple[Any, ...]]:
-        return [(e.type, e.session, e.principal, dict(e.data)) for e in self.events]
+        return [(e.type, e.session, e.principal, without_duration(e)) for e in self.events]
+
+
+def without_duration(event: Event) -> dict[str, Any]:
+    """The event's data without ``duration_s``, which a call that ran must carry."""
+    data = dict(event.data)
+    ran = event.type == "tool.executed" and data["outcome"] != "blocked"
+    if ran and data.get("reason") != "invalid-arguments":
+        took = data.pop("duration_s")
+        assert isinstance(took, float) and took >= 0
+    assert "duration_s" not in data
+    return data
 
 
 async def test_registration_and_unregistration_are_events() -> None:
@@ -169,7 +180,7 @@ async def test_describe_before_call_refusal_is_a_blocked_event() -> None:
         await s.call("lazy")
     await s.mark(described=["lazy"])
     assert (await s.call("lazy")).result.text_content == "ok"
-    assert [dict(e.data) for e in log.events if e.type == "tool.executed"] == [
+    assert [without_duration(e) for e in log.events if e.type == "tool.executed"] == [
         {"tool": "lazy", "outcome": "blocked", "reason": "description-required"},
         {"tool": "lazy", "outcome": "success"},
     ]
@@ -216,6 +227,7 @@ def test_every_event_type_is_known_and_events_serialize_flat() -> None:
         "group.activated",
         "group.deactivated",
         "budget.exceeded",
+        "tool.selection",
     } == EVENT_TYPES
     e = Event("tool.executed", "s", "p", {"tool": "x"}, time=12.5)
     assert e.to_dict() == {

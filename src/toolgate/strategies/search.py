@@ -21,6 +21,7 @@ from toolgate.strategies.base import (
     Reply,
     Request,
     Strategy,
+    emit_selection,
     structured,
 )
 from toolgate.strategies.catalog import CatalogStrategy
@@ -155,6 +156,7 @@ class ToolSearch(Addon):
             revealed = sorted(outcome.after.visible_names - outcome.before.visible_names)
             errors = [f"Cannot show tool {n!r}: {problem}" for n, problem in outcome.refused]
             changed = outcome.visible_changed
+        emit_selection(request, "search", strategy, [r["tool"] for r in results])
         data: dict[str, Any] = {
             "pattern" if regex else "query": text,
             "results": results,
