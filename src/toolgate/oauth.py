@@ -11,7 +11,6 @@ types and ``toolgate.wire``; never ``fastmcp``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import time
@@ -129,7 +128,7 @@ class KeySet:
     def source(self) -> str:
         return self.url or str(self.path)
 
-    async def _read(self) -> Mapping[str, Any]:
+    async def _read(self) -> dict[str, Any]:
         if self.path is not None:
             return dict(json.loads(self.path.read_text(encoding="utf-8")))
         assert self.url is not None

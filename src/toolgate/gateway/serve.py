@@ -74,19 +74,24 @@ def event_bus(cfg: GatewayConfig) -> EventBus:
 
 
 def identity_of(cfg: GatewayConfig) -> IdentityResolver:
-    """Bearer tokens by SHA-256 when configured (unknown or missing token: HTTP 401);
-    otherwise every request is the configured default principal."""
+    """Bearer tokens by SHA-256 and/or OAuth JWTs when configured (unknown or missing
+    token: HTTP 401); otherwise every request is the configured default principal."""
     tg = cfg.toolgate
     ladder = TrustLadder(tuple(tg.identity.trust_levels))
-    if not tg.identity.tokens:
-        return IdentityResolver()
-    tokens = {
-        digest: principal_from(
-            who, ladder, f"toolgate.identity.tokens.{digest[:12]}", authenticated=True
-        )
-        for digest, who in tg.identity.tokens.items()
-    }
-    return BearerTokens(tokens)
+    static = IdentityResolver()
+    if tg.identity.tokens:
+        tokens = {
+            digest: principal_from(
+                who, ladder, f"toolgate.identity.tokens.{digest[:12]}", authenticated=True
+            )
+            for digest, who in tg.identity.tokens.items()
+        }
+        static = BearerTokens(tokens)
+    if tg.identity.oauth is not None:  # JWT access tokens; static tokens keep working
+        from toolgate.gateway.ops import oauth_identity
+
+        return oauth_identity(cfg, static)
+    return static
 
 
 def is_fatal(report: BuildReport) -> list[str]:
@@ -141,6 +146,11 @@ class Gateway:
             store = open_store(url, idle_ttl=tg.idle_ttl)
         self.store = store
         self.identity = identity_of(cfg)
+        # -- ops: Prometheus metrics from events (toolgate.gateway.ops)
+        from toolgate.gateway.ops import gateway_metrics
+
+        self.metrics = gateway_metrics(self)
+        # -- end ops
         self.timing = timing or Timing.from_env()
         self.backends: dict[str, Backend] = make_backends(
             cfg, timing=self.timing, on_tools=self._tools_changed, errlog=errlog
@@ -255,7 +265,9 @@ class Gateway:
 
     def _principal_of(self, ctx: Context) -> Principal | None:
         """Sync principal lookup for the groups extension (HTTP bearer tokens)."""
-        if not isinstance(self.identity, BearerTokens):
+        from toolgate.oauth import OAuthResolver
+
+        if not isinstance(self.identity, BearerTokens | OAuthResolver):
             return None
         token = caller_of(ctx).bearer_token
         return self.identity.principal_for(token) if token else None
@@ -400,7 +412,14 @@ class Gateway:
             allowed_hosts=hosts,
             allowed_origins=[f"http://{h}" for h in hosts] + [f"https://{h}" for h in hosts],
         )
-        app = binding.streamable_http_app(host=host, transport_security=security)
+        # -- ops: OAuth protected resource, /healthz, /readyz, /metrics (toolgate.gateway.ops)
+        from toolgate.gateway.ops import auth_options, ops_routes
+
+        app = binding.streamable_http_app(
+            host=host, transport_security=security, **auth_options(self.cfg, self.identity)
+        )
+        app.router.routes.extend(ops_routes(self))
+        # -- end ops
         # -- dashboard + WebMCP (toolgate.gateway.dashboard): /webmcp.js, /webmcp/*, /dashboard
         from starlette.routing import Mount
 

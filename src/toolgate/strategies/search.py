@@ -156,7 +156,7 @@ class ToolSearch(Addon):
             revealed = sorted(outcome.after.visible_names - outcome.before.visible_names)
             errors = [f"Cannot show tool {n!r}: {problem}" for n, problem in outcome.refused]
             changed = outcome.visible_changed
-        emit_selection(request, "search", strategy, [r["tool"] for r in results])
+        emit_selection(request, "search", strategy, [t.wire() for _, t in found if t is not None])
         data: dict[str, Any] = {
             "pattern" if regex else "query": text,
             "results": results,
