@@ -97,11 +97,15 @@ def auth_options(cfg: GatewayConfig, identity: IdentityResolver) -> dict[str, An
     oauth = cfg.toolgate.identity.oauth
     if oauth is None or not isinstance(identity, OAuthResolver):
         return {}
-    settings = AuthSettings(
-        issuer_url=AnyHttpUrl(oauth.issuer),
-        resource_server_url=AnyHttpUrl(resource_of(oauth)),
-        required_scopes=list(oauth.required_scopes) or None,
-        validate_token_resource=False,  # the resolver checks the audience itself
+    # validated from strings: the models keep a path-less URL as it is (no "/" added),
+    # as RFC 8414 compares issuers by exact string
+    settings = AuthSettings.model_validate(
+        {
+            "issuer_url": oauth.issuer,
+            "resource_server_url": resource_of(oauth),
+            "required_scopes": list(oauth.required_scopes) or None,
+            "validate_token_resource": False,  # the resolver checks the audience itself
+        }
     )
     return {"token_verifier": identity, "auth": settings}
 
@@ -115,10 +119,12 @@ def metadata_routes(cfg: GatewayConfig) -> list[Route]:
     resource = resource_of(oauth)
     if urlparse(str(build_resource_metadata_url(AnyHttpUrl(resource)))).path == WELL_KNOWN:
         return []  # the SDK's route is already this one
-    metadata = ProtectedResourceMetadata(
-        resource=AnyHttpUrl(resource),
-        authorization_servers=[AnyHttpUrl(oauth.issuer)],
-        scopes_supported=list(oauth.required_scopes) or None,
+    metadata = ProtectedResourceMetadata.model_validate(
+        {
+            "resource": resource,
+            "authorization_servers": [oauth.issuer],
+            "scopes_supported": list(oauth.required_scopes) or None,
+        }
     )
     handler = ProtectedResourceMetadataHandler(metadata)
     endpoint = cors_middleware(handler.handle, ["GET", "OPTIONS"])
