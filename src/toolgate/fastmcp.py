@@ -44,7 +44,14 @@ from toolgate.policy import (
     Principal,
 )
 from toolgate.strategies import Delivery, DeliveryConfig
-from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy, is_stateless
+from toolgate.strategies.base import (
+    GROUPS_EXTENSION,
+    Addon,
+    Request,
+    Strategy,
+    emit_selection,
+    is_stateless,
+)
 from toolgate.toolset import ToolSet
 from toolgate.view import paginate
 from toolgate.wire import (
@@ -620,6 +627,8 @@ class ToolgateMiddleware(Middleware):
         strategy, req, live = await self._request(ctx)
         try:
             wires = await strategy.list_tools(req)
+            if cursor is None:  # one tool.selection event per listing, not per page
+                emit_selection(req, "list", strategy, wires)
             page = paginate(wires, lambda w: str(w["name"]), cursor, self.toolset.page_size)
         except ToolgateError as exc:
             _raise_jsonrpc(exc)
