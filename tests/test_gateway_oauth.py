@@ -25,6 +25,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from _fixtures.gateway import ALICE_TOKEN, HttpGateway, free_port, gateway_config, sha256
 from _fixtures.gateway import toolgate_argv as argv
 from _fixtures.oidc_provider import CLIENTS, OpenIDProvider, rsa_jwk
+from toolgate.errors import ConfigError
+from toolgate.gateway.config import parse_config
+from toolgate.gateway.serve import identity_of
+from toolgate.oauth import ClaimMap, OAuthResolver, OAuthSettings
+from toolgate.policy import Principal
+from toolgate.wire import Caller, Unauthenticated
 
 INIT = {
     "jsonrpc": "2.0",
@@ -201,3 +207,100 @@ async def test_a_rotated_signing_key_is_fetched_by_its_kid(
     assert jwt.get_unverified_header(after)["kid"] == "key-2"
     assert await tool_names(gateway, after) == ["note_add", "note_delete", "note_list"]
     assert (await post_init(gateway, before)).status_code == 200
+
+
+# -- the resolver on its own: a local key file, claim mapping, config errors --------------
+
+
+def settings_for(provider: OpenIDProvider, keys: Path, **options: Any) -> OAuthSettings:
+    return OAuthSettings(
+        issuer=provider.issuer,
+        audience=("https://gateway.example/mcp",),
+        keys_file=keys,
+        claims=ClaimMap(trust="toolgate_trust", agent_class="kind", attributes=("client_id",)),
+        **options,
+    )
+
+
+def bearer(token: str) -> Caller:
+    return Caller("http", {"authorization": f"Bearer {token}"})
+
+
+async def test_a_local_key_file_verifies_the_providers_tokens_and_maps_claims(
+    openid_provider: OpenIDProvider, tmp_path: Path
+) -> None:
+    keys = tmp_path / "jwks.json"
+    keys.write_text(httpx.get(openid_provider.jwks_url).text)  # public keys only
+    resolver = OAuthResolver(settings_for(openid_provider, keys, scope_prefix="tools:"))
+    token = openid_provider.token("ci-agent", "https://gateway.example/mcp")
+    principal = await resolver.resolve(bearer(token))
+    assert principal == Principal(
+        id="ci-agent",
+        trust="verified",
+        agent_class="ci",
+        scope=("notes",),
+        attributes={"client_id": "ci-agent"},
+        authenticated=True,
+    )
+    # the SDK's verifier and the sync lookup (groups extension) agree
+    access = await resolver.verify_token(token)
+    assert access is not None
+    assert (access.client_id, access.scopes) == ("ci-agent", ["tools:notes"])
+    assert resolver.principal_for(token) == principal
+    other = openid_provider.token("ci-agent", "https://elsewhere.example/mcp")
+    with pytest.raises(Unauthenticated, match="wrong audience"):
+        await resolver.resolve(bearer(other))
+    assert await resolver.verify_token(other) is None
+    assert resolver.principal_for(other) is None
+
+
+async def test_scope_map_turns_oauth_scopes_into_groups(
+    openid_provider: OpenIDProvider, tmp_path: Path
+) -> None:
+    keys = tmp_path / "jwks.json"
+    keys.write_text(httpx.get(openid_provider.jwks_url).text)
+    scope_map = {"tools:notes": ("notes", "default"), "tools:math": ("math",)}
+    resolver = OAuthResolver(settings_for(openid_provider, keys, scope_map=scope_map))
+    token = openid_provider.token("viewer", "https://gateway.example/mcp")
+    principal = await resolver.resolve(bearer(token))
+    assert principal is not None
+    assert (principal.scope, principal.trust) == (("notes", "default", "math"), "declared")
+
+
+async def test_a_trust_claim_off_the_ladder_is_refused(
+    openid_provider: OpenIDProvider, tmp_path: Path
+) -> None:
+    keys = tmp_path / "jwks.json"
+    keys.write_text(httpx.get(openid_provider.jwks_url).text)
+    ladder = ("anonymous", "verified")  # "declared" (the viewer's claim) is not on it
+    resolver = OAuthResolver(settings_for(openid_provider, keys, trust_levels=ladder))
+    token = openid_provider.token("viewer", "https://gateway.example/mcp")
+    with pytest.raises(Unauthenticated, match="'declared', not a known trust level"):
+        await resolver.resolve(bearer(token))
+
+
+def test_oauth_config_needs_exactly_one_key_source() -> None:
+    oauth = {"issuer": "https://id.example", "audience": ["https://gw.example/mcp"]}
+    for extra in ({}, {"jwks_url": "https://id.example/jwks", "keys": "jwks.json"}):
+        with pytest.raises(ConfigError) as err:
+            parse_config({"mcpServers": {}, "toolgate": {"identity": {"oauth": oauth | extra}}})
+        assert err.value.details["key"] == "toolgate.identity.oauth"
+        assert "exactly one key source" in err.value.message
+
+
+def test_oauth_config_names_an_unknown_trust_level_and_a_missing_resource() -> None:
+    oauth = {
+        "issuer": "https://id.example",
+        "audience": ["https://gw.example/mcp"],
+        "jwks_url": "https://id.example/jwks",
+        "trust": "godlike",
+    }
+    cfg = parse_config({"mcpServers": {}, "toolgate": {"identity": {"oauth": oauth}}})
+    with pytest.raises(ConfigError, match="unknown trust level 'godlike'") as err:
+        identity_of(cfg)
+    assert err.value.details["key"] == "toolgate.identity.oauth.trust"
+    oauth = {**oauth, "trust": "verified", "audience": ["api://toolgate"]}
+    cfg = parse_config({"mcpServers": {}, "toolgate": {"identity": {"oauth": oauth}}})
+    with pytest.raises(ConfigError, match="set 'resource'") as err:
+        identity_of(cfg)
+    assert err.value.details["key"] == "toolgate.identity.oauth.resource"
