@@ -10,6 +10,7 @@ follows a key rotation by ``kid``, and keeps static bearer tokens working.
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from _fixtures.gateway import ALICE_TOKEN, HttpGateway, free_port, gateway_confi
 from _fixtures.gateway import toolgate_argv as argv
 from _fixtures.oidc_provider import CLIENTS, OpenIDProvider, rsa_jwk
 from toolgate.errors import ConfigError
+from toolgate.gateway.check import run_check
 from toolgate.gateway.config import parse_config
 from toolgate.gateway.serve import identity_of
 from toolgate.oauth import ClaimMap, OAuthResolver, OAuthSettings
@@ -304,3 +306,16 @@ def test_oauth_config_names_an_unknown_trust_level_and_a_missing_resource() -> N
     with pytest.raises(ConfigError, match="set 'resource'") as err:
         identity_of(cfg)
     assert err.value.details["key"] == "toolgate.identity.oauth.resource"
+
+
+async def test_toolgate_check_reports_an_oauth_trust_level_off_the_ladder(tmp_path: Path) -> None:
+    oauth = {
+        "issuer": "https://id.example",
+        "audience": ["https://gw.example/mcp"],
+        "jwks_url": "https://id.example/jwks",
+        "trust": "godlike",
+    }
+    config = gateway_config(tmp_path, identity={"oauth": oauth})
+    err = io.StringIO()
+    assert await run_check(config, err=err, out=io.StringIO()) == 1
+    assert "toolgate.identity.oauth.trust: unknown trust level 'godlike'" in err.getvalue()

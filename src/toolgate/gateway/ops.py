@@ -48,7 +48,7 @@ def resource_of(oauth: OAuthConfig) -> str:
     )
 
 
-def oauth_identity(cfg: GatewayConfig, static: IdentityResolver) -> OAuthResolver:
+def oauth_identity(cfg: GatewayConfig, static: IdentityResolver | None = None) -> OAuthResolver:
     """The resolver for ``identity.oauth``; configured static bearer tokens keep working."""
     tg = cfg.toolgate
     oauth = tg.identity.oauth
