@@ -214,7 +214,7 @@ def emit_selection(
         meta=len(shown) - tools_shown,
         hidden_access=len(catalog) - accessible,
         hidden_discovery=max(accessible - tools_shown, 0),
-        tokens_shown=sum(ts.token_counter.count(wire_text(w)) for w in shown),
+        tokens_shown=sum(strategy.wire_tokens(w) for w in shown),
         tokens_flat=flat_tokens,
     )
 
@@ -266,6 +266,7 @@ class Strategy:
         self.access_costs: weakref.WeakKeyDictionary[View, tuple[int, int]] = (
             weakref.WeakKeyDictionary()
         )
+        self._wire_tokens: dict[str, tuple[dict[str, Any], int]] = {}
         for m in self.base_meta_tools():
             self._meta[m.name] = m
         for addon in self.addons:
@@ -288,6 +289,19 @@ class Strategy:
 
     def meta_tool(self, name: str) -> MetaTool | None:
         return self._meta.get(name)
+
+    def wire_tokens(self, wire: Mapping[str, Any]) -> int:
+        """Tokens of one listed definition, remembered per name while it stays equal
+        (comparing dicts is far cheaper than serializing them on every listing)."""
+        name = str(wire.get("name"))
+        hit = self._wire_tokens.get(name)
+        if hit is not None and hit[0] == wire:
+            return hit[1]
+        count = self.toolset.token_counter.count(wire_text(wire))
+        if len(self._wire_tokens) > 2 * len(self.toolset.catalog.tools) + 64:
+            self._wire_tokens.clear()  # names the catalog no longer holds
+        self._wire_tokens[name] = (dict(wire), count)
+        return count
 
     # -- what adapters call ----------------------------------------------------------
     async def list_tools(self, request: Request) -> list[dict[str, Any]]:
