@@ -174,3 +174,10 @@ async def test_readyz_degrades_when_a_backend_goes_down(gateway: HttpGateway) ->
     samples = await scrape(gateway)
     assert value(samples, "toolgate_backend_up", backend="notes") == 0
     assert value(samples, "toolgate_backend_up", backend="math") == 1
+
+
+async def test_health_and_metrics_refuse_a_foreign_host_header(gateway: HttpGateway) -> None:
+    async with httpx.AsyncClient() as http:
+        for path in ("/healthz", "/readyz", "/metrics"):
+            response = await http.get(f"{base(gateway)}{path}", headers={"Host": "evil.example"})
+            assert (response.status_code, response.text) == (421, "Invalid Host header")

@@ -9,6 +9,7 @@ settings and ``toolgate.oauth``.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -18,7 +19,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from toolgate.errors import ConfigError
@@ -183,9 +184,24 @@ def readiness(gateway: Gateway) -> dict[str, Any]:
     }
 
 
-def ops_routes(gateway: Gateway) -> list[Route]:
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def ops_routes(gateway: Gateway, *, allowed_hosts: Sequence[str] = ()) -> list[Route]:
     """``/healthz`` (the process answers), ``/readyz`` (backends, JSON; 503 when not
-    ready, or with ``?strict`` when any backend is down) and ``/metrics``."""
+    ready, or with ``?strict`` when any backend is down) and ``/metrics``. A foreign
+    ``Host`` gets 421, as on ``/mcp`` (DNS rebinding); ``allowed_hosts`` adds names."""
+    from toolgate.gateway.dashboard.app import LOCAL_HOSTS, host_allowed
+
+    hosts = frozenset(h.lower() for h in (*LOCAL_HOSTS, *allowed_hosts))
+
+    def guarded(endpoint: Endpoint) -> Endpoint:
+        async def checked(request: Request) -> Response:
+            if not host_allowed(request.headers.get("host", ""), hosts):
+                return PlainTextResponse("Invalid Host header", 421)
+            return await endpoint(request)
+
+        return checked
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -197,8 +213,8 @@ def ops_routes(gateway: Gateway) -> list[Route]:
         return JSONResponse(body, status_code=200 if ok else 503)
 
     routes = [
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
+        Route("/healthz", guarded(healthz), methods=["GET"]),
+        Route("/readyz", guarded(readyz), methods=["GET"]),
     ]
     metrics = gateway.metrics
     if metrics is not None:
@@ -207,7 +223,7 @@ def ops_routes(gateway: Gateway) -> list[Route]:
         async def scrape(request: Request) -> Response:
             return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-        routes.append(Route("/metrics", scrape, methods=["GET"]))
+        routes.append(Route("/metrics", guarded(scrape), methods=["GET"]))
     return [*routes, *metadata_routes(gateway.cfg)]
 
 

@@ -418,7 +418,7 @@ class Gateway:
         app = binding.streamable_http_app(
             host=host, transport_security=security, **auth_options(self.cfg, self.identity)
         )
-        app.router.routes.extend(ops_routes(self))
+        app.router.routes.extend(ops_routes(self, allowed_hosts=[*allowed_hosts, host]))
         # -- end ops
         # -- dashboard + WebMCP (toolgate.gateway.dashboard): /webmcp.js, /webmcp/*, /dashboard
         from starlette.routing import Mount
