@@ -277,8 +277,12 @@ async def test_a_trust_claim_off_the_ladder_is_refused(
     ladder = ("anonymous", "verified")  # "declared" (the viewer's claim) is not on it
     resolver = OAuthResolver(settings_for(openid_provider, keys, trust_levels=ladder))
     token = openid_provider.token("viewer", "https://gateway.example/mcp")
-    with pytest.raises(Unauthenticated, match="'declared', not a known trust level"):
+    with pytest.raises(Unauthenticated) as err:
         await resolver.resolve(bearer(token))
+    assert err.value.message == (
+        "Unauthorized: bearer token refused: unknown trust level "
+        "(claim 'toolgate_trust' is 'declared', not on the ladder)"
+    )
 
 
 def test_oauth_config_needs_exactly_one_key_source() -> None:

@@ -90,11 +90,13 @@ class OAuthSettings:
 
 
 class TokenRefused(Exception):
-    """A bearer token that is not acceptable; ``reason`` is safe to log."""
+    """A bearer token that is not acceptable. ``reason`` is one of a few fixed phrases
+    (a metrics label); ``detail`` says more. Both are safe to log: no token in them."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+    def __init__(self, reason: str, detail: str = "") -> None:
         self.reason = reason
+        self.detail = detail
+        super().__init__(f"{reason} ({detail})" if detail else reason)
 
 
 class KeySet:
@@ -241,10 +243,10 @@ class OAuthResolver(IdentityResolver):
             except jwt.InvalidIssuerError:
                 raise TokenRefused("wrong issuer") from None
             except jwt.MissingRequiredClaimError as exc:
-                raise TokenRefused(f"missing claim {exc.claim!r}") from None
+                raise TokenRefused("missing claim", repr(exc.claim)) from None
             except jwt.PyJWTError as exc:
                 last = exc  # another key of the set may verify it
-        raise TokenRefused(f"invalid: {last}")
+        raise TokenRefused("invalid", str(last))
 
     def principal_of(self, claims: Mapping[str, Any]) -> Principal:
         """The principal a validated token's claims map to (``TokenRefused`` when the
@@ -252,12 +254,14 @@ class OAuthResolver(IdentityResolver):
         s, c = self.settings, self.settings.claims
         who = next((claims[n] for n in c.id if isinstance(claims.get(n), str) and claims[n]), None)
         if who is None:
-            raise TokenRefused(f"no identity claim (looked for {', '.join(c.id)})")
+            raise TokenRefused("no identity claim", f"looked for {', '.join(c.id)}")
         trust = s.trust
         if c.trust is not None and claims.get(c.trust) is not None:
             trust = str(claims[c.trust])
             if trust not in self.ladder.levels:
-                raise TokenRefused(f"claim {c.trust!r} is {trust!r}, not a known trust level")
+                raise TokenRefused(
+                    "unknown trust level", f"claim {c.trust!r} is {trust!r}, not on the ladder"
+                )
         agent_class = None
         if c.agent_class is not None and claims.get(c.agent_class) is not None:
             agent_class = str(claims[c.agent_class])
@@ -304,10 +308,10 @@ class OAuthResolver(IdentityResolver):
             self._cache.popitem(last=False)
         return scopes
 
-    def _refused(self, reason: str) -> None:
-        logger.info("oauth: bearer token refused: %s", reason)
+    def _refused(self, refused: TokenRefused) -> None:
+        logger.info("oauth: bearer token refused: %s", refused)
         if self.on_refused is not None:
-            self.on_refused(reason)
+            self.on_refused(refused.reason)
 
     async def validate(self, token: str) -> tuple[Principal, list[str]]:
         """The principal and OAuth scopes of a valid JWT; ``TokenRefused`` otherwise."""
@@ -354,8 +358,8 @@ class OAuthResolver(IdentityResolver):
         try:
             principal, _ = await self.validate(token)
         except TokenRefused as exc:
-            self._refused(exc.reason)
-            raise Unauthenticated(f"Unauthorized: bearer token {exc.reason}") from None
+            self._refused(exc)
+            raise Unauthenticated(f"Unauthorized: bearer token refused: {exc}") from None
         return principal
 
     async def verify_token(self, token: str) -> AccessToken | None:
@@ -371,7 +375,7 @@ class OAuthResolver(IdentityResolver):
         try:
             principal, scopes = await self.validate(token)
         except TokenRefused as exc:
-            self._refused(exc.reason)
+            self._refused(exc)
             return None
         return AccessToken(token=BearerTokens.digest(token), client_id=principal.id, scopes=scopes)
 

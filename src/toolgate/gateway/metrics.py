@@ -175,7 +175,7 @@ class Metrics(Sink):
 
     def auth_refused(self, reason: str) -> None:
         """Count a refused bearer token (``OAuthResolver(on_refused=...)``)."""
-        self.auth_refusals.labels(reason.split(":", 1)[0]).inc()
+        self.auth_refusals.labels(reason).inc()
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
