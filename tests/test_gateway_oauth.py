@@ -124,6 +124,20 @@ async def test_a_provider_token_lists_what_its_scope_and_trust_claims_allow(
     ]
 
 
+async def test_a_provider_token_works_on_protocol_2026_07_28_too(
+    gateway: HttpGateway, openid_provider: OpenIDProvider
+) -> None:
+    token = openid_provider.token("ci-agent", gateway.url)
+    async with Client(StreamableHttpTransport(gateway.url, auth=token)) as c:  # default era
+        assert sorted(t.name for t in await c.list_tools()) == [
+            "note_add",
+            "note_delete",
+            "note_list",
+        ]
+        listed = await c.call_tool("note_list", {})
+        assert listed.is_error is False
+
+
 async def test_static_bearer_tokens_keep_working_beside_oauth(gateway: HttpGateway) -> None:
     assert await tool_names(gateway, ALICE_TOKEN) == ["add", "echo", "multiply"]
 
