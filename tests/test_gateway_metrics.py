@@ -23,6 +23,9 @@ from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 
 from _fixtures.gateway import BOB_TOKEN, HttpGateway, gateway_config, toolgate_argv
+from toolgate.gateway.config import parse_config
+from toolgate.gateway.ops import readiness
+from toolgate.gateway.serve import Gateway
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -181,3 +184,20 @@ async def test_health_and_metrics_refuse_a_foreign_host_header(gateway: HttpGate
         for path in ("/healthz", "/readyz", "/metrics"):
             response = await http.get(f"{base(gateway)}{path}", headers={"Host": "evil.example"})
             assert (response.status_code, response.text) == (421, "Invalid Host header")
+
+
+async def test_metrics_can_be_turned_off_and_readyz_waits_for_the_catalog() -> None:
+    cfg = parse_config({"mcpServers": {}, "toolgate": {"metrics": {"enabled": False}}})
+    gateway = Gateway(cfg)
+    try:
+        assert gateway.metrics is None
+        assert readiness(gateway)["status"] == "unavailable"  # not built yet
+        async with gateway.running():
+            app = gateway.http_app()
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+                assert (await http.get("/metrics")).status_code == 404
+                ready = await http.get("/readyz")
+        assert (ready.status_code, ready.json()["status"], ready.json()["tools"]) == (200, "ok", 0)
+    finally:
+        await gateway.close()
