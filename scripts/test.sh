@@ -11,6 +11,8 @@ command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server)
 # the dashboard and WebMCP tests drive Debian's Chromium (no downloaded browsers)
 command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 \
     || need_pkgs+=(chromium-headless-shell)
+# the OAuth tests run a real OpenID provider (npm's oidc-provider, installed on first use)
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || need_pkgs+=(nodejs npm)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     echo "installing ${need_pkgs[*]} from Debian's packages"
     if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi

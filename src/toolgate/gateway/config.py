@@ -177,12 +177,60 @@ class PrincipalConfig(_Model):
     attributes: dict[str, Any] = Field(default_factory=dict)
 
 
+class ClaimsConfig(_Model):
+    """Which JWT claims make the principal (``identity.oauth.claims``)."""
+
+    id: list[str] = Field(default_factory=lambda: ["sub", "client_id"], min_length=1)
+    trust: str | None = None
+    agent_class: str | None = Field(None, alias="class")
+    scope: str | None = "scope"
+    attributes: list[str] = Field(default_factory=list)
+
+
+class OAuthConfig(_Model):
+    """An OAuth 2.1 resource server (``identity.oauth``): JWT access tokens from
+    ``issuer`` for ``audience``, keys from ``jwks_url`` or a local JWKS file ``keys``."""
+
+    issuer: str
+    audience: list[str] = Field(min_length=1)
+    jwks_url: str | None = None
+    keys: str | None = None
+    resource: str | None = None
+    algorithms: list[str] = Field(
+        default_factory=lambda: ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"],
+        min_length=1,
+    )
+    leeway_s: float = Field(30.0, ge=0)
+    claims: ClaimsConfig = Field(default_factory=ClaimsConfig)
+    trust: str = "verified"
+    scope_map: dict[str, list[str]] = Field(default_factory=dict)
+    scope_prefix: str = ""
+    default_scope: list[str] = Field(default_factory=lambda: ["*"])
+    required_scopes: list[str] = Field(default_factory=list)
+    jwks_max_age_s: float = Field(300.0, gt=0)
+    jwks_min_interval_s: float = Field(10.0, ge=0)
+
+    @field_validator("issuer", "jwks_url", "resource")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return v
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> OAuthConfig:
+        if (self.jwks_url is None) == (self.keys is None):
+            raise ValueError("give exactly one key source: 'jwks_url' or 'keys' (a JWKS file)")
+        return self
+
+
 class IdentityConfig(_Model):
     default: PrincipalConfig = Field(
         default_factory=lambda: PrincipalConfig(id="local", trust="declared")
     )
     tokens: dict[str, PrincipalConfig] = Field(default_factory=dict)
     trust_levels: list[str] = Field(default_factory=lambda: list(DEFAULT_TRUST_LEVELS))
+    oauth: OAuthConfig | None = None
 
     @field_validator("tokens")
     @classmethod
@@ -200,6 +248,12 @@ class EventsConfig(_Model):
     jsonl: str | None = None
     logging: bool = True
     otel: bool = False
+
+
+class MetricsConfig(_Model):
+    """``/metrics`` (Prometheus text format) on the HTTP transport."""
+
+    enabled: bool = True
 
 
 class DashboardConfig(_Model):
@@ -245,6 +299,7 @@ class ToolgateConfig(_Model):
     events: EventsConfig = Field(default_factory=EventsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     search: bool = False
     meta_tool_names: dict[str, str] = Field(default_factory=dict)
 

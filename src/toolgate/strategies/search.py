@@ -21,6 +21,7 @@ from toolgate.strategies.base import (
     Reply,
     Request,
     Strategy,
+    emit_selection,
     structured,
 )
 from toolgate.strategies.catalog import CatalogStrategy
@@ -143,9 +144,8 @@ class ToolSearch(Addon):
         find = index.search_regex if regex else index.search
         hits: Sequence[SearchHit] = find(text, limit, view.is_accessible)
         found = [(h, view.surfacing(h.name).tool) for h in hits]
-        results = [
-            {"name": h.name, "score": h.score, "tool": t.wire()} for h, t in found if t is not None
-        ]
+        shown = [(h, t.wire()) for h, t in found if t is not None]
+        results = [{"name": h.name, "score": h.score, "tool": w} for h, w in shown]
         revealed: list[str] = []
         errors: list[str] = []
         changed = False
@@ -155,6 +155,7 @@ class ToolSearch(Addon):
             revealed = sorted(outcome.after.visible_names - outcome.before.visible_names)
             errors = [f"Cannot show tool {n!r}: {problem}" for n, problem in outcome.refused]
             changed = outcome.visible_changed
+        emit_selection(request, "search", strategy, [w for _, w in shown])
         data: dict[str, Any] = {
             "pattern" if regex else "query": text,
             "results": results,
