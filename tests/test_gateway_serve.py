@@ -379,7 +379,7 @@ async def test_the_http_app_mounts_each_of_the_gateways_apps_in_order() -> None:
         async with gateway.running():
             app = gateway.http_app(host="127.0.0.1")
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://x") as http:
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
                 assert (await http.get("/status")).text == "127.0.0.1 0"
                 script = await http.get("/webmcp.js")
                 assert "document.modelContext" in script.text
