@@ -3,7 +3,8 @@
 ``GroupsClient`` wraps an ``mcp.ClientSession`` (or an ``mcp.Client`` / ``fastmcp.Client``)
 and uses ``groups/list`` / ``groups/get`` when the server advertises them, toolgate's
 catalog meta-tools when it offers those, or the flat list; it hands an agent a few
-helper tools and exports fetched tools for OpenAI and Anthropic. Edge: talks to servers
+helper tools and exports fetched tools for OpenAI and Anthropic, either as plain tool
+lists or for the providers' own tool search (deferred loading). Edge: talks to servers
 over ``mcp``, never to toolgate's core.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +27,15 @@ GROUPS_EXTENSION = "io.modelcontextprotocol/groups"
 GROUPS_LIST_CHANGED = "notifications/groups/list_changed"
 LLM_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_PAGES = 1000
+#: The Anthropic Messages API's tool-search tools (``type``, ``name``) and their beta flag.
+ANTHROPIC_TOOL_SEARCH: Mapping[str, tuple[str, str]] = {
+    "bm25": ("tool_search_tool_bm25_20251119", "tool_search_tool_bm25"),
+    "regex": ("tool_search_tool_regex_20251119", "tool_search_tool_regex"),
+}
+ANTHROPIC_TOOL_SEARCH_BETA = "advanced-tool-use-2025-11-20"
+ANTHROPIC_VERSION = "2023-06-01"
+ANTHROPIC_MESSAGES_URL = "https://api.anthropic.com/v1/messages"
+OPENAI_RESPONSES_URL = "https://api.openai.com/v1/responses"
 Mode = Literal["groups", "meta", "flat"]
 OnListChanged = Callable[[], Awaitable[None]]
 _RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
@@ -141,6 +152,16 @@ class FetchedGroup:
 
 
 @dataclass(frozen=True)
+class ProviderRequest:
+    """An LLM API request a host sends as it is: ``url``, ``headers`` (without the API
+    key, which the host adds) and the JSON ``body``."""
+
+    url: str
+    headers: Mapping[str, str]
+    body: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class HelperNames:
     list_groups: str = "list_groups"
     get_group: str = "get_group"
@@ -166,11 +187,14 @@ class GroupsClient:
     fetched: dict[str, FetchedGroup] = field(default_factory=dict)
     cycles: list[tuple[str, ...]] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
+    #: what each group seen in ``groups/list`` or a parent's contents says it is for
+    group_descriptions: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.session: Any = getattr(self.client, "session", self.client)
         h = self.helpers
         self.names = ToolNames(reserved=(h.list_groups, h.get_group, h.call_tool))
+        self.namespaces = ToolNames()  # group names as OpenAI namespace names
         self._top_level: set[str] = set()
         self._server_meta_listed: set[str] = set()
 
@@ -256,17 +280,24 @@ class GroupsClient:
                 cursor = raw.get("nextCursor")
                 if not cursor:
                     break
+            self._describe_groups(out)
             return out
         if self.mode == "meta":
             data = await self._meta_call(self.server_meta.list_groups, {})
             groups = list(data.get("groups") or [])
             names = {g["name"] for g in groups}
+            self._describe_groups(groups)
             return [
                 {k: g[k] for k in ("name", "title", "description") if g.get(k) is not None}
                 for g in groups
                 if g.get("parent") is None or g.get("parent") not in names
             ]
         return []
+
+    def _describe_groups(self, groups: Iterable[Mapping[str, Any]]) -> None:
+        for g in groups:
+            if isinstance(g.get("description"), str):
+                self.group_descriptions[str(g["name"])] = g["description"]
 
     async def get_group(self, name: str) -> FetchedGroup:
         """Fetch one group and register its tools (each once, however many groups
@@ -290,6 +321,7 @@ class GroupsClient:
             raise MCPError(code=-32002, message=f"Unknown group: {name} (server has no groups)")
         for wire in tools:
             self._register(wire, group=name)
+        self._describe_groups(children)
         group = FetchedGroup(
             name=name,
             instructions=instructions if isinstance(instructions, str) else None,
@@ -404,14 +436,7 @@ class GroupsClient:
 
     def anthropic_tools(self) -> list[dict[str, Any]]:
         """``[{"name", "description", "input_schema"}]``."""
-        return [
-            {
-                "name": self._export_name(w["name"]),
-                "description": str(w.get("description") or ""),
-                "input_schema": dict(w.get("inputSchema") or {"type": "object"}),
-            }
-            for w in self.agent_tools()
-        ]
+        return [self._anthropic(w) for w in self.agent_tools()]
 
     def _export_name(self, name: str) -> str:
         helpers = self.helpers
@@ -422,12 +447,160 @@ class GroupsClient:
         )
         return name if is_helper else self.names.safe(name)
 
-    async def dispatch(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
+    # -- provider-native tool search -------------------------------------------------------
+    def _eager_and_deferred(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """Top-level tools (loaded up front) and the fetched groups that hold tools."""
+        eager = [self.tools[n] for n in sorted(self._top_level) if n in self.tools]
+        groups = [g for g in sorted(self.fetched) if self.fetched[g].tools]
+        return eager, groups
+
+    def _deferred_names(self) -> list[str]:
+        """Every fetched tool that is not top-level, once, by name."""
+        fetched = {t for g in self.fetched.values() for t in g.tools}
+        return sorted(fetched - self._top_level)
+
+    def anthropic_tool_search(
+        self, search: Literal["bm25", "regex"] = "bm25"
+    ) -> list[dict[str, Any]]:
+        """``tools`` for the Anthropic Messages API with server-side tool search: the
+        search tool, the top-level tools loaded up front, and every fetched group's
+        tools with ``defer_loading`` (the model loads the ones its search finds).
+        Call :meth:`fetch_tree` first; calls still run through this server, which
+        enforces access on each one."""
+        kind, name = ANTHROPIC_TOOL_SEARCH[search]
+        eager, _ = self._eager_and_deferred()
+        out: list[dict[str, Any]] = [{"type": kind, "name": name}]
+        out += [self._anthropic(w) for w in eager]
+        out += [
+            {**self._anthropic(self.tools[n]), "defer_loading": True}
+            for n in self._deferred_names()
+        ]
+        return out
+
+    def anthropic_request(
+        self,
+        model: str,
+        messages: Iterable[Mapping[str, Any]],
+        *,
+        max_tokens: int = 1024,
+        search: Literal["bm25", "regex"] = "bm25",
+        **params: Any,
+    ) -> ProviderRequest:
+        """A Messages API request with tool search over this server's tools (the host
+        adds its ``x-api-key`` header and sends ``body`` as JSON to ``url``)."""
+        body = {
+            "model": model,
+            "max_tokens": max_tokens,
+            "messages": [dict(m) for m in messages],
+            **params,
+            "tools": self.anthropic_tool_search(search),
+        }
+        headers = {
+            "anthropic-version": ANTHROPIC_VERSION,
+            "anthropic-beta": ANTHROPIC_TOOL_SEARCH_BETA,
+            "content-type": "application/json",
+        }
+        return ProviderRequest(ANTHROPIC_MESSAGES_URL, headers, body)
+
+    def openai_tool_search(self) -> list[dict[str, Any]]:
+        """``tools`` for the OpenAI Responses API with ``tool_search``: the top-level
+        tools as functions, one ``namespace`` per fetched group (its description, its
+        tools with ``defer_loading``; a tool in several groups is in each), and the
+        ``tool_search`` tool. Call :meth:`fetch_tree` first."""
+        eager, groups = self._eager_and_deferred()
+        out: list[dict[str, Any]] = [self._responses_function(w) for w in eager]
+        for group in groups:
+            members = [t for t in self.fetched[group].tools if t not in self._top_level]
+            if not members:
+                continue
+            out.append(
+                {
+                    "type": "namespace",
+                    "name": self.namespaces.safe(group),
+                    "description": self.group_descriptions.get(group) or f"The {group} tools.",
+                    "tools": [
+                        {**self._responses_function(self.tools[t]), "defer_loading": True}
+                        for t in members
+                    ],
+                }
+            )
+        out.append({"type": "tool_search"})
+        return out
+
+    def openai_request(self, model: str, input: Any, **params: Any) -> ProviderRequest:
+        """A Responses API request with tool search over this server's tools (the host
+        adds its ``authorization`` header)."""
+        body = {"model": model, "input": input, **params, "tools": self.openai_tool_search()}
+        return ProviderRequest(OPENAI_RESPONSES_URL, {"content-type": "application/json"}, body)
+
+    def _anthropic(self, wire: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "name": self._export_name(str(wire["name"])),
+            "description": str(wire.get("description") or ""),
+            "input_schema": dict(wire.get("inputSchema") or {"type": "object"}),
+        }
+
+    def _responses_function(self, wire: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "name": self._export_name(str(wire["name"])),
+            "description": str(wire.get("description") or ""),
+            "parameters": dict(wire.get("inputSchema") or {"type": "object"}),
+        }
+
+    async def run_openai_call(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        """Run a Responses API ``function_call`` output item (``name``, ``arguments`` as
+        a JSON string, ``call_id``, optional ``namespace``); the ``function_call_output``
+        item to send back."""
+        try:
+            arguments = json.loads(item.get("arguments") or "{}")
+        except json.JSONDecodeError as exc:
+            output: Any = {"error": f"The arguments are not JSON: {exc.msg}"}
+        else:
+            namespace = item.get("namespace")
+            output = await self.dispatch(
+                str(item.get("name", "")),
+                arguments if isinstance(arguments, Mapping) else {},
+                namespace=str(namespace) if namespace is not None else None,
+            )
+        return {
+            "type": "function_call_output",
+            "call_id": item.get("call_id"),
+            "output": json.dumps(output, ensure_ascii=False),
+        }
+
+    async def run_anthropic_tool_use(self, block: Mapping[str, Any]) -> dict[str, Any]:
+        """Run a Messages API ``tool_use`` content block; the ``tool_result`` block to
+        send back (``is_error`` when the tool or the dispatch failed)."""
+        output = await self.dispatch(str(block.get("name", "")), block.get("input") or {})
+        failed = "error" in output or bool(output.get("isError"))
+        return {
+            "type": "tool_result",
+            "tool_use_id": block.get("id"),
+            "content": json.dumps(output, ensure_ascii=False),
+            **({"is_error": True} if failed else {}),
+        }
+
+    async def dispatch(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        namespace: str | None = None,
+    ) -> Any:
         """Run what the model asked for by its exported ``name``: a helper (returns a
         JSON-able dict) or a tool (returns its ``CallToolResult`` as a wire dict).
+        ``namespace``: the OpenAI namespace the call names, which must hold the tool.
         Failures come back as ``{"error": ...}`` for the model to read."""
         args = dict(arguments or {})
         h = self.helpers
+        if namespace is not None:
+            for fetched in sorted(self.fetched):  # the names openai_tool_search gives
+                self.namespaces.safe(fetched)
+            space = self.namespaces.original(namespace)
+            tool = self.names.original(name)
+            if space is None or tool is None or space not in self.tool_groups.get(tool, ()):
+                return {"error": f"Unknown tool: {name} in namespace {namespace}"}
         try:
             if self.mode != "flat" and name == h.list_groups:
                 return {"groups": await self.list_groups()}

@@ -1,0 +1,455 @@
+"""What an agent reads to reach the tools of a task, per disclosure style, end to end.
+
+``toolgate serve`` (streamable HTTP, one process per style) fronts
+``benchmarks/github_backend.py`` (GitHub's MCP catalog, 117 tools, grouped as
+``bench_groups.py`` groups it). A scripted agent with a real MCP client
+(``mcp.ClientSession``, protocol 2025-11-25) does, for each task, what the style offers:
+list, open the groups the task needs (``enable_tools``, ``<group>.activate``,
+``get_group``, ``groups/get``) or search, re-list after ``list_changed`` if it is a
+client that does, and ``describe_tools`` for needed tools whose full definition it has
+not read yet when the server offers that tool.
+
+Counted in o200k tokens: what the model reads, i.e. every ``tools/list`` page (the tool
+definitions as JSON) and the content blocks of each result (``groups/*`` results as
+JSON); the structured-content twin of results separately (a host shows one of the two).
+Extra calls are the requests after the first ``tools/list`` (re-lists are counted
+apart). A task is *reached* when the model has read the full input schema of every tool
+it needs. Run: ``.venv/bin/python benchmarks/bench_tasks.py`` (writes its RESULTS.md
+section).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx2
+import mcp_types as mt
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from pydantic import TypeAdapter
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from bench_groups import CATALOG, GROUPS, group_of  # noqa: E402
+from search_eval import RESULTS, write_section  # noqa: E402
+
+from _fixtures.gateway import HttpGateway, toolgate_argv  # noqa: E402
+from toolgate.client import (  # noqa: E402
+    GetGroupParams,
+    GetGroupRequest,
+    ListGroupsParams,
+    ListGroupsRequest,
+    session_options,
+)
+from toolgate.tokens import TokenCounter, best_counter  # noqa: E402
+
+VOCAB = ROOT.parent / "shared" / "data" / "tokenizers"
+BEGIN, END = "<!-- tasks:begin -->", "<!-- tasks:end -->"
+RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+#: The targets for every on-demand path (a client that does not re-list).
+TARGETS = {"initial": 1000, "one_group": 0.90, "three_groups": 0.85, "calls": 2}
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a user asks, the tools it needs, and how a user would phrase a search."""
+
+    title: str
+    tools: tuple[str, ...]
+    queries: tuple[str, ...]
+
+    @property
+    def groups(self) -> list[str]:
+        return sorted({g for t in self.tools if (g := group_of(t)) is not None})
+
+
+TASKS = [
+    Task(
+        "Triage an issue: read it, comment, relabel it",
+        ("issue_read", "add_issue_comment", "update_issue_labels"),
+        ("read an issue, comment on it and change its labels",),
+    ),
+    Task(
+        "Show a repository's README and its latest commits",
+        ("get_file_contents", "list_commits"),
+        ("read a file from a repository and list its recent commits",),
+    ),
+    Task(
+        "Review a pull request, ask for a reviewer, merge it",
+        (
+            "pull_request_read",
+            "pull_request_review_write",
+            "request_pull_request_reviewers",
+            "merge_pull_request",
+        ),
+        ("review a pull request, request a reviewer and merge it",),
+    ),
+    Task(
+        "Find why the CI run failed and open an issue about it",
+        ("actions_list", "get_job_logs", "create_issue"),
+        ("list workflow runs and read the failed job's logs", "open a new issue"),
+    ),
+    Task(
+        "Star a repository and watch its notifications",
+        ("star_repository", "manage_repository_notification_subscription"),
+        ("star a repository", "subscribe to a repository's notifications"),
+    ),
+    Task(
+        "Fix the bug an issue reports and open a pull request",
+        (
+            "issue_read",
+            "get_file_contents",
+            "create_branch",
+            "create_or_update_file",
+            "create_pull_request",
+        ),
+        ("read an issue, read a file, create a branch and commit a change", "open a pull request"),
+    ),
+    Task(
+        "Security sweep: alerts to an assigned issue for the team",
+        (
+            "list_code_scanning_alerts",
+            "get_code_scanning_alert",
+            "list_dependabot_alerts",
+            "create_issue",
+            "update_issue_assignees",
+            "get_team_members",
+        ),
+        (
+            "list code scanning and dependabot alerts",
+            "create an issue, assign it to members of a team",
+        ),
+    ),
+]
+
+Opening = Literal["flat", "menu", "activators", "catalog", "groups", "search", "lazy", "view"]
+
+
+@dataclass(frozen=True)
+class Style:
+    """One way to reach tools: a gateway config and what the agent does with it."""
+
+    name: str
+    toolgate: Mapping[str, Any]
+    opening: Opening
+    relists: bool = False
+    on_demand: bool = False  # held to the targets
+
+
+STYLES = [
+    Style("flat list", {"strategy": "flat"}, "flat"),
+    Style("menu (enable_tools)", {"strategy": "list_changed"}, "menu", on_demand=True),
+    Style("menu, client re-lists", {"strategy": "list_changed"}, "menu", relists=True),
+    Style(
+        "activators",
+        {"strategy": "list_changed", "meta_tools": "activators"},
+        "activators",
+        on_demand=True,
+    ),
+    Style(
+        "activators, client re-lists",
+        {"strategy": "list_changed", "meta_tools": "activators"},
+        "activators",
+        relists=True,
+    ),
+    Style("catalog (get_group)", {"strategy": "catalog"}, "catalog", on_demand=True),
+    Style("groups extension (groups/get)", {"strategy": "groups"}, "groups"),
+    Style(
+        "groups-extension fallback",
+        {"strategy": "groups", "groups_fallback": "catalog"},
+        "catalog",
+        on_demand=True,
+    ),
+    Style("search (search_tools)", {"strategy": "search"}, "search", on_demand=True),
+    Style(
+        "lazy, minimal schema",
+        {"strategy": "flat", "descriptions": {"mode": "lazy", "schema": "minimal"}},
+        "lazy",
+    ),
+    Style("per-request view (X-MCP-Toolsets)", {"strategy": "catalog"}, "view"),
+]
+
+
+# -- what the model reads ------------------------------------------------------------------
+def wire(model: Any) -> Any:
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def compact(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def walk(data: Any) -> Iterable[Mapping[str, Any]]:
+    """Every JSON object inside ``data``."""
+    if isinstance(data, Mapping):
+        yield data
+        for v in data.values():
+            yield from walk(v)
+    elif isinstance(data, list):
+        for v in data:
+            yield from walk(v)
+
+
+@dataclass
+class Reading:
+    """Everything one agent reads for one task, and which needed tools it reached."""
+
+    counter: TokenCounter
+    needed: Mapping[str, Any]  # tool name -> its full input schema
+    listed: int = 0
+    content: int = 0
+    structured: int = 0
+    calls: int = 0
+    relists: int = 0
+    initial: int = 0
+    reached: set[str] = field(default_factory=set)
+    names: set[str] = field(default_factory=set)  # what the last tools/list showed
+
+    def saw(self, data: Any) -> None:
+        for obj in walk(data):
+            name = obj.get("name")
+            if isinstance(name, str) and name in self.needed and self.needed[name] in obj.values():
+                self.reached.add(str(name))
+
+    def saw_text(self, text: str) -> None:
+        with suppress(json.JSONDecodeError):
+            self.saw(json.loads(text))
+
+    @property
+    def missing(self) -> list[str]:
+        return sorted(set(self.needed) - self.reached)
+
+    async def list_tools(self, session: ClientSession) -> None:
+        cursor: str | None = None
+        names: set[str] = set()
+        first = self.listed == 0
+        while True:
+            params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            tools = [wire(t) for t in page.tools]
+            self.listed += self.counter.count(compact(tools))
+            names |= {t["name"] for t in tools}
+            self.saw(tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        if first:
+            self.initial = self.listed
+        else:
+            self.relists += 1
+        self.names = names
+
+    async def call(self, session: ClientSession, name: str, arguments: dict[str, Any]) -> None:
+        self.calls += 1
+        result = await session.call_tool(name, arguments)
+        for block in result.content:
+            if isinstance(block, mt.TextContent):
+                self.content += self.counter.count(block.text)
+                self.saw_text(block.text)
+            else:
+                self.content += self.counter.count(compact(wire(block)))
+        if result.structured_content is not None:
+            self.structured += self.counter.count(compact(result.structured_content))
+
+    async def request(self, session: ClientSession, request: Any) -> dict[str, Any]:
+        self.calls += 1
+        result = await session.send_request(request, RAW)
+        self.content += self.counter.count(compact(result))
+        self.saw(result)
+        return result
+
+
+# -- the scripted agent --------------------------------------------------------------------
+def takes_many(session_tools: Sequence[mt.Tool], name: str) -> str | None:
+    """The array argument of meta-tool ``name`` (e.g. ``names``), if it takes several."""
+    for tool in session_tools:
+        if tool.name == name:
+            for arg, schema in (tool.input_schema.get("properties") or {}).items():
+                if isinstance(schema, Mapping) and schema.get("type") == "array":
+                    return str(arg)
+    return None
+
+
+async def open_groups(style: Style, task: Task, session: ClientSession, r: Reading) -> None:
+    groups = task.groups
+    if style.opening == "menu":
+        await r.call(session, "enable_tools", {"groups": groups})
+    elif style.opening == "activators":
+        for g in groups:
+            await r.call(session, f"{g}.activate", {})
+    elif style.opening == "catalog":
+        listed = (await session.list_tools()).tools
+        many = takes_many(listed, "get_group")
+        if many is not None:
+            await r.call(session, "get_group", {many: groups})
+        else:
+            for g in groups:
+                await r.call(session, "get_group", {"name": g})
+    elif style.opening == "groups":
+        await r.request(session, ListGroupsRequest(params=ListGroupsParams()))
+        for g in groups:  # on the extension's wire, "_" in a group name becomes "-"
+            wire_name = g.replace("_", "-")
+            await r.request(session, GetGroupRequest(params=GetGroupParams(name=wire_name)))
+    elif style.opening == "search":
+        for query in task.queries:
+            if not r.missing:
+                break
+            await r.call(session, "search_tools", {"query": query})
+
+
+async def run_task(style: Style, task: Task, url: str, counter: TokenCounter) -> Reading:
+    catalog = {t["name"]: t["inputSchema"] for t in json.loads(CATALOG.read_text("utf-8"))}
+    r = Reading(counter, {t: catalog[t] for t in task.tools})
+    headers = {"X-MCP-Toolsets": ",".join(task.groups)} if style.opening == "view" else {}
+    extra = session_options() if style.opening == "groups" else {}
+    async with AsyncExitStack() as stack:
+        http = await stack.enter_async_context(httpx2.AsyncClient(timeout=60, headers=headers))
+        read, write = await stack.enter_async_context(streamable_http_client(url, http_client=http))
+        session = await stack.enter_async_context(ClientSession(read, write, **extra))
+        await session.initialize()
+        await r.list_tools(session)
+        await open_groups(style, task, session, r)
+        if style.relists and style.opening in ("menu", "activators"):
+            await r.list_tools(session)
+        if r.missing and "describe_tools" in r.names:
+            await r.call(session, "describe_tools", {"tools": r.missing})
+    return r
+
+
+# -- running every style ---------------------------------------------------------------------
+def gateway_config(tmp: Path, toolgate: Mapping[str, Any]) -> Path:
+    catalog = json.loads(CATALOG.read_text("utf-8"))
+    members: dict[str, list[str]] = {g: [] for g in GROUPS}
+    for t in catalog:
+        g = group_of(t["name"])
+        if g is not None:
+            members[g].append(t["name"])
+    config = {
+        "mcpServers": {
+            "github": {
+                "command": sys.executable,
+                "args": [str(ROOT / "benchmarks" / "github_backend.py")],
+            }
+        },
+        "toolgate": {
+            "groups": {
+                g: {"description": GROUPS[g], "tools": sorted(members[g])} for g in sorted(GROUPS)
+            },
+            "page_size": 1000,
+            "events": {"logging": False},
+            **toolgate,
+        },
+    }
+    path = tmp / "toolgate.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+async def measure_style(style: Style, counter: TokenCounter) -> list[Reading]:
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = gateway_config(Path(tmp), style.toolgate)
+        gateway = HttpGateway([*toolgate_argv(), "serve", str(cfg)], Path(tmp) / "gateway.log")
+        gateway.start()
+        try:
+            return [await run_task(style, task, gateway.url, counter) for task in TASKS]
+        finally:
+            gateway.stop()
+
+
+def pct(saved: float) -> str:
+    return f"{saved * 100:.1f} %"
+
+
+def report(results: Mapping[str, list[Reading]], counter: TokenCounter) -> str:
+    flat = [r.listed + r.content for r in results[STYLES[0].name]]
+    lines = [
+        f"Command: `.venv/bin/python benchmarks/bench_tasks.py` (tokenizer: {counter.name}; "
+        "`toolgate serve` over streamable HTTP in front of GitHub's MCP catalog, 117 tools "
+        "in 10 groups; client `mcp.ClientSession`, protocol 2025-11-25).",
+        "",
+        "Read = `tools/list` pages + content blocks of results; the structured twin is "
+        "what a host showing `structuredContent` instead would read. Saved is against the "
+        f"flat list ({flat[0]:,} tokens).",
+        "",
+    ]
+    verdicts = []
+    for style in STYLES:
+        rows = results[style.name]
+        lines += [
+            f"### {style.name}",
+            "",
+            "| task | groups | tools | read | saved | structured twin | extra calls | "
+            "re-lists | reached |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for task, r, base in zip(TASKS, rows, flat, strict=True):
+            read = r.listed + r.content
+            saved = pct(1 - read / base) if not r.missing else "n/a"
+            lines.append(
+                f"| {task.title} | {len(task.groups)} | {len(task.tools)} | {read:,} | "
+                f"{saved} | {r.structured:,} | {r.calls} | {r.relists} | "
+                f"{'yes' if not r.missing else 'no: ' + ', '.join(r.missing)} |"
+            )
+        lines.append("")
+        initial = rows[0].initial
+        one = [
+            1 - (r.listed + r.content) / b
+            for t, r, b in zip(TASKS, rows, flat, strict=True)
+            if len(t.groups) == 1
+        ]
+        three = [
+            1 - (r.listed + r.content) / b
+            for t, r, b in zip(TASKS, rows, flat, strict=True)
+            if len(t.groups) == 3
+        ]
+        calls = max(r.calls for r in rows)
+        reached = all(not r.missing for r in rows)
+        summary = (
+            f"initial list {initial:,} tokens; 1-group tasks save {pct(min(one))} at least; "
+            f"3-group tasks {pct(min(three))} at least; at most {calls} extra calls; "
+            f"{'every task reached' if reached else 'NOT every task reached'}"
+        )
+        lines += [f"{style.name}: {summary}.", ""]
+        if style.on_demand:
+            ok = (
+                initial <= TARGETS["initial"]
+                and min(one) >= TARGETS["one_group"]
+                and min(three) >= TARGETS["three_groups"]
+                and calls <= TARGETS["calls"]
+                and reached
+            )
+            verdicts.append((style.name, ok))
+    met = [n for n, ok in verdicts if ok]
+    missed = [n for n, ok in verdicts if not ok]
+    lines.append(
+        f"**Verdict** (targets for on-demand paths: initial list ≤ {TARGETS['initial']:,} "
+        f"tokens, 1-group ≥ {pct(TARGETS['one_group'])}, 3-group ≥ "
+        f"{pct(TARGETS['three_groups'])}, ≤ {TARGETS['calls']} extra calls): "
+        f"met by {', '.join(met) or 'none'}; missed by {', '.join(missed) or 'none'}."
+    )
+    return "\n".join(lines)
+
+
+async def main() -> None:
+    counter = best_counter("o200k_base", vocab_dir=VOCAB)
+    results = {}
+    for style in STYLES:
+        results[style.name] = await measure_style(style, counter)
+        print(f"measured {style.name}", file=sys.stderr)
+    body = report(results, counter)
+    print(body)
+    write_section(RESULTS, BEGIN, END, "## Tasks: what an agent reads per style\n\n" + body)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
