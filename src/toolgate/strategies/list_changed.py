@@ -12,28 +12,36 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from toolgate.activation import ChangeResult
-from toolgate.errors import ConfigError
+from toolgate.catalog import Tool
+from toolgate.errors import ConfigError, InvalidArguments
 from toolgate.strategies.base import (
+    DETAIL_SCHEMA,
     EMPTY_OBJECT,
     GROUPS_SCHEMA,
+    OPEN_GROUPS_SCHEMA,
     Addon,
+    Detail,
     MetaNames,
     MetaTool,
     Reply,
     Request,
     Strategy,
+    detail_arg,
     group_names_arg,
     structured,
+    summary_wire,
 )
 from toolgate.toolset import ToolSet
 from toolgate.view import View
 
 MetaStyle = Literal["menu", "activators"]
+GroupedList = Literal["summary", "full"]
 
 
 class ListChangedStrategy(Strategy):
     name = "list_changed"
     can_change_list = True
+    on_demand = True
 
     def __init__(
         self,
@@ -42,10 +50,19 @@ class ListChangedStrategy(Strategy):
         style: MetaStyle = "menu",
         names: MetaNames | None = None,
         addons: Sequence[Addon] = (),
+        grouped_list: GroupedList = "summary",
     ) -> None:
         if style not in ("menu", "activators"):
             raise ConfigError(f"meta_tools must be 'menu' or 'activators', got {style!r}")
+        if grouped_list not in ("summary", "full"):
+            raise ConfigError(
+                f"grouped_list must be 'summary' or 'full', got {grouped_list!r}",
+                key="grouped_list",
+            )
         self.style = style
+        #: how a refreshed tools/list shows the tools of opened groups: "summary" (one
+        #: line, open schema: a refresh does not pull whole groups at full weight) or "full"
+        self.grouped_list: GroupedList = grouped_list
         self.sep = toolset.separator
         super().__init__(toolset, names=names, addons=addons)
 
@@ -54,6 +71,11 @@ class ListChangedStrategy(Strategy):
         if self.style == "menu":
             tools += [self._enable_tool(), self._disable_tool()]
         return tools
+
+    def shape(self, wire: dict[str, Any], tool: Tool) -> dict[str, Any]:
+        if self.grouped_list == "summary" and tool.groups:
+            return summary_wire(wire, tool)
+        return wire
 
     def activator_suffixes(self) -> list[str]:
         return (
@@ -77,19 +99,22 @@ class ListChangedStrategy(Strategy):
         what = g.description or g.title or group
 
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            if arguments:
-                return Reply(structured({"error": f"{verb} takes no arguments"}, is_error=True))
+            allowed = {"detail"} if action == "activate" else set()
+            if not isinstance(arguments, Mapping) or set(arguments) - allowed:
+                takes = "only an optional 'detail'" if allowed else "no arguments"
+                raise InvalidArguments(f"{verb} takes {takes}")
             session = request.session
             if action == "activate":
+                detail = detail_arg(arguments)
                 result = await session.activate([group])
             else:
-                result = await session.deactivate([group])
-            return self._change_reply(result, request)
+                detail, result = "summary", await session.deactivate([group])
+            return self._change_reply(result, request, detail)
 
         return MetaTool(
             f"{group}{self.sep}{action}",
             f"{verb} the {group!r} tools: {what}",
-            EMPTY_OBJECT,
+            DETAIL_SCHEMA if action == "activate" else EMPTY_OBJECT,
             run,
         )
 
@@ -114,9 +139,11 @@ class ListChangedStrategy(Strategy):
         return self._activator_tool(*activator)
 
     # -- menu ----------------------------------------------------------------------------
-    def _change_reply(self, result: ChangeResult, request: Request) -> Reply:
+    def _change_reply(
+        self, result: ChangeResult, request: Request, detail: Detail = "summary"
+    ) -> Reply:
         if result.action == "activate":
-            data = self.menu_result(result, request)
+            data = self.menu_result(result, request, detail)
         else:
             data = {
                 "disabled": list(result.changed),
@@ -133,20 +160,23 @@ class ListChangedStrategy(Strategy):
     def _enable_tool(self) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
             groups = group_names_arg(arguments)
-            return self._change_reply(await request.session.activate(groups), request)
+            detail = detail_arg(arguments)
+            return self._change_reply(await request.session.activate(groups), request, detail)
 
         return MetaTool(
             self.names.enable_tools,
-            "Enable one or more tool groups (see list_groups). Their tools join your tool "
-            "list; the result also carries their full definitions. A child group needs its "
-            "parent enabled first or in the same call.",
-            GROUPS_SCHEMA,
+            "Enable one or more tool groups. Their tools join your tool list; the result "
+            "lists them compactly (name, summary, required arguments): call "
+            f"{self.names.describe_tools} for the full definitions of the ones you pick. A "
+            "child group needs its parent enabled first or in the same call.",
+            OPEN_GROUPS_SCHEMA,
             run,
+            names_groups=True,
         )
 
     def _disable_tool(self) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            groups = group_names_arg(arguments)
+            groups = group_names_arg(arguments, optional=())
             return self._change_reply(await request.session.deactivate(groups), request)
 
         return MetaTool(

@@ -11,22 +11,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolgate.errors import InvalidArguments
+from toolgate.catalog import Tool
+from toolgate.errors import ConfigError, InvalidArguments
 from toolgate.search import MAX_LIMIT, SearchHit
 from toolgate.strategies.base import (
+    DETAIL_PROPERTY,
     READ_ONLY,
     Addon,
+    Detail,
     MetaNames,
     MetaTool,
     Reply,
     Request,
     Strategy,
+    detail_arg,
+    index_entry,
     structured,
 )
 from toolgate.strategies.catalog import CatalogStrategy
 from toolgate.toolset import ToolSet
 
 DEFAULT_LIMIT = 5
+DEFAULT_FULL_RESULTS = 3
 MAX_QUERY_LENGTH = 1000
 
 _LIMIT_PROPERTY: Mapping[str, Any] = {
@@ -45,6 +51,11 @@ SEARCH_SCHEMA: Mapping[str, Any] = {
             "description": 'What you want to do, in a few words, e.g. "open a pull request".',
         },
         "limit": _LIMIT_PROPERTY,
+        "detail": {
+            **DETAIL_PROPERTY,
+            "description": "'summary' (default): full definitions of the best matches and "
+            "a compact line for the rest; 'full': every match in full; 'names': names only.",
+        },
     },
     "required": ["query"],
     "additionalProperties": False,
@@ -59,6 +70,7 @@ SEARCH_REGEX_SCHEMA: Mapping[str, Any] = {
             'tool names, titles and descriptions, e.g. "^get_.*issue".',
         },
         "limit": _LIMIT_PROPERTY,
+        "detail": SEARCH_SCHEMA["properties"]["detail"],
     },
     "required": ["pattern"],
     "additionalProperties": False,
@@ -73,10 +85,11 @@ def search_args(arguments: Mapping[str, Any], key: str) -> tuple[Any, Any]:
     """
     if not isinstance(arguments, Mapping):
         raise InvalidArguments("Arguments must be a JSON object")
-    extra = sorted(set(arguments) - {key, "limit"})
+    extra = sorted(set(arguments) - {key, "limit", "detail"})
     if extra:
         raise InvalidArguments(
-            f"Unexpected argument(s): {', '.join(extra)}; expected {key!r} and optionally 'limit'"
+            f"Unexpected argument(s): {', '.join(extra)}; expected {key!r} and optionally "
+            "'limit' and 'detail'"
         )
     if key not in arguments:
         raise InvalidArguments(f"Missing required argument {key!r}")
@@ -100,19 +113,31 @@ class ToolSearch(Addon):
     >>> Delivery(toolset, DeliveryConfig(search=True))  # adds ToolSearch  # doctest: +SKIP
     """
 
+    def __init__(self, full_results: int = DEFAULT_FULL_RESULTS) -> None:
+        if isinstance(full_results, bool) or not isinstance(full_results, int) or full_results < 0:
+            raise ConfigError(
+                f"search full_results must be a whole number of 0 or more, got {full_results!r}",
+                key="search.full_results",
+            )
+        #: how many of the best matches come with full definitions (detail "summary")
+        self.full_results = full_results
+
     def meta_tools(self, strategy: Strategy) -> list[MetaTool]:
         return [self._search_tool(strategy), self._regex_tool(strategy)]
 
     def _search_tool(self, strategy: Strategy) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
             query, limit = search_args(arguments, "query")
-            return await self.search(strategy, request, query, limit, regex=False)
+            detail = detail_arg(arguments)
+            return await self.search(strategy, request, query, limit, detail, regex=False)
 
         return MetaTool(
             strategy.names.search_tools,
             "Search the tools you may use by what they do, in plain words. Returns the best "
-            "matches, best first, with their full definitions. Run a result directly by "
-            "name, or through call_tool if it is not in your tool list.",
+            "matches, best first: the top ones with full definitions, the rest as a name, "
+            f"summary and required arguments ({strategy.names.describe_tools} gives their "
+            "full definitions). Run a result directly by name, or through call_tool if it "
+            "is not in your tool list.",
             SEARCH_SCHEMA,
             run,
             READ_ONLY,
@@ -121,20 +146,36 @@ class ToolSearch(Addon):
     def _regex_tool(self, strategy: Strategy) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
             pattern, limit = search_args(arguments, "pattern")
-            return await self.search(strategy, request, pattern, limit, regex=True)
+            detail = detail_arg(arguments)
+            return await self.search(strategy, request, pattern, limit, detail, regex=True)
 
         return MetaTool(
             strategy.names.search_tools_regex,
             "Find the tools you may use whose name, title or description match a regular "
-            "expression (case-insensitive). Returns full definitions; a name match ranks "
-            "above a title match, which ranks above a description match.",
+            "expression (case-insensitive); a name match ranks above a title match, which "
+            "ranks above a description match. Results are given as by search_tools.",
             SEARCH_REGEX_SCHEMA,
             run,
             READ_ONLY,
         )
 
+    def entry(self, rank: int, hit: SearchHit, tool: Tool, detail: Detail) -> dict[str, Any]:
+        """One result at ``detail``: the best ``full_results`` in full under 'summary'."""
+        if detail == "names":
+            return {"name": hit.name, "score": hit.score}
+        if detail == "full" or rank < self.full_results:
+            return {"name": hit.name, "score": hit.score, "tool": tool.wire()}
+        return {**index_entry(tool), "score": hit.score}
+
     async def search(
-        self, strategy: Strategy, request: Request, text: str, limit: int, *, regex: bool
+        self,
+        strategy: Strategy,
+        request: Request,
+        text: str,
+        limit: int,
+        detail: Detail = "summary",
+        *,
+        regex: bool,
     ) -> Reply:
         """Rank, reveal where the list follows the session, and answer."""
         session = request.session
@@ -142,14 +183,12 @@ class ToolSearch(Addon):
         index = strategy.toolset.search_index
         find = index.search_regex if regex else index.search
         hits: Sequence[SearchHit] = find(text, limit, view.is_accessible)
-        found = [(h, view.surfacing(h.name).tool) for h in hits]
-        results = [
-            {"name": h.name, "score": h.score, "tool": t.wire()} for h, t in found if t is not None
-        ]
+        found = [(h, t) for h in hits if (t := view.surfacing(h.name).tool) is not None]
+        results = [self.entry(rank, h, t, detail) for rank, (h, t) in enumerate(found)]
         revealed: list[str] = []
         errors: list[str] = []
         changed = False
-        hidden = [h.name for h, t in found if t is not None and not view.is_visible(h.name)]
+        hidden = [h.name for h, _ in found if not view.is_visible(h.name)]
         if hidden and self.reveals(strategy, request):
             outcome = await session.reveal(hidden)
             revealed = sorted(outcome.after.visible_names - outcome.before.visible_names)
@@ -183,9 +222,10 @@ class SearchStrategy(CatalogStrategy):
         *,
         names: MetaNames | None = None,
         addons: Sequence[Addon] = (),
+        full_results: int = DEFAULT_FULL_RESULTS,
     ) -> None:
         if not any(isinstance(a, ToolSearch) for a in addons):
-            addons = (*addons, ToolSearch())
+            addons = (*addons, ToolSearch(full_results))
         super().__init__(toolset, names=names, addons=addons)
 
     def base_meta_tools(self) -> list[MetaTool]:
