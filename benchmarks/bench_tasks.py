@@ -292,6 +292,8 @@ async def open_groups(style: Style, task: Task, session: ClientSession, r: Readi
         many = takes_many(listed, "get_group")
         if many is not None:
             await r.call(session, "get_group", {many: groups})
+        elif len(groups) > 1 and "enable_tools" in r.names:
+            await r.call(session, "enable_tools", {"groups": groups})  # several at once
         else:
             for g in groups:
                 await r.call(session, "get_group", {"name": g})

@@ -129,8 +129,9 @@ def groups_note(view: View) -> str:
 
 
 def structured(data: Mapping[str, Any], *, is_error: bool = False) -> ToolResult:
-    """A meta-tool result: structured content plus the same JSON as text."""
-    text = json.dumps(data, ensure_ascii=False, default=str)
+    """A meta-tool result: structured content plus the same JSON as compact text (the
+    model reads every byte of it)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     return ToolResult(
         content=({"type": "text", "text": text},), structured=dict(data), is_error=is_error
     )
@@ -147,9 +148,7 @@ DETAIL_PROPERTY: Mapping[str, Any] = {
     "type": "string",
     "enum": list(DETAILS),
     "default": "summary",
-    "description": "How much of each tool to return: 'summary' (default: name, one line "
-    "and required arguments; then describe_tools for the tools you pick), 'names', or "
-    "'full' definitions.",
+    "description": "summary (default): one line per tool; full: whole definitions.",
 }
 
 
@@ -163,14 +162,12 @@ def detail_arg(arguments: Mapping[str, Any], default: Detail = "summary") -> Det
     return cast(Detail, value)
 
 
-def index_entry(tool: Tool) -> dict[str, Any]:
-    """A tool in a compact index: its name, one-line summary and required arguments."""
+def index_entry(tool: Tool) -> str:
+    """A tool in a compact index, one line: its name, its required arguments and its
+    one-line summary, as ``issue_read(owner, repo, issue_number): Get an issue.``"""
     required = tool.input_schema.get("required")
-    return {
-        "name": tool.name,
-        "summary": tool.summary_text,
-        "required": [str(r) for r in required] if isinstance(required, Sequence) else [],
-    }
+    args = [str(r) for r in required] if isinstance(required, Sequence) else []
+    return f"{tool.name}({', '.join(args)}): {tool.summary_text}"
 
 
 def tool_entries(tools: Sequence[Tool], detail: Detail) -> list[Any]:

@@ -126,12 +126,9 @@ class CatalogStrategy(Strategy):
 
         return MetaTool(
             self.names.enable_tools,
-            "Show the tools of one or more groups, compactly (name, summary, required "
-            f"arguments); call {self.names.describe_tools} for the full definitions of the "
-            "ones you pick. Every tool you may use runs directly or through call_tool: "
-            "nothing needs enabling.",
+            f"Like {self.names.get_group}, for several groups at once. Nothing needs "
+            "enabling: every tool you may use runs directly or through call_tool.",
             OPEN_GROUPS_SCHEMA,
             run,
             READ_ONLY,
-            names_groups=True,
         )

@@ -15,7 +15,6 @@ from toolgate.activation import ChangeResult
 from toolgate.catalog import Tool
 from toolgate.errors import ConfigError, InvalidArguments
 from toolgate.strategies.base import (
-    DETAIL_SCHEMA,
     EMPTY_OBJECT,
     GROUPS_SCHEMA,
     OPEN_GROUPS_SCHEMA,
@@ -99,22 +98,19 @@ class ListChangedStrategy(Strategy):
         what = g.description or g.title or group
 
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            allowed = {"detail"} if action == "activate" else set()
-            if not isinstance(arguments, Mapping) or set(arguments) - allowed:
-                takes = "only an optional 'detail'" if allowed else "no arguments"
-                raise InvalidArguments(f"{verb} takes {takes}")
+            if arguments:
+                raise InvalidArguments(f"{verb} takes no arguments")
             session = request.session
             if action == "activate":
-                detail = detail_arg(arguments)
                 result = await session.activate([group])
             else:
-                detail, result = "summary", await session.deactivate([group])
-            return self._change_reply(result, request, detail)
+                result = await session.deactivate([group])
+            return self._change_reply(result, request)
 
         return MetaTool(
             f"{group}{self.sep}{action}",
             f"{verb} the {group!r} tools: {what}",
-            DETAIL_SCHEMA if action == "activate" else EMPTY_OBJECT,
+            EMPTY_OBJECT,
             run,
         )
 
