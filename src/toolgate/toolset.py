@@ -2,8 +2,9 @@
 
 The orchestration layer. A ``ToolSet`` owns one catalog, one store, one event bus and
 the view cache; a ``Session`` is one client's handle on it: activate, deactivate,
-list, call. Dispatch asks the view (visible implies dispatchable) and never re-decides
-a rule. Core: no MCP imports; strategies and adapters sit above it.
+list, call. Dispatch asks the view (visible implies dispatchable) and activation is
+planned over it (``toolgate.activation``); neither re-decides a rule. Core: no MCP
+imports; strategies and adapters sit above it.
 """
 
 from __future__ import annotations
