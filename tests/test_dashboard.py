@@ -36,7 +36,8 @@ from _fixtures.browser import (
 from toolgate.gateway.dashboard.auth import COOKIE
 from toolgate.gateway.dashboard.events import EventRing
 from toolgate.policy import Principal
-from toolgate.state.base import SessionInfo, SessionState, StateStore
+from toolgate.state.base import SessionState
+from toolgate.state.listing import SessionInfo, SessionListing
 from toolgate.state.memory import MemoryStore
 from toolgate.state.sqlite import SqliteStore
 from toolgate.strategies.base import LEGACY
@@ -287,9 +288,9 @@ def info(key: str, seen: float) -> SessionInfo:
 
 
 @pytest_asyncio.fixture(params=["memory", "sqlite", "redis"], loop_scope="session")
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StateStore]:
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionListing]:
     clock = [1000.0]
-    made: StateStore
+    made: SessionListing
     if request.param == "memory":
         made = MemoryStore(idle_ttl=100, clock=lambda: clock[0])
     elif request.param == "sqlite":
@@ -307,7 +308,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 
 async def test_every_store_lists_its_live_sessions_and_their_infos_but_not_idle_ones(
-    store: StateStore,
+    store: SessionListing,
 ) -> None:
     clock: list[float] = store.clock_cell  # type: ignore[attr-defined]
     old = SessionState(active=frozenset({"notes"}), version=1, touched_at=950.0)

@@ -1,6 +1,6 @@
 """The built-in demo backends: real FastMCP servers on a real SQLite file, and their config.
 
-Drives `toolgate.gateway.demo.tracker` and `.shop` through `fastmcp.Client`, in memory and
+Drives `toolgate.demo.tracker` and `.shop` through `fastmcp.Client`, in memory and
 as `python -m` subprocesses over stdio, and checks that the shipped `toolgate.json` and the
 lazy docs in `docs/` agree with the tools the servers actually expose.
 """
@@ -23,10 +23,11 @@ from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 from mcp.types import Tool
 
-from toolgate.gateway.demo import shop, tracker
-from toolgate.gateway.demo.shop import luhn_valid, shipping_quote
+import toolgate.demo
+from toolgate.demo import shop, tracker
+from toolgate.demo.shop.model import luhn_valid, shipping_quote
 
-DEMO_DIR = Path(tracker.__file__).parent
+DEMO_DIR = Path(toolgate.demo.__file__).parent
 CONFIG_PATH = DEMO_DIR / "toolgate.json"
 GROUP_NAME = re.compile(r"^[a-z0-9]+([_-][a-z0-9]+)*$")
 TOOL_NAME = re.compile(r"^[a-z0-9_]+$")
@@ -157,7 +158,7 @@ async def test_both_modules_serve_over_stdio_on_one_shared_database(db_path: Pat
     def launch(module: str) -> StdioTransport:
         return StdioTransport(
             command=sys.executable,
-            args=["-m", f"toolgate.gateway.demo.{module}", "--db", str(db_path)],
+            args=["-m", f"toolgate.demo.{module}", "--db", str(db_path)],
         )
 
     async with Client(launch("tracker")) as t_client, Client(launch("shop")) as s_client:
@@ -468,7 +469,7 @@ def test_config_launches_both_modules_with_the_python_and_db_placeholders(
     assert config["mcpServers"] == {
         name: {
             "command": "{python}",
-            "args": ["-m", f"toolgate.gateway.demo.{name}", "--db", "{db}"],
+            "args": ["-m", f"toolgate.demo.{name}", "--db", "{db}"],
         }
         for name in ("tracker", "shop")
     }

@@ -43,7 +43,7 @@ def test_a_folder_of_doc_files_loads_by_tool_name() -> None:
 
 
 def test_the_demo_gateways_doc_files_are_valid() -> None:
-    demo = Path(__file__).parents[1] / "src" / "toolgate" / "gateway" / "demo" / "docs"
+    demo = Path(__file__).parents[1] / "src" / "toolgate" / "demo" / "docs"
     assert "create_issue" in load_docs_dir(demo)
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from _fixtures.gateway import SERVERS, toolgate_argv
+from toolgate.gateway.build import ContentProblem, build_toolset
+from toolgate.gateway.config import parse_config
 
 CONFIGS = Path(__file__).parent / "configs"
 CASES = sorted(p for p in CONFIGS.iterdir() if p.suffix in (".json", ".toml"))
@@ -77,3 +79,33 @@ def test_check_reports_each_duplicate_tool_on_its_own_line(
     duplicated = [line.split("tool ")[1].split(" ")[0] for line in lines if "offered by" in line]
     assert duplicated == ["'crash'", "'grow'", "'note_add'", "'note_delete'", "'note_list'"]
     assert lines[-1] == "duplicate_tool_without_prefix.json: 5 problem(s)"
+
+
+def test_build_marks_what_backends_offer_as_content_problems_and_structure_as_fatal() -> None:
+    cfg = parse_config(
+        {
+            "mcpServers": {
+                "a": {"command": "a"},
+                "b": {"command": "b"},
+            },
+            "toolgate": {
+                "groups": {"g": {"description": "G.", "tools": ["nothing_*"]}},
+                "stages": {
+                    "initial": "start",
+                    "stages": [{"name": "start", "transitions": [{"on": "gone", "to": "start"}]}],
+                    "tool_stages": {"echo": ["nowhere"]},
+                },
+            },
+        }
+    )
+    listed = {"a": [{"name": "echo"}], "b": [{"name": "echo"}]}
+    _, report = build_toolset(cfg, listed, lambda tool: lambda args, ctx: "ok")
+    content = [e.message for e in report.errors if isinstance(e, ContentProblem)]
+    assert content == [
+        "mcpServers.b: tool 'echo' is offered by both 'a' and 'b'; give one of them a \"prefix\"",
+        "toolgate.groups.g.tools[0]: pattern 'nothing_*' matches no tool",
+        "toolgate.stages.stages.start.transitions: transition on unknown tool 'gone'",
+    ]
+    assert [e.message for e in report.fatal] == [
+        "toolgate.stages.tool_stages.echo: unknown stage 'nowhere'; known: start"
+    ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,9 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
 
 from _fixtures.gateway import (
     ALICE_TOKEN,
@@ -32,6 +35,8 @@ from _fixtures.gateway import (
     toolgate_argv,
 )
 from _fixtures.mcp_servers import text
+from toolgate.gateway.config import parse_config
+from toolgate.gateway.serve import Gateway
 
 INIT = {
     "jsonrpc": "2.0",
@@ -355,3 +360,27 @@ async def test_renamed_meta_tools_are_served_under_their_configured_names(tmp_pa
         assert opened.structured_content is not None
         assert opened.structured_content["enabled"] == ["math"]
         assert "add" in await names(session)
+
+
+async def test_the_http_app_mounts_each_of_the_gateways_apps_in_order() -> None:
+    cfg = parse_config({"mcpServers": {}, "toolgate": {"dashboard": {"enabled": False}}})
+
+    def status(gateway: Gateway, host: str, allowed: Sequence[str]) -> Sequence[BaseRoute]:
+        async def page(request: Request) -> Response:
+            return PlainTextResponse(f"{host} {len(gateway.toolset.catalog.tools)}")
+
+        return [Route("/status", page), Route("/webmcp.js", page)]
+
+    gateway = Gateway(cfg)
+    gateway.apps = (*Gateway.apps, status)  # WebMCP's script is mounted first: it wins
+    try:
+        async with gateway.running():
+            app = gateway.http_app(host="127.0.0.1")
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://x") as http:
+                assert (await http.get("/status")).text == "127.0.0.1 0"
+                script = await http.get("/webmcp.js")
+                assert "document.modelContext" in script.text
+                assert (await http.get("/dashboard/")).status_code == 404  # not enabled
+    finally:
+        await gateway.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,10 @@ import pytest
 import redis.asyncio as aioredis
 
 from _fixtures.redis_server import RedisServer
+from toolgate import Group, Tool, ToolSet
 from toolgate.errors import ConfigError, StoreUnavailable
-from toolgate.state import MemoryStore, SessionState, StateStore, open_store
+from toolgate.policy import Principal
+from toolgate.state import MemoryStore, SessionListing, SessionState, StateStore, open_store
 from toolgate.state.base import EMPTY
 from toolgate.state.redis import RedisStore
 from toolgate.state.sqlite import SqliteStore
@@ -41,7 +43,7 @@ class FakeClock:
         self.now += seconds
 
 
-MakeStore = Callable[..., StateStore]
+MakeStore = Callable[..., SessionListing]
 
 
 @pytest.fixture
@@ -55,12 +57,12 @@ async def make_store(
 ) -> AsyncIterator[MakeStore]:
     """Builds stores of one kind (sharing one file / database), closing them afterwards."""
     kind: str = request.param
-    built: list[StateStore] = []
+    built: list[SessionListing] = []
     url = request.getfixturevalue("redis_url") if kind == "redis" else ""
 
-    def make(**options: Any) -> StateStore:
+    def make(**options: Any) -> SessionListing:
         options = {"idle_ttl": IDLE_TTL, "clock": clock, **options}
-        store: StateStore
+        store: SessionListing
         if kind == "memory":
             store = MemoryStore(**options)
         elif kind == "sqlite":
@@ -432,12 +434,59 @@ async def test_a_frozen_redis_fails_closed_within_the_timeout_and_the_store_reco
         await store.close()
 
 
+# -- the narrow interface ---------------------------------------------------------------
+
+
+@dataclass
+class PrimitivesOnly(StateStore):
+    """The narrowest store there is: the four primitives the core needs, in a dict."""
+
+    saved: dict[str, SessionState] = field(default_factory=dict)
+
+    async def get(self, key: str) -> SessionState | None:
+        return self.saved.get(key)
+
+    async def compare_and_set(self, key: str, expected_version: int, state: SessionState) -> bool:
+        current = self.saved.get(key)
+        if (current.version if current is not None else 0) != expected_version:
+            return False
+        self.saved[key] = state
+        return True
+
+    async def delete(self, key: str) -> None:
+        self.saved.pop(key, None)
+
+    async def rate_hit(self, bucket: str, limit: int, window_s: float) -> float | None:
+        return None
+
+
+async def test_a_store_with_only_the_four_primitives_keeps_a_toolsets_sessions() -> None:
+    store = PrimitivesOnly()
+    ts = ToolSet(store=store)
+    ts.add_groups([Group("notes", "Notes.")])
+    ts.add_tools([Tool("read_note", "Read a note.", handler=lambda a, c: "ok", groups=("notes",))])
+    await ts.session("s").activate(["notes"])
+    assert [t.name for t in await ts.session("s").list_tools()] == ["read_note"]
+    assert store.saved["s"].active == {"notes"}
+    assert not isinstance(store, SessionListing)
+
+
+async def test_the_dashboard_lists_no_sessions_of_a_store_that_keeps_no_records() -> None:
+    from toolgate.gateway.dashboard.sessions import SessionRecorder, session_rows
+
+    ts = ToolSet(store=PrimitivesOnly())
+    await SessionRecorder(ts).seen("s", Principal("alice"), protocol=None, strategy="catalog")
+    await ts.session("s").activate([])
+    assert await session_rows(ts) == []
+
+
 # -- open_store -------------------------------------------------------------------------
 
 
 async def test_open_store_builds_a_memory_store_from_memory_url() -> None:
     store = open_store("memory://", idle_ttl=5.0)
     assert isinstance(store, MemoryStore)
+    assert isinstance(store, SessionListing)
     assert store.idle_ttl == 5.0
 
 

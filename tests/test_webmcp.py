@@ -22,9 +22,9 @@ from _fixtures.browser import (
     DashboardGateway,
     screenshot,
 )
-from toolgate.gateway.dashboard import webmcp_routes
 from toolgate.policy import Principal
 from toolgate.strategies.base import LEGACY
+from toolgate.webmcp import webmcp_routes
 
 pytestmark = BROWSER_LOOP
 META_TOOLS = ["call_tool", "disable_tools", "enable_tools", "list_groups"]

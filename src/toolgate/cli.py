@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 0
         if args.command == "demo":
-            from toolgate.gateway.demo.run import run_demo
+            from toolgate.demo.run import run_demo
 
             configure_logging(args.log_level or "warning")
             return asyncio.run(

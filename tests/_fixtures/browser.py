@@ -33,13 +33,13 @@ from toolgate.gateway.dashboard import (
     SessionRecorder,
     dashboard_app,
     record_sessions,
-    webmcp_routes,
 )
 from toolgate.lowlevel import Binding, bind
 from toolgate.policy import TrustLadder
 from toolgate.state.base import StateStore
 from toolgate.strategies import DeliveryConfig
 from toolgate.toolset import ToolSet
+from toolgate.webmcp import webmcp_routes
 from toolgate.wire import BearerTokens
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

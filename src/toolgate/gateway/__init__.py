@@ -1,4 +1,6 @@
-"""Gateway edge: fronts existing MCP servers (config, backends, serving, demo).
+"""Gateway edge: fronts existing MCP servers (config, build, backends, check, inspect,
+the dashboard, serve; layered in that order by an import-linter contract).
 
-May import the core, the adapters, `mcp` and `fastmcp`; nothing imports it but the CLI.
+May import the core, the adapters (WebMCP too), `mcp` and `fastmcp`; nothing imports it
+but the CLI and the demo (`toolgate.demo`).
 """

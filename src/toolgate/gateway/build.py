@@ -19,7 +19,8 @@ from toolgate.events import EventBus
 from toolgate.flow import Flow
 from toolgate.gateway.config import GatewayConfig, PolicyConfig
 from toolgate.policy import Policy, Principal, RateLimit, TrustLadder
-from toolgate.state.base import StateStore, open_store
+from toolgate.state.base import StateStore
+from toolgate.state.open import open_store
 from toolgate.strategies import DeliveryConfig, MetaNames
 from toolgate.toolset import ToolSet
 
@@ -34,15 +35,28 @@ class BackendTool:
     wire: Mapping[str, Any]
 
 
+class ContentProblem(ConfigError):
+    """A build error in what the backends offer, not in the config's structure (a
+    pattern that matches no tool, a tool offered twice): the gateway serves the rest."""
+
+
 @dataclass
 class BuildReport:
-    """What building found: hard errors (``check`` fails) and warnings."""
+    """What building found: errors (``check`` fails on each) and warnings."""
 
     errors: list[ConfigError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def fail(self, key: str, message: str) -> None:
-        self.errors.append(ConfigError(f"{key}: {message}", key=key))
+    def fail(self, key: str, message: str, *, content: bool = False) -> None:
+        """Record a problem at ``key``; ``content`` marks it a ``ContentProblem``."""
+        self.errors.append(
+            (ContentProblem if content else ConfigError)(f"{key}: {message}", key=key)
+        )
+
+    @property
+    def fatal(self) -> list[ConfigError]:
+        """The errors that leave no sensible catalog (structure, not backend content)."""
+        return [e for e in self.errors if not isinstance(e, ContentProblem)]
 
 
 def exposed_tools(
@@ -63,6 +77,7 @@ def exposed_tools(
                     f"mcpServers.{server}",
                     f"tool {exposed!r} is offered by both {owner[exposed]!r} and {server!r}; "
                     f'give one of them a "prefix"',
+                    content=True,
                 )
                 continue
             owner[exposed] = server
@@ -99,7 +114,7 @@ def _resolve(
         if server is not None and server not in live:
             report.warnings.append(f"{key}: {pattern!r} matches nothing while {server!r} is down")
         else:
-            report.fail(key, f"pattern {pattern!r} matches no tool")
+            report.fail(key, f"pattern {pattern!r} matches no tool", content=True)
     return found
 
 
@@ -253,6 +268,7 @@ def build_toolset(
                     report.fail(
                         f"toolgate.stages.stages.{s.name}.transitions",
                         f"transition on unknown tool {tr.on!r}",
+                        content=True,
                     )
     known_groups = set(toolset.catalog.groups)
     built = []

@@ -3,7 +3,9 @@
 ``Gateway`` starts the backends, builds the catalog (``build.py``), binds it to an SDK
 low-level ``Server`` (``toolgate.lowlevel``) and serves it over stdio or streamable
 HTTP. When a backend's tools change, the live catalog is synced in place (sessions keep
-their state) and every legacy session whose list changed is notified. Edge layer.
+their state) and every legacy session whose list changed is notified. Optional HTTP
+apps (WebMCP, the dashboard) are ``GatewayApp``s in ``Gateway.apps``. Edge layer: the
+top of ``toolgate.gateway``; nothing in the gateway package imports it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -21,6 +23,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute, Mount
 
 from toolgate.catalog import CallContext, Handler, Tool, ToolResult
 from toolgate.errors import ConfigError, StoreUnavailable
@@ -36,8 +39,9 @@ from toolgate.gateway.build import (
 from toolgate.gateway.config import GatewayConfig
 from toolgate.lowlevel import Binding, bind, caller_of, session_key
 from toolgate.policy import Principal, TrustLadder
-from toolgate.state.base import StateStore, is_store_path, open_store
+from toolgate.state.base import StateStore
 from toolgate.state.memory import MemoryStore
+from toolgate.state.open import is_store_path, open_store
 from toolgate.strategies import Addon, Delivery
 from toolgate.strategies.base import is_stateless
 from toolgate.toolset import ToolSet
@@ -53,9 +57,9 @@ logger = logging.getLogger("toolgate.gateway")
 
 Context = ServerRequestContext[Any, Any]
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-#: Build problems that come from what backends offer (not from the config's structure):
-#: the gateway serves what it can and logs them; ``toolgate check`` fails on them.
-CONTENT_PROBLEMS = ("matches no tool", "is offered by both", "transition on unknown tool")
+#: An optional app served beside ``/mcp``: given the built gateway, the bind host and the
+#: extra allowed host names, the routes to add at the root of the HTTP app (none: off).
+GatewayApp = Callable[["Gateway", str, Sequence[str]], Sequence[BaseRoute]]
 
 
 def event_bus(cfg: GatewayConfig) -> EventBus:
@@ -89,9 +93,24 @@ def identity_of(cfg: GatewayConfig) -> IdentityResolver:
     return BearerTokens(tokens)
 
 
-def is_fatal(report: BuildReport) -> list[str]:
-    """Errors that leave no sensible catalog (structure, not backend content)."""
-    return [e.message for e in report.errors if not any(p in e.message for p in CONTENT_PROBLEMS)]
+def mount_webmcp(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> Sequence[BaseRoute]:
+    """``/webmcp.js`` and ``/webmcp/*`` (``toolgate.webmcp``), always on: they refuse
+    every caller without a configured bearer token."""
+    from toolgate.webmcp import webmcp_routes
+
+    return webmcp_routes(gateway.delivery, gateway.identity, recorder=gateway.recorder)
+
+
+def mount_dashboard(
+    gateway: Gateway, host: str, allowed_hosts: Sequence[str]
+) -> Sequence[BaseRoute]:
+    """``/dashboard`` (``toolgate.gateway.dashboard``) when ``toolgate.dashboard.enabled``."""
+    if not gateway.cfg.toolgate.dashboard.enabled:
+        return []
+    from toolgate.gateway.dashboard import DashboardSource, dashboard_app
+
+    source = DashboardSource.from_gateway(gateway)
+    return [Mount("/dashboard", dashboard_app(source, allowed_hosts=[*allowed_hosts, host]))]
 
 
 async def log_store_failures(ctx: Context, call_next: CallNext) -> HandlerResult:
@@ -122,6 +141,9 @@ class Gateway:
     >>> gateway = Gateway(load_config("toolgate.json"))
     >>> asyncio.run(gateway.serve_stdio())          # doctest: +SKIP
     """
+
+    #: what ``http_app`` serves beside ``/mcp``, in order (set on an instance to change)
+    apps: Sequence[GatewayApp] = (mount_webmcp, mount_dashboard)
 
     def __init__(
         self,
@@ -207,9 +229,9 @@ class Gateway:
             store=self.store,
             events=self.events,
         )
-        fatal = is_fatal(report)
-        if fatal:
-            raise ConfigError("; ".join(fatal), key=report.errors[0].details.get("key", ""))
+        if report.fatal:  # content problems are logged below: the gateway serves the rest
+            message = "; ".join(e.message for e in report.fatal)
+            raise ConfigError(message, key=report.errors[0].details.get("key", ""))
         for e in report.errors:
             logger.warning("config: %s (serving the rest)", e.message)
         for w in report.warnings:
@@ -236,12 +258,11 @@ class Gateway:
             bind_groups(self.server, self.binding.delivery, principal_of=self._principal_of)
         self.server.middleware.insert(0, self._remember)
         self.server.middleware.insert(0, log_store_failures)
-        # -- dashboard: record who each session is, in the store (toolgate.gateway.dashboard)
+        # who each session is, in the store: the dashboard lists it, WebMCP adds to it
         from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
 
         self.recorder = SessionRecorder(toolset)
         self.server.middleware.append(record_sessions(self.binding, self.recorder))
-        # -- end dashboard
         self.report = report
         logger.info(
             "catalog: %d tools from %d backends (%s up), %d groups, strategy %s",
@@ -401,20 +422,8 @@ class Gateway:
             allowed_origins=[f"http://{h}" for h in hosts] + [f"https://{h}" for h in hosts],
         )
         app = binding.streamable_http_app(host=host, transport_security=security)
-        # -- dashboard + WebMCP (toolgate.gateway.dashboard): /webmcp.js, /webmcp/*, /dashboard
-        from starlette.routing import Mount
-
-        from toolgate.gateway.dashboard import DashboardSource, dashboard_app, webmcp_routes
-
-        app.router.routes.extend(
-            webmcp_routes(binding.delivery, self.identity, recorder=self.recorder)
-        )
-        if self.cfg.toolgate.dashboard.enabled:
-            dashboard = dashboard_app(
-                DashboardSource.from_gateway(self), allowed_hosts=[*allowed_hosts, host]
-            )
-            app.router.routes.append(Mount("/dashboard", dashboard))
-        # -- end dashboard + WebMCP
+        for mount in self.apps:
+            app.router.routes.extend(mount(self, host, allowed_hosts))
         return app
 
     async def serve_http(
@@ -454,4 +463,12 @@ async def serve(
         await gateway.close()
 
 
-__all__ = ["Gateway", "event_bus", "identity_of", "serve"]
+__all__ = [
+    "Gateway",
+    "GatewayApp",
+    "event_bus",
+    "identity_of",
+    "mount_dashboard",
+    "mount_webmcp",
+    "serve",
+]

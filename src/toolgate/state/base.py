@@ -3,7 +3,7 @@
 A store implements four primitives (get, compare-and-set, delete, rate-limit hit) and
 inherits ``mutate``: an atomic read-modify-write per session that serializes in-process
 callers with a per-key lock and detects cross-process races by version (CAS).
-Base layer: imports only ``toolgate.errors``.
+Base layer: imports only ``toolgate.errors`` and the stdlib, never a concrete store.
 """
 
 from __future__ import annotations
@@ -11,15 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import re
 import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
-from toolgate.errors import ConfigError, StoreUnavailable
+from toolgate.errors import StoreUnavailable
 
 T = TypeVar("T")
 
@@ -83,66 +82,14 @@ class SessionState:
 EMPTY = SessionState()
 
 
-@dataclass(frozen=True)
-class SessionInfo:
-    """Who a session is and how it talks to us, for operators (the dashboard).
-
-    Written by the serving edge next to the session's state, under the same key and
-    idle expiry; the view never reads it. ``scope`` and ``trust`` are the principal's
-    as resolved when the session was last seen; ``last_seen`` is the store's clock.
-    """
-
-    key: str
-    principal: str
-    trust: str | None = None
-    agent_class: str | None = None
-    scope: tuple[str, ...] = ("*",)
-    protocol: str | None = None
-    strategy: str | None = None
-    transport: str = "mcp"
-    first_seen: float = 0.0
-    last_seen: float = 0.0
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "key": self.key,
-                "principal": self.principal,
-                "trust": self.trust,
-                "agent_class": self.agent_class,
-                "scope": list(self.scope),
-                "protocol": self.protocol,
-                "strategy": self.strategy,
-                "transport": self.transport,
-                "first_seen": self.first_seen,
-                "last_seen": self.last_seen,
-            },
-            separators=(",", ":"),
-        )
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> SessionInfo:
-        data: dict[str, Any] = json.loads(text)
-        return cls(
-            key=str(data["key"]),
-            principal=str(data["principal"]),
-            trust=data.get("trust"),
-            agent_class=data.get("agent_class"),
-            scope=tuple(data.get("scope", ("*",))),
-            protocol=data.get("protocol"),
-            strategy=data.get("strategy"),
-            transport=str(data.get("transport", "mcp")),
-            first_seen=float(data.get("first_seen", 0.0)),
-            last_seen=float(data.get("last_seen", 0.0)),
-        )
-
-
 @dataclass
 class StateStore(ABC):
     """Base class of session stores.
 
-    Subclasses implement :meth:`get`, :meth:`compare_and_set`, :meth:`delete`,
-    :meth:`rate_hit` and :meth:`sweep`; :meth:`mutate` and :meth:`load` come for free.
+    Subclasses implement :meth:`get`, :meth:`compare_and_set`, :meth:`delete` and
+    :meth:`rate_hit` (:meth:`sweep` and :meth:`close` when they have work to do);
+    :meth:`mutate` and :meth:`load` come for free. Listing sessions for operators is
+    :class:`toolgate.state.listing.SessionListing`'s, not the core's.
     ``idle_ttl`` is seconds of inactivity after which a session's state is forgotten.
     """
 
@@ -178,28 +125,6 @@ class StateStore(ABC):
     async def sweep(self) -> int:
         """Forget idle sessions and old rate-limit entries; returns sessions removed."""
         return 0
-
-    @abstractmethod
-    async def session_count(self) -> int:
-        """How many sessions the store holds, idle ones included until they are swept
-        or expire (for dashboards and benchmarks)."""
-        ...
-
-    @abstractmethod
-    def sessions(self) -> AsyncIterator[tuple[str, SessionState]]:
-        """Every live session's ``(key, state)``, idle ones excluded, in no set order
-        (for dashboards: it reads the whole store)."""
-        ...
-
-    @abstractmethod
-    async def put_info(self, info: SessionInfo) -> None:
-        """Record ``info`` under ``info.key``; it expires like idle session state."""
-        ...
-
-    @abstractmethod
-    def infos(self) -> AsyncIterator[SessionInfo]:
-        """Every live session's last recorded ``SessionInfo``, in no set order."""
-        ...
 
     async def close(self) -> None:
         return None
@@ -282,36 +207,3 @@ class StateStore(ABC):
             raise
         except Exception as exc:
             raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
-
-
-def is_store_path(url: str) -> bool:
-    """Whether ``url`` is a bare filesystem path (no ``scheme:``), i.e. a SQLite file."""
-    if url in ("memory", "") or "://" in url:
-        return False
-    return re.match(r"[A-Za-z][A-Za-z0-9+.-]+:", url) is None  # "sqlite:" is no path
-
-
-def open_store(url: str, *, idle_ttl: float = 3600.0, **options: Any) -> StateStore:
-    """A store from a URL: ``memory://``, ``sqlite:///path``, ``redis://host:port/db``;
-    a bare filesystem path (no scheme) is a SQLite file, the embedded store."""
-    if url in ("memory://", "memory", ""):
-        from toolgate.state.memory import MemoryStore
-
-        return MemoryStore(idle_ttl=idle_ttl, **options)
-    if url.startswith("sqlite://") or is_store_path(url):
-        from toolgate.state.sqlite import SqliteStore
-
-        # sqlite:///abs/path -> /abs/path ; sqlite://rel/path -> rel/path ; a bare path as is
-        path = url.removeprefix("sqlite://")
-        store: StateStore = SqliteStore(path=path, idle_ttl=idle_ttl, **options)
-        return store
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from toolgate.state.redis import RedisStore
-
-        redis_store: StateStore = RedisStore(url=url, idle_ttl=idle_ttl, **options)
-        return redis_store
-    raise ConfigError(
-        f"Unknown store URL {url!r}: use memory://, sqlite:///path (or a bare file path) "
-        "or redis://host:port/db",
-        key="store",
-    )

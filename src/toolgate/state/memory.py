@@ -1,7 +1,8 @@
 """``MemoryStore``: the default, in-process session store with idle expiry.
 
 State lives in a dict; rate-limit windows are call-time logs per bucket. Expired
-sessions are dropped on read and by ``sweep``. Base layer: imports only ``state.base``.
+sessions are dropped on read and by ``sweep``. Base layer: imports only ``state.base``
+and ``state.listing``.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from toolgate.state.base import SessionInfo, SessionState, StateStore
+from toolgate.state.base import SessionState
+from toolgate.state.listing import SessionInfo, SessionListing
 
 
 @dataclass
-class MemoryStore(StateStore):
+class MemoryStore(SessionListing):
     """Session state in process memory (one server process, lost on restart)."""
 
     in_process: ClassVar[bool] = True

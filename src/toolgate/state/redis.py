@@ -2,8 +2,8 @@
 
 Owns the key layout (``{prefix}s:{key}`` JSON state with idle expiry, ``{prefix}r:{bucket}``
 sorted-set rate logs) and the Lua scripts that make compare-and-set and rate limiting
-atomic on the server. Base layer: imports only ``toolgate.state.base``, the stdlib and
-``redis``; never ``mcp`` or ``fastmcp``.
+atomic on the server. Base layer: imports only ``state.base``, ``state.listing``, the stdlib
+and ``redis``; never ``mcp`` or ``fastmcp``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from toolgate.state.base import SessionInfo, SessionState, StateStore
+from toolgate.state.base import SessionState
+from toolgate.state.listing import SessionInfo, SessionListing
 
 # KEYS[1] state key; ARGV: expected version, new state JSON, now, idle_ttl, expiry ms.
 # A stored state that is idle by the store's clock counts as absent (version 0), exactly
@@ -82,7 +83,7 @@ def _milliseconds(seconds: float) -> int:
 
 
 @dataclass
-class RedisStore(StateStore):
+class RedisStore(SessionListing):
     """Session state in Redis; every replica pointing at the same URL shares it.
 
     Idle sessions disappear through Redis key expiry; :meth:`sweep` also removes those

@@ -2,7 +2,7 @@
 
 Owns the file's schema (``sessions`` and ``rate_hits``), WAL mode and the single-statement
 compare-and-set that keeps several processes on one file safe. Base layer: imports only
-``toolgate.state.base``, the stdlib and ``sqlite3``; never ``mcp`` or ``fastmcp``.
+``state.base``, ``state.listing``, the stdlib and ``sqlite3``; never ``mcp`` or ``fastmcp``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from toolgate.state.base import SessionInfo, SessionState, StateStore
+from toolgate.state.base import SessionState
+from toolgate.state.listing import SessionInfo, SessionListing
 
 T = TypeVar("T")
 
@@ -49,7 +50,7 @@ _RATE_LOG_HORIZON_S = 86400.0
 
 
 @dataclass
-class SqliteStore(StateStore):
+class SqliteStore(SessionListing):
     """Session state in a SQLite file; several processes may share the file.
 
     ``path`` is the database file (its directory is created); ``busy_timeout`` is how

@@ -1,14 +1,13 @@
-"""The operator dashboard and WebMCP publishing, served next to the gateway's MCP endpoint.
+"""The operator dashboard, served next to the gateway's MCP endpoint.
 
 ``dashboard_app(source)`` is a Starlette app to mount at ``/dashboard``;
-``webmcp_routes(delivery, identity)`` adds ``/webmcp.js`` and its JSON endpoints;
-``record_sessions`` feeds the session list from MCP requests. Edge layer (gateway).
+``record_sessions`` feeds the session list from MCP requests. Edge layer (gateway):
+imports ``build``, ``check``, ``config`` and ``inspect``, never ``serve``.
 """
 
 from toolgate.gateway.dashboard.app import DashboardSource, dashboard_app
 from toolgate.gateway.dashboard.events import EventRing
 from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions, session_rows
-from toolgate.gateway.dashboard.webmcp import webmcp_routes
 
 __all__ = [
     "DashboardSource",
@@ -17,5 +16,4 @@ __all__ = [
     "dashboard_app",
     "record_sessions",
     "session_rows",
-    "webmcp_routes",
 ]

@@ -17,7 +17,8 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from toolgate.lowlevel import Binding
 from toolgate.policy import Principal
-from toolgate.state.base import SessionInfo, SessionState, StateStore
+from toolgate.state.base import SessionState
+from toolgate.state.listing import SessionInfo, SessionListing
 from toolgate.strategies.base import is_stateless
 from toolgate.toolset import ToolSet
 
@@ -40,8 +41,10 @@ class SessionRecorder:
         self._written: OrderedDict[str, SessionInfo] = OrderedDict()
 
     @property
-    def store(self) -> StateStore:
-        return self.toolset.store
+    def store(self) -> SessionListing | None:
+        """The toolset's store when it keeps session records (else nothing is recorded)."""
+        store = self.toolset.store
+        return store if isinstance(store, SessionListing) else None
 
     async def seen(
         self,
@@ -54,6 +57,9 @@ class SessionRecorder:
     ) -> None:
         """Note that session ``key`` was just used; store failures are logged, never
         raised (the dashboard must not break a request)."""
+        store = self.store
+        if store is None:
+            return
         now = self.toolset.clock()
         last = self._written.get(key)
         info = SessionInfo(
@@ -72,7 +78,7 @@ class SessionRecorder:
         if unchanged and last is not None and now - last.last_seen < self.every:
             return
         try:
-            await self.store.put_info(info)
+            await store.put_info(info)
         except Exception as exc:
             logger.warning("cannot record session %r for the dashboard: %s", key, exc)
             return
@@ -161,8 +167,11 @@ def era(protocol: str | None) -> str:
 async def session_rows(toolset: ToolSet, *, limit: int = 500) -> list[SessionRow]:
     """Live sessions, most recently active first: every recorded session (a session
     that only listed tools has no state yet: it shows its initial state) and every
-    session with state but no record (served by something that does not record)."""
+    session with state but no record (served by something that does not record).
+    A store that is no ``SessionListing`` lists none."""
     store = toolset.store
+    if not isinstance(store, SessionListing):
+        return []
     infos = {info.key: info async for info in store.infos()}
     states = {key: state async for key, state in store.sessions()}
     initial = toolset.initial_state()

@@ -1,9 +1,9 @@
-"""WebMCP publishing: ``/webmcp.js`` and the two JSON endpoints it calls.
+"""WebMCP publishing: ``/webmcp.js`` (beside this file) and the JSON endpoints it calls.
 
-A page includes the script with a gateway URL and a bearer token; the script lists the
-principal's surfaced tools (``GET /webmcp/tools``), registers each with the page's
-``document.modelContext`` and runs calls through ``POST /webmcp/call``: the same
-Delivery and Session path as MCP, so every policy is enforced here. Edge layer.
+The script lists a token holder's surfaced tools (``GET /webmcp/tools``), registers them
+with ``document.modelContext`` and calls them (``POST /webmcp/call``) through the same
+Delivery path as MCP, so every policy holds. An adapter beside ``lowlevel``, not in the
+gateway, as it serves any ``Delivery``: imports the core, strategies, wire and Starlette.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -20,7 +20,6 @@ from starlette.routing import Route
 
 from toolgate.catalog import ToolResult
 from toolgate.errors import StoreUnavailable, ToolgateError
-from toolgate.gateway.dashboard.sessions import SessionRecorder
 from toolgate.policy import Principal
 from toolgate.strategies import Delivery
 from toolgate.strategies.base import LEGACY, Strategy
@@ -35,10 +34,24 @@ from toolgate.wire import (
     resolve_principal,
 )
 
-SCRIPT = Path(__file__).parent / "static" / "webmcp.js"
+SCRIPT = Path(__file__).parent / "webmcp.js"
 AGENT_CLASS = "webmcp"
 SESSION_HEADER = "x-toolgate-session"
 _PAGE_SESSION = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+
+
+class SessionsSeen(Protocol):
+    """Told of each session WebMCP serves, e.g. the dashboard's ``SessionRecorder``."""
+
+    async def seen(
+        self,
+        key: str,
+        principal: Principal,
+        *,
+        protocol: str | None,
+        strategy: str,
+        transport: str = "mcp",
+    ) -> None: ...
 
 
 def result_json(result: ToolResult) -> dict[str, Any]:
@@ -53,7 +66,7 @@ def webmcp_routes(
     delivery: Delivery,
     identity: IdentityResolver | IdentityFn | None,
     *,
-    recorder: SessionRecorder | None = None,
+    recorder: SessionsSeen | None = None,
     allow_origins: Sequence[str] = ("*",),
 ) -> list[Route]:
     """``/webmcp.js``, ``/webmcp/tools`` and ``/webmcp/call``, for the gateway's root.
