@@ -9,8 +9,8 @@ from toolgate.strategies.catalog import CatalogStrategy
 from toolgate.strategies.delivery import STRATEGY_NAMES, Delivery, DeliveryConfig
 from toolgate.strategies.flat import FlatStrategy
 from toolgate.strategies.groups import GroupsStrategy
-from toolgate.strategies.list_changed import ListChangedStrategy
 from toolgate.strategies.lazy import LazyDescriptions, ToolDescriptions
+from toolgate.strategies.list_changed import ListChangedStrategy
 from toolgate.strategies.search import SearchStrategy, ToolSearch
 from toolgate.strategies.toolsets import ToolsetsStrategy, parse_toolsets
 

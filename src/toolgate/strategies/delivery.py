@@ -29,7 +29,7 @@ from toolgate.strategies.flat import FlatStrategy
 from toolgate.strategies.groups import GroupsStrategy
 from toolgate.strategies.lazy import ToolDescriptions
 from toolgate.strategies.list_changed import ListChangedStrategy
-from toolgate.strategies.search import SearchStrategy, ToolSearch
+from toolgate.strategies.search import DEFAULT_FULL_RESULTS, SearchStrategy, ToolSearch
 from toolgate.strategies.toolsets import ToolsetsStrategy
 from toolgate.toolset import ToolSet
 from toolgate.view import Page, paginate
@@ -46,7 +46,7 @@ class DeliveryConfig:
     names: MetaNames = field(default_factory=MetaNames)
     groups_fallback: str = "flatten"  # clients without the groups extension: "flatten" | "catalog"
     search: bool = False  # add search_tools / search_tools_regex to every strategy
-    search_full_results: int = 3  # search results given in full; the rest compactly
+    search_full_results: int = DEFAULT_FULL_RESULTS  # results in full; the rest compactly
     grouped_list: str = "summary"  # list_changed: opened groups' tools, "summary" | "full"
 
     def __post_init__(self) -> None:

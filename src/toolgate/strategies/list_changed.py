@@ -2,8 +2,9 @@
 
 ``tools/list`` shows root tools, meta-tools and the tools of effectively active
 groups. Two meta-tool styles: ``menu`` (wags: ``enable_tools`` / ``disable_tools``)
-and ``activators`` (tmcp: ``<group>.activate`` / ``<group>.deactivate``). Both add
-``list_groups`` and the ``call_tool`` dispatcher. Delivery layer: no MCP imports.
+and ``activators`` (tmcp: ``<group>.activate`` / ``<group>.deactivate``, plus
+``enable_tools`` to open several groups in one call). Both add ``list_groups``, the
+``call_tool`` dispatcher and ``describe_tools``. Delivery layer: no MCP imports.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from toolgate.strategies.base import (
     Request,
     Strategy,
     detail_arg,
+    few_words,
     group_names_arg,
     structured,
     summary_wire,
@@ -35,6 +37,7 @@ from toolgate.view import View
 
 MetaStyle = Literal["menu", "activators"]
 GroupedList = Literal["summary", "full"]
+ACTIVATOR_WORDS = 12  # an activator's description: the group's first clause, this long
 
 
 class ListChangedStrategy(Strategy):
@@ -66,9 +69,9 @@ class ListChangedStrategy(Strategy):
         super().__init__(toolset, names=names, addons=addons)
 
     def base_meta_tools(self) -> list[MetaTool]:
-        tools = [self._list_groups_tool(), self._call_tool_tool()]
+        tools = [self._list_groups_tool(), self._call_tool_tool(), self._enable_tool()]
         if self.style == "menu":
-            tools += [self._enable_tool(), self._disable_tool()]
+            tools.append(self._disable_tool())
         return tools
 
     def shape(self, wire: dict[str, Any], tool: Tool) -> dict[str, Any]:
@@ -109,7 +112,7 @@ class ListChangedStrategy(Strategy):
 
         return MetaTool(
             f"{group}{self.sep}{action}",
-            f"{verb} the {group!r} tools: {what}",
+            f"{verb} the {group} tools: {few_words(what, ACTIVATOR_WORDS)}",
             EMPTY_OBJECT,
             run,
         )
@@ -159,15 +162,25 @@ class ListChangedStrategy(Strategy):
             detail = detail_arg(arguments)
             return self._change_reply(await request.session.activate(groups), request, detail)
 
+        if self.style == "activators":
+            # the activators name every group; this opens several in one call
+            text = (
+                "Enable several tool groups at once, like their activators; the result lists "
+                f"their tools in one line each ({self.names.describe_tools} gives them in full)."
+            )
+        else:
+            text = (
+                "Enable one or more tool groups. Their tools join your tool list; the result "
+                "lists them in one line each (name, required arguments, summary): call "
+                f"{self.names.describe_tools} for the full definitions of the ones you pick. A "
+                "child group needs its parent enabled first or in the same call."
+            )
         return MetaTool(
             self.names.enable_tools,
-            "Enable one or more tool groups. Their tools join your tool list; the result "
-            "lists them compactly (name, summary, required arguments): call "
-            f"{self.names.describe_tools} for the full definitions of the ones you pick. A "
-            "child group needs its parent enabled first or in the same call.",
+            text,
             OPEN_GROUPS_SCHEMA,
             run,
-            names_groups=True,
+            names_groups=self.style == "menu",
         )
 
     def _disable_tool(self) -> MetaTool:

@@ -134,10 +134,9 @@ class ToolSearch(Addon):
         return MetaTool(
             strategy.names.search_tools,
             "Search the tools you may use by what they do, in plain words. Returns the best "
-            "matches, best first: the top ones with full definitions, the rest as a name, "
-            f"summary and required arguments ({strategy.names.describe_tools} gives their "
-            "full definitions). Run a result directly by name, or through call_tool if it "
-            "is not in your tool list.",
+            "matches, best first: the top ones in full, the others as one line each "
+            f"({strategy.names.describe_tools} gives them in full). Run a result directly, "
+            "or through call_tool if it is not in your tool list.",
             SEARCH_SCHEMA,
             run,
             READ_ONLY,
@@ -159,13 +158,17 @@ class ToolSearch(Addon):
             READ_ONLY,
         )
 
-    def entry(self, rank: int, hit: SearchHit, tool: Tool, detail: Detail) -> dict[str, Any]:
-        """One result at ``detail``: the best ``full_results`` in full under 'summary'."""
+    def answer(
+        self, found: Sequence[tuple[SearchHit, Tool]], detail: Detail
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """The ``results`` (name, score, and the full definition unless ``detail`` is
+        'names') and the ``more`` lines of a compact index: under 'summary' only the best
+        ``full_results`` come in full, the other matches as one line each."""
         if detail == "names":
-            return {"name": hit.name, "score": hit.score}
-        if detail == "full" or rank < self.full_results:
-            return {"name": hit.name, "score": hit.score, "tool": tool.wire()}
-        return {**index_entry(tool), "score": hit.score}
+            return [{"name": h.name, "score": h.score} for h, _ in found], []
+        cut = len(found) if detail == "full" else self.full_results
+        results = [{"name": h.name, "score": h.score, "tool": t.wire()} for h, t in found[:cut]]
+        return results, [index_entry(t) for _, t in found[cut:]]
 
     async def search(
         self,
@@ -184,7 +187,7 @@ class ToolSearch(Addon):
         find = index.search_regex if regex else index.search
         hits: Sequence[SearchHit] = find(text, limit, view.is_accessible)
         found = [(h, t) for h in hits if (t := view.surfacing(h.name).tool) is not None]
-        results = [self.entry(rank, h, t, detail) for rank, (h, t) in enumerate(found)]
+        results, more = self.answer(found, detail)
         revealed: list[str] = []
         errors: list[str] = []
         changed = False
@@ -197,6 +200,7 @@ class ToolSearch(Addon):
         data: dict[str, Any] = {
             "pattern" if regex else "query": text,
             "results": results,
+            **({"more": more} if more else {}),
             "revealed": revealed,
             "errors": errors,
         }
