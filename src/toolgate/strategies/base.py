@@ -105,7 +105,7 @@ GROUP_NOTE_WORDS = 8
 
 def few_words(text: str, limit: int = GROUP_NOTE_WORDS) -> str:
     """The first clause of ``text``, at most ``limit`` words."""
-    clause = re.split(r"(?<=[.;:])\s", text.strip(), maxsplit=1)[0].rstrip(".;:")
+    clause = re.split(r"(?<=[.;])\s", text.strip(), maxsplit=1)[0].rstrip(".;")
     words = clause.split()
     return " ".join(words[:limit]) + ("…" if len(words) > limit else "")
 
@@ -405,8 +405,8 @@ class Strategy:
 
         return MetaTool(
             self.names.list_groups,
-            "List the tool groups you can enable: name, title, description, whether it "
-            "is active, its parent group and how many tools it holds.",
+            "List the tool groups: name, description, whether it is active, its parent "
+            "and how many tools it holds.",
             EMPTY_OBJECT,
             run,
             READ_ONLY,

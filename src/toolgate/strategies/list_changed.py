@@ -37,7 +37,7 @@ from toolgate.view import View
 
 MetaStyle = Literal["menu", "activators"]
 GroupedList = Literal["summary", "full"]
-ACTIVATOR_WORDS = 12  # an activator's description: the group's first clause, this long
+ACTIVATOR_WORDS = 8  # an activator's description: the group's first clause, this long
 
 
 class ListChangedStrategy(Strategy):
@@ -165,8 +165,8 @@ class ListChangedStrategy(Strategy):
         if self.style == "activators":
             # the activators name every group; this opens several in one call
             text = (
-                "Enable several tool groups at once, like their activators; the result lists "
-                f"their tools in one line each ({self.names.describe_tools} gives them in full)."
+                "Enable several tool groups at once (as their activators do); "
+                f"{self.names.describe_tools} gives the tools you pick in full."
             )
         else:
             text = (
