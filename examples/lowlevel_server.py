@@ -87,7 +87,7 @@ def build() -> tuple[Server[Any], Binding]:
     binding = bind(server, toolset, DeliveryConfig(meta_tools="activators"), identity=tokens)
     # clients that declare the io.modelcontextprotocol/groups extension get groups/list
     # and groups/get; the others get the activators (legacy) or the catalog (2026-07-28)
-    bind_groups(server, binding.delivery, resolver=binding.request_for)
+    bind_groups(server, binding.delivery, facts=binding.facts)
     return server, binding
 
 

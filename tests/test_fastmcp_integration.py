@@ -33,12 +33,12 @@ from toolgate.client import (
     ListGroupsParams,
     ListGroupsRequest,
 )
+from toolgate.errors import Unauthenticated
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.lowlevel import bind
 from toolgate.strategies import DeliveryConfig
 from toolgate.strategies.base import Addon
 from toolgate.strategies.lazy import LazyDescriptions, workflow_text
-from toolgate.wire import Unauthenticated
 
 URI = "resource:///tool_descriptions"
 OWN_URI = "data://tracker/readme"

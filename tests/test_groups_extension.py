@@ -29,14 +29,11 @@ from toolgate.client import (
     ListGroupsRequest,
 )
 from toolgate.errors import RegistrationError, ToolgateError
-from toolgate.groups_extension import (
-    GroupsExtension,
-    GroupsServerExtension,
-    bind_groups,
-    resolve,
-)
+from toolgate.groups_extension import GroupsExtension, GroupsServerExtension, bind_groups
+from toolgate.identity import Caller
 from toolgate.lowlevel import bind
 from toolgate.policy import Principal
+from toolgate.request import request_facts
 from toolgate.strategies import Delivery, DeliveryConfig
 from toolgate.toolset import ToolSet
 from toolgate.wire import call_result, raise_or_result, tool_models
@@ -81,9 +78,8 @@ def build_toolset(page_size: int = 100) -> ToolSet:
     return ts
 
 
-def principal_of(ctx: Any) -> Principal | None:
-    request = getattr(ctx, "request", None)
-    name = request.headers.get("x-principal") if request is not None else None
+def identity(caller: Caller) -> Principal | None:
+    name = caller.headers.get("x-principal")
     return PRINCIPALS.get(name) if name else None
 
 
@@ -93,7 +89,7 @@ def serve_tools(lowlevel: Any, delivery: Delivery) -> None:
     async def middleware(ctx: Any, call_next: Any) -> Any:
         if ctx.request_id is None or ctx.method not in ("tools/list", "tools/call"):
             return await call_next(ctx)
-        strategy, request = resolve(delivery, ctx, principal_of)
+        strategy, request = (await request_facts(ctx, identity)).request(delivery)
         params = ctx.params or {}
         if ctx.method == "tools/list":
             try:
@@ -116,7 +112,7 @@ def serve_tools(lowlevel: Any, delivery: Delivery) -> None:
 
 def fastmcp_app(delivery: Delivery) -> Any:
     server = fastmcp.FastMCP("groups-test")
-    server.add_extension(GroupsServerExtension(delivery, principal_of=principal_of))
+    server.add_extension(GroupsServerExtension(delivery, identity=identity))
     serve_tools(server._mcp_server, delivery)
     return server.http_app(path="/mcp")
 
@@ -126,7 +122,7 @@ def lowlevel_app(delivery: Delivery) -> Any:
         raise AssertionError("served by the toolgate middleware")
 
     server = Server("groups-test", on_list_tools=unused, on_call_tool=unused)
-    bind_groups(server, delivery, principal_of=principal_of)
+    bind_groups(server, delivery, identity=identity)
     serve_tools(server, delivery)
     return server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
 
@@ -503,7 +499,7 @@ async def test_the_lowlevel_adapter_and_the_extension_share_one_request_resoluti
 ) -> None:
     server = Server("adapted")
     binding = bind(server, build_toolset())
-    bind_groups(server, binding.delivery, resolver=binding.request_for)
+    bind_groups(server, binding.delivery, facts=binding.facts)
     app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
     async with serve(app) as url, connect(url, mode) as c:
         top = await tool_names(c)

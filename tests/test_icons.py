@@ -1,17 +1,21 @@
 """Tool icons survive every path: the catalog's wire form, the gateway, the FastMCP
-adapter; only lazy descriptions' ``minimal`` list leaves them for the full definition."""
+adapter, an SDK ``MCPServer``'s own tools; only lazy descriptions' ``minimal`` list
+leaves them for the full definition."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import fastmcp
+from mcp import Client
+from mcp.server import MCPServer
 from mcp_types import Icon
 
 from toolgate import Tool, ToolSet
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.gateway.build import build_toolset
 from toolgate.gateway.config import parse_config
+from toolgate.lowlevel import bind
 from toolgate.strategies import Delivery, DeliveryConfig
 from toolgate.strategies.base import LEGACY, Request
 from toolgate.strategies.lazy import LazyDescriptions
@@ -67,3 +71,19 @@ async def test_the_fastmcp_adapter_lists_a_fastmcp_tools_icons() -> None:
         tools: dict[str, Any] = {t.name: t for t in await client.list_tools()}
     icons = tools["fork"].icons
     assert [i.model_dump(by_alias=True, exclude_none=True) for i in icons] == [ICON]
+
+
+async def test_an_mcpserver_binding_lists_its_own_tools_icons_and_meta() -> None:
+    server = MCPServer("icons")
+
+    @server.tool(icons=[Icon(**ICON)], meta={"ui": {"color": "green"}})
+    def fork(repo: str) -> str:
+        """Fork a repository."""
+        return repo
+
+    bind(server, ToolSet())
+    async with Client(server, mode="legacy") as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+    fork_tool = listed["fork"]
+    assert [i.model_dump(by_alias=True, exclude_none=True) for i in fork_tool.icons or []] == [ICON]
+    assert fork_tool.meta == {"ui": {"color": "green"}}

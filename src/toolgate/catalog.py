@@ -134,6 +134,25 @@ class Tool:
         """The groups a scope is matched against: ``("default",)`` for root tools."""
         return self.groups or (DEFAULT_GROUP,)
 
+    @classmethod
+    def from_wire(
+        cls, wire: Mapping[str, Any], handler: Handler | None = None, **overrides: Any
+    ) -> Tool:
+        """A tool from an MCP ``Tool`` definition as a plain dict (camelCase keys, the
+        form :meth:`wire` returns), keeping icons and ``_meta``; ``overrides`` set any
+        other field. ``Tool.from_wire({"name": "fork"}, run, groups=("repos",))``"""
+        fields: dict[str, Any] = {
+            "name": str(wire["name"]),
+            "description": str(wire.get("description") or ""),
+            "input_schema": wire.get("inputSchema") or dict(EMPTY_SCHEMA),
+            "title": wire.get("title"),
+            "output_schema": wire.get("outputSchema"),
+            "annotations": wire.get("annotations"),
+            "meta": wire.get("_meta"),
+            "icons": tuple(wire["icons"]) if wire.get("icons") else None,
+        }
+        return cls(handler=handler, **{**fields, **overrides})
+
     def wire(self) -> dict[str, Any]:
         """The MCP ``Tool`` definition as a plain dict (camelCase keys, no Nones)."""
         out: dict[str, Any] = {

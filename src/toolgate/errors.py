@@ -125,6 +125,13 @@ class DescriptionRequired(ToolgateError):
     code = "TOOL_DESCRIPTION_REQUIRED"
 
 
+class Unauthenticated(ToolgateError):
+    """A request without a known bearer token (or with unusable claims), where one is
+    required."""
+
+    code = "unauthenticated"
+
+
 class StoreUnavailable(ToolgateError):
     """The session store failed or timed out. Retryable; nothing hidden was shown or run."""
 

@@ -8,10 +8,7 @@ Adapter layer: imports ``mcp`` and ``fastmcp``; the rules live in the strategy.
 
 from __future__ import annotations
 
-import asyncio
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as mt
@@ -24,19 +21,19 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from toolgate.errors import ConfigError, ToolgateError
-from toolgate.policy import Principal
+from toolgate.identity import IdentityFn, IdentityResolver
+from toolgate.request import Live, LiveConnections, RequestFacts, request_facts
 from toolgate.strategies import Delivery
-from toolgate.strategies.base import GROUPS_EXTENSION, Request, Strategy, is_stateless
+from toolgate.strategies.base import GROUPS_EXTENSION, Request
 from toolgate.strategies.groups import GROUPS_LIST_CHANGED, GroupsStrategy
-from toolgate.wire import declared_extensions, extensions_from_meta, mcp_error
+from toolgate.wire import mcp_error
 
 SETTINGS: Mapping[str, Any] = {"listChanged": True}
 
 Context = ServerRequestContext[Any, Any]
-PrincipalOf = Callable[[Context], Principal | None]
-"""Who is asking, from the request (HTTP auth, ...); ``None``: the toolset's default."""
-Resolver = Callable[[Context], Awaitable[tuple[Strategy, Request]]]
-"""An adapter's own request -> (strategy, Request) resolution (identity, session keys)."""
+FactsOf = Callable[[Context], Awaitable[RequestFacts]]
+"""An adapter's own reading of a request (``Binding.facts``, ``ToolgateMiddleware.facts``)."""
+Identity = IdentityResolver | IdentityFn | None
 
 
 class ListGroupsParams(mt.PaginatedRequestParams):
@@ -49,105 +46,9 @@ class GetGroupParams(mt.RequestParams):
     name: str
 
 
-# -- request -> (strategy, Request) ----------------------------------------------------
-def request_extensions(ctx: Context) -> frozenset[str]:
-    """Extensions this request declares: the legacy initialize capabilities and the
-    per-request ``_meta`` client capabilities (2026-07-28), whichever are present."""
-    caps = getattr(ctx.session, "client_capabilities", None)
-    params = ctx.params if isinstance(ctx.params, Mapping) else {}
-    meta = params.get("_meta")
-    return declared_extensions(caps) | extensions_from_meta(
-        meta if isinstance(meta, Mapping) else None
-    )
-
-
-def transport_session_id(ctx: Context) -> str | None:
-    """The legacy transport's session id (``Mcp-Session-Id``); None elsewhere."""
-    connection = getattr(ctx.session, "_connection", None)
-    session_id = getattr(connection, "session_id", None)
-    return session_id if isinstance(session_id, str) else None
-
-
-def resolve(
-    delivery: Delivery, ctx: Context, principal_of: PrincipalOf | None = None
-) -> tuple[Strategy, Request]:
-    """The strategy and toolgate request for one SDK request context."""
-    return delivery.request(
-        session_key=transport_session_id(ctx),
-        principal=principal_of(ctx) if principal_of is not None else None,
-        protocol=ctx.protocol_version,
-        extensions=request_extensions(ctx),
-    )
-
-
 def serves_groups(delivery: Delivery) -> bool:
     """Whether ``delivery`` gives a client that declares the extension ``groups``."""
     return isinstance(delivery.choose(None, frozenset({GROUPS_EXTENSION})), GroupsStrategy)
-
-
-# -- notifications ---------------------------------------------------------------------
-@dataclass
-class _Watch:
-    principal: Principal
-    extensions: frozenset[str]
-    fingerprint: str
-
-
-class GroupsListNotifier:
-    """Tells connections that used the extension when their ``groups/list`` changed.
-
-    Legacy connections only: they have a standalone channel. A 2026-07-28 client has
-    no connection to notify outside a request (that needs ``subscriptions/listen``).
-    """
-
-    def __init__(self, strategy: GroupsStrategy) -> None:
-        self.strategy = strategy
-        self._watched: weakref.WeakKeyDictionary[Any, _Watch] = weakref.WeakKeyDictionary()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task[int]] = set()
-
-    def watch(self, ctx: Context, request: Request) -> None:
-        """Remember the connection behind ``ctx`` and what its groups/list shows now."""
-        connection = getattr(ctx.session, "_connection", None)
-        if connection is None or is_stateless(ctx.protocol_version):
-            return
-        if not getattr(connection, "has_standalone_channel", False):
-            return
-        principal = request.session.principal
-        fp = self.strategy.fingerprint(principal, request.extensions)
-        self._watched[connection] = _Watch(principal, request.extensions, fp)
-        self._loop = asyncio.get_running_loop()
-
-    def catalog_changed(self, _catalog: object = None) -> None:
-        """A ``Catalog.on_change`` listener: schedule :meth:`flush` on the serving loop."""
-        loop = self._loop
-        if loop is None or not self._watched or loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self._spawn()
-        else:
-            loop.call_soon_threadsafe(self._spawn)
-
-    def _spawn(self) -> None:
-        task = asyncio.get_running_loop().create_task(self.flush())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def flush(self) -> int:
-        """Notify every watched connection whose groups/list changed; how many were."""
-        sent = 0
-        for connection, watch in list(self._watched.items()):
-            fp = self.strategy.fingerprint(watch.principal, watch.extensions)
-            if fp == watch.fingerprint:
-                continue
-            watch.fingerprint = fp
-            await connection.notify(GROUPS_LIST_CHANGED, None)  # never raises
-            sent += 1
-        return sent
 
 
 # -- the two methods -------------------------------------------------------------------
@@ -158,11 +59,7 @@ class GroupsEndpoint:
     """
 
     def __init__(
-        self,
-        delivery: Delivery,
-        *,
-        principal_of: PrincipalOf | None = None,
-        resolver: Resolver | None = None,
+        self, delivery: Delivery, *, identity: Identity = None, facts: FactsOf | None = None
     ) -> None:
         if not serves_groups(delivery):
             raise ConfigError(
@@ -174,16 +71,21 @@ class GroupsEndpoint:
         assert isinstance(strategy, GroupsStrategy)
         self.delivery = delivery
         self.strategy = strategy
-        self.principal_of = principal_of
-        self.resolver = resolver
-        self.notifier = GroupsListNotifier(strategy)
-        delivery.toolset.catalog.on_change(self.notifier.catalog_changed)
+        self.identity = identity
+        self.facts = facts or self._facts
+        #: connections that used ``groups/list``, told when theirs changes
+        self.live = LiveConnections()
+        delivery.toolset.catalog.on_change(lambda _: self.live.soon(self.flush))
 
-    async def _request(self, ctx: Context, method: str) -> Request:
-        if self.resolver is not None:
-            strategy, request = await self.resolver(ctx)
-        else:
-            strategy, request = resolve(self.delivery, ctx, self.principal_of)
+    async def _facts(self, ctx: Context) -> RequestFacts:
+        try:
+            return await request_facts(ctx, self.identity)
+        except ToolgateError as exc:
+            raise mcp_error(exc) from exc
+
+    async def _request(self, ctx: Context, method: str) -> tuple[RequestFacts, Request]:
+        facts = await self.facts(ctx)
+        strategy, request = facts.request(self.delivery)
         if strategy is not self.strategy:
             # the draft: no groups/* from a client that did not declare the extension;
             # its tools/list is flat, so a group's placement would be a lie to it
@@ -192,23 +94,41 @@ class GroupsEndpoint:
                 message=f"Method not found: {method} (declare the {GROUPS_EXTENSION} "
                 "extension in the client capabilities to use it)",
             )
-        return request
+        return facts, request
 
     async def list_groups(self, ctx: Context, params: ListGroupsParams) -> dict[str, Any]:
-        request = await self._request(ctx, "groups/list")
+        facts, request = await self._request(ctx, "groups/list")
         try:
             result = self.strategy.groups_list(request, params.cursor)
         except ToolgateError as exc:
-            raise _rpc_error(exc) from exc
-        self.notifier.watch(ctx, request)
+            raise mcp_error(exc) from exc
+        live = self.live.remember(ctx, facts)
+        if live is not None:
+            live.shown["groups"] = self._fingerprint(live)
         return result
 
     async def get_group(self, ctx: Context, params: GetGroupParams) -> dict[str, Any]:
-        request = await self._request(ctx, "groups/get")
+        _, request = await self._request(ctx, "groups/get")
         try:
             return await self.strategy.groups_get(request, params.name)
         except ToolgateError as exc:
-            raise _rpc_error(exc) from exc
+            raise mcp_error(exc) from exc
+
+    def _fingerprint(self, live: Live) -> str:
+        principal = live.facts.principal or self.delivery.toolset.default_principal
+        return self.strategy.fingerprint(principal, live.facts.extensions)
+
+    async def flush(self) -> int:
+        """Notify every connection whose groups/list changed; how many were."""
+
+        async def changed(live: Live) -> bool:
+            fingerprint = self._fingerprint(live)
+            if live.shown.get("groups") in (None, fingerprint):
+                return False
+            live.shown["groups"] = fingerprint
+            return True
+
+        return await self.live.notify(GROUPS_LIST_CHANGED, changed)
 
     def method_table(self) -> list[tuple[str, type[BaseModel], Any]]:
         return [
@@ -235,11 +155,6 @@ class GroupsEndpoint:
         return data
 
 
-def _rpc_error(exc: ToolgateError) -> Exception:
-    err = mcp_error(exc)
-    return err if err is not None else MCPError(code=mt.INTERNAL_ERROR, message=exc.message)
-
-
 def _install(lowlevel: Any, endpoint: GroupsEndpoint) -> None:
     middleware = lowlevel.middleware
     if not any(getattr(m, "__self__", None) is endpoint for m in middleware):
@@ -248,20 +163,17 @@ def _install(lowlevel: Any, endpoint: GroupsEndpoint) -> None:
 
 # -- the official SDK --------------------------------------------------------------------
 def bind_groups(
-    server: Any,
-    delivery: Delivery,
-    *,
-    principal_of: PrincipalOf | None = None,
-    resolver: Resolver | None = None,
+    server: Any, delivery: Delivery, *, identity: Identity = None, facts: FactsOf | None = None
 ) -> GroupsEndpoint:
     """Serve the extension on an SDK ``Server`` (lowlevel) or an ``MCPServer``.
 
     Registers ``groups/list`` and ``groups/get`` with ``add_request_handler``, sets
-    ``server.extensions[...]`` and the legacy advertisement middleware. ``resolver``:
-    the adapter's own request resolution (``toolgate.lowlevel.Binding.request_for``).
+    ``server.extensions[...]`` and the legacy advertisement middleware. ``facts``: the
+    adapter's own reading of a request (``toolgate.lowlevel.Binding.facts``), so groups
+    see the principal and session tools see; else ``identity`` resolves the principal.
     """
     lowlevel = getattr(server, "_lowlevel_server", server)
-    endpoint = GroupsEndpoint(delivery, principal_of=principal_of, resolver=resolver)
+    endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts)
     for method, params_type, handler in endpoint.method_table():
         lowlevel.add_request_handler(method, params_type, handler)
     lowlevel.extensions[GROUPS_EXTENSION] = dict(SETTINGS)
@@ -279,13 +191,9 @@ class GroupsExtension(Extension):
     identifier = GROUPS_EXTENSION
 
     def __init__(
-        self,
-        delivery: Delivery,
-        *,
-        principal_of: PrincipalOf | None = None,
-        resolver: Resolver | None = None,
+        self, delivery: Delivery, *, identity: Identity = None, facts: FactsOf | None = None
     ) -> None:
-        self.endpoint = GroupsEndpoint(delivery, principal_of=principal_of, resolver=resolver)
+        self.endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts)
         self.legacy_advert = self.endpoint.advertise_on_legacy
 
     def settings(self) -> dict[str, Any]:
@@ -305,13 +213,9 @@ class GroupsServerExtension(ServerExtension):
     identifier = GROUPS_EXTENSION
 
     def __init__(
-        self,
-        delivery: Delivery,
-        *,
-        principal_of: PrincipalOf | None = None,
-        resolver: Resolver | None = None,
+        self, delivery: Delivery, *, identity: Identity = None, facts: FactsOf | None = None
     ) -> None:
-        self.endpoint = GroupsEndpoint(delivery, principal_of=principal_of, resolver=resolver)
+        self.endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts)
 
     def settings(self) -> dict[str, Any]:
         return dict(SETTINGS)
@@ -323,7 +227,7 @@ class GroupsServerExtension(ServerExtension):
         # a deep copy would copy the toolset; an extension shares its delivery
         endpoint = self.endpoint
         return GroupsServerExtension(
-            endpoint.delivery, principal_of=endpoint.principal_of, resolver=endpoint.resolver
+            endpoint.delivery, identity=endpoint.identity, facts=endpoint.facts
         )
 
     def _bind(self, server: Any) -> None:

@@ -1,21 +1,21 @@
 """Progressive disclosure on the official SDK: ``bind(server, toolset)``.
 
 Installs toolgate's ``tools/list`` / ``tools/call`` (and, with add-ons, ``resources/*``)
-handlers on an ``mcp.server.Server`` or ``MCPServer`` and derives each request's
-session key, principal and confirmer from the transport. Adapter layer: imports
-``mcp``, ``toolgate.wire`` and the delivery layer below it; never ``fastmcp``.
+handlers on an ``mcp.server.Server`` or ``MCPServer``; each request is read once
+(``toolgate.request``). Adapter layer: imports ``mcp``, ``toolgate.request``,
+``toolgate.wire`` and the delivery layer below them; never ``fastmcp``.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import mcp_types as mt
 from mcp.server import MCPServer, NotificationOptions, Server
+from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import HandlerEntry
@@ -25,25 +25,25 @@ from starlette.applications import Starlette
 
 from toolgate.catalog import CallContext, Tool, ToolResult
 from toolgate.errors import ToolgateError
-from toolgate.policy import Principal
+from toolgate.identity import BearerTokens, Caller, IdentityFn, IdentityResolver
+from toolgate.request import (
+    LiveConnections,
+    RequestFacts,
+    caller_of,
+    request_facts,
+    session_key,
+)
 from toolgate.strategies import Addon, Delivery, DeliveryConfig
-from toolgate.strategies.base import Request, Strategy, is_stateless
+from toolgate.strategies.base import Request, Strategy
 from toolgate.toolset import ToolSet
 from toolgate.wire import (
     RESOURCE_NOT_FOUND,
-    BearerTokens,
-    Caller,
-    IdentityFn,
-    IdentityResolver,
-    SessionElicitationConfirmer,
     call_result,
-    declared_extensions,
     mcp_error,
     raise_or_result,
-    resolve_principal,
     result_from_mcp,
-    supports_elicitation,
     tool_models,
+    tool_wire,
 )
 
 logger = logging.getLogger("toolgate.lowlevel")
@@ -52,36 +52,24 @@ Context = ServerRequestContext[Any, Any]
 
 #: ``CallContext.extras`` key under which a tool handler finds the SDK request context.
 REQUEST_CONTEXT = "mcp.request_context"
-_SESSION_KEY = "toolgate.session_key"  # per-connection key, kept in Connection.state
-
-
-def session_key(ctx: Context) -> str:
-    """The legacy-protocol session key: the transport session id (streamable HTTP),
-    else a key minted once per connection (stdio, in-memory)."""
-    connection = ctx.session._connection
-    if connection.session_id:
-        return str(connection.session_id)
-    key = connection.state.get(_SESSION_KEY)
-    if key is None:
-        key = connection.state[_SESSION_KEY] = f"conn:{uuid.uuid4().hex}"
-    return str(key)
-
-
-def caller_of(ctx: Context) -> Caller:
-    """How the request arrived: HTTP headers when there is an HTTP request."""
-    request = ctx.request
-    headers = getattr(request, "headers", None)
-    if headers is None:
-        return Caller("local")
-    return Caller("http", {k.lower(): v for k, v in headers.items()})
 
 
 def _fail(exc: ToolgateError) -> NoReturn:
     """Raise the JSON-RPC error for ``exc`` where a result cannot carry it."""
-    err = mcp_error(exc)
-    if err is None:
-        err = MCPError(code=mt.INTERNAL_ERROR, message=exc.message, data=exc.to_dict())
-    raise err from exc
+    raise mcp_error(exc) from exc
+
+
+@dataclass(frozen=True)
+class _TokenVerifier:
+    """``BearerTokens`` as the SDK's ``TokenVerifier``, so its HTTP layer answers 401."""
+
+    tokens: BearerTokens
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        principal = self.tokens.principal_for(token)
+        if principal is None:
+            return None
+        return AccessToken(token=self.tokens.digest(token), client_id=principal.id, scopes=[])
 
 
 def _with_list_changed(server: Server[Any]) -> None:
@@ -109,6 +97,8 @@ class Binding:
     server: Server[Any]
     delivery: Delivery
     identity: IdentityResolver | IdentityFn | None = None
+    #: the legacy connections served, for notifications outside a request
+    live: LiveConnections = field(default_factory=LiveConnections, init=False)
     # the server's own resources handlers, chained after the add-ons'
     _resources_list: HandlerEntry[Any] | None = field(default=None, init=False, repr=False)
     _resources_read: HandlerEntry[Any] | None = field(default=None, init=False, repr=False)
@@ -118,28 +108,18 @@ class Binding:
         return self.delivery.toolset
 
     # -- per request -------------------------------------------------------------------
-    async def principal(self, ctx: Context) -> Principal | None:
+    async def facts(self, ctx: Context) -> RequestFacts:
+        """The request's facts (read once per request); its connection is remembered."""
         try:
-            return await resolve_principal(self.identity, caller_of(ctx))
+            facts = await request_facts(ctx, self.identity)
         except ToolgateError as exc:
             _fail(exc)
+        self.live.remember(ctx, facts)
+        return facts
 
     async def request_for(self, ctx: Context) -> tuple[Strategy, Request]:
         """The strategy and toolgate request for one MCP request."""
-        protocol = ctx.protocol_version
-        caps = ctx.session.client_capabilities
-        legacy = not is_stateless(protocol)
-        confirmer = None
-        if legacy and supports_elicitation(caps):
-            confirmer = SessionElicitationConfirmer(ctx.session, ctx.request_id)
-        return self.delivery.request(
-            session_key=session_key(ctx) if legacy else None,
-            principal=await self.principal(ctx),
-            protocol=protocol,
-            extensions=declared_extensions(caps),
-            confirmer=confirmer,
-            extras={REQUEST_CONTEXT: ctx},
-        )
+        return (await self.facts(ctx)).request(self.delivery, extras={REQUEST_CONTEXT: ctx})
 
     # -- handlers ----------------------------------------------------------------------
     async def list_tools(
@@ -210,7 +190,7 @@ class Binding:
             and tokens.anonymous is None
             and "token_verifier" not in options
         ):
-            options["token_verifier"] = tokens
+            options["token_verifier"] = _TokenVerifier(tokens)
             issuer = issuer_url or f"http://{host}"
             options.setdefault("auth", AuthSettings(issuer_url=issuer, resource_server_url=None))
         return self.server.streamable_http_app(host=host, **options)
@@ -256,23 +236,17 @@ def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> None:
                 )
             return result_from_mcp(result)
 
-        annotations = (
-            info.annotations.model_dump(by_alias=True, exclude_none=True)
-            if info.annotations
-            else None
+        wire = mt.Tool(
+            name=info.name,
+            title=info.title,
+            description=info.description,
+            input_schema=info.parameters,
+            output_schema=info.output_schema,
+            annotations=info.annotations,
+            icons=info.icons,
+            _meta=info.meta,
         )
-        adopted.append(
-            Tool(
-                info.name,
-                info.description or "",
-                handler=run,
-                input_schema=info.parameters,
-                title=info.title,
-                output_schema=info.output_schema,
-                annotations=annotations,
-                source="mcpserver",
-            )
-        )
+        adopted.append(Tool.from_wire(tool_wire(wire), run, source="mcpserver"))
     toolset.add_tools(adopted)
 
 
@@ -324,6 +298,7 @@ __all__ = [
     "Binding",
     "Caller",
     "IdentityResolver",
+    "RequestFacts",
     "bind",
     "caller_of",
     "session_key",

@@ -34,13 +34,13 @@ from toolgate.gateway.dashboard import (
     dashboard_app,
     record_sessions,
 )
+from toolgate.identity import BearerTokens
 from toolgate.lowlevel import Binding, bind
 from toolgate.policy import TrustLadder
 from toolgate.state.base import StateStore
 from toolgate.strategies import DeliveryConfig
 from toolgate.toolset import ToolSet
 from toolgate.webmcp import webmcp_routes
-from toolgate.wire import BearerTokens
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")

@@ -14,9 +14,9 @@ import anyio
 from mcp.server import MCPServer, Server
 
 from toolgate import CallContext, Group, Policy, Principal, Tool, ToolSet
+from toolgate.identity import IdentityResolver
 from toolgate.lowlevel import Binding, bind
 from toolgate.strategies import DeliveryConfig
-from toolgate.wire import IdentityResolver
 
 PATH_SCHEMA = {
     "type": "object",

@@ -271,29 +271,19 @@ def build_toolset(
                         content=True,
                     )
     known_groups = set(toolset.catalog.groups)
-    built = []
-    for t in tools:
-        wire = t.wire
-        schema = wire.get("inputSchema") or {"type": "object", "properties": {}}
-        annotations = wire.get("annotations")
-        built.append(
-            Tool(
-                name=t.exposed,
-                description=str(wire.get("description") or ""),
-                handler=handler_for(t),
-                input_schema=schema,
-                title=wire.get("title"),
-                output_schema=wire.get("outputSchema"),
-                annotations=annotations,
-                groups=tuple(g for g in membership[t.exposed] if g in known_groups),
-                visibility=ALWAYS if t.exposed in always else BY_GROUP,
-                policy=policies.get(t.exposed, Policy()),
-                stages=stages.get(t.exposed),
-                meta=wire.get("_meta"),
-                icons=tuple(wire["icons"]) if wire.get("icons") else None,
-                source=t.server,
-            )
+    built = [
+        Tool.from_wire(
+            t.wire,
+            handler_for(t),
+            name=t.exposed,
+            groups=tuple(g for g in membership[t.exposed] if g in known_groups),
+            visibility=ALWAYS if t.exposed in always else BY_GROUP,
+            policy=policies.get(t.exposed, Policy()),
+            stages=stages.get(t.exposed),
+            source=t.server,
         )
+        for t in tools
+    ]
     for tool in built:
         try:
             toolset.add_tool(tool)

@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 from mcp.server import Server
@@ -37,26 +35,21 @@ from toolgate.gateway.build import (
     principal_from,
 )
 from toolgate.gateway.config import GatewayConfig
-from toolgate.lowlevel import Binding, bind, caller_of, session_key
-from toolgate.policy import Principal, TrustLadder
+from toolgate.identity import BearerTokens, IdentityResolver
+from toolgate.lowlevel import Binding, bind
+from toolgate.policy import TrustLadder
+from toolgate.request import Live, LiveConnections
 from toolgate.state.base import StateStore
 from toolgate.state.memory import MemoryStore
 from toolgate.state.open import is_store_path, open_store
 from toolgate.strategies import Addon, Delivery
-from toolgate.strategies.base import is_stateless
 from toolgate.toolset import ToolSet
-from toolgate.wire import (
-    BearerTokens,
-    Caller,
-    IdentityResolver,
-    declared_extensions,
-    resolve_principal,
-)
 
 logger = logging.getLogger("toolgate.gateway")
 
 Context = ServerRequestContext[Any, Any]
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+LIST_CHANGED = "notifications/tools/list_changed"
 #: An optional app served beside ``/mcp``: given the built gateway, the bind host and the
 #: extra allowed host names, the routes to add at the root of the HTTP app (none: off).
 GatewayApp = Callable[["Gateway", str, Sequence[str]], Sequence[BaseRoute]]
@@ -125,16 +118,6 @@ async def log_store_failures(ctx: Context, call_next: CallNext) -> HandlerResult
         raise
 
 
-@dataclass
-class _Seen:
-    """A legacy connection we may notify: how to rebuild its request later."""
-
-    key: str
-    caller: Caller
-    protocol: str | None
-    extensions: frozenset[str]
-
-
 class Gateway:
     """Backends + catalog + SDK server. ``async with gateway.running(): ...``.
 
@@ -179,7 +162,6 @@ class Gateway:
         self.lazy: Addon | None = None
         self.report = BuildReport()
         self._handlers: dict[tuple[str, str], Handler] = {}
-        self._seen: weakref.WeakKeyDictionary[Any, _Seen] = weakref.WeakKeyDictionary()
         self._sync_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.syncs = 0  # how many times backend changes were synced (tests, logs)
@@ -255,8 +237,7 @@ class Gateway:
         if tg.strategy in ("auto", "groups"):
             from toolgate.groups_extension import bind_groups
 
-            bind_groups(self.server, self.binding.delivery, principal_of=self._principal_of)
-        self.server.middleware.insert(0, self._remember)
+            bind_groups(self.server, self.binding.delivery, facts=self.binding.facts)
         self.server.middleware.insert(0, log_store_failures)
         # who each session is, in the store: the dashboard lists it, WebMCP adds to it
         from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
@@ -273,13 +254,6 @@ class Gateway:
             tg.strategy,
         )
         return report
-
-    def _principal_of(self, ctx: Context) -> Principal | None:
-        """Sync principal lookup for the groups extension (HTTP bearer tokens)."""
-        if not isinstance(self.identity, BearerTokens):
-            return None
-        token = caller_of(ctx).bearer_token
-        return self.identity.principal_for(token) if token else None
 
     # -- following the backends -----------------------------------------------------------
     async def _tools_changed(self, backend: Backend) -> None:
@@ -308,11 +282,12 @@ class Gateway:
             self._apply(toolset, scratch.catalog.tools)
             after = await self._lists()
             self.syncs += 1
-            sent = 0
-            for connection, listing in before.items():
-                if after.get(connection) != listing:
-                    await connection.notify("notifications/tools/list_changed", None)
-                    sent += 1
+
+            async def changed(live: Live) -> bool:
+                was = before.get(live.connection)
+                return was is not None and after.get(live.connection) != was
+
+            sent = await self._connections().notify(LIST_CHANGED, changed)
             logger.info(
                 "catalog synced after %s changed: %d tools; notified %d session(s)",
                 reason or "a backend",
@@ -338,42 +313,21 @@ class Gateway:
             except Exception as exc:
                 logger.warning("tool %r from %r not served: %s", name, tool.source, exc)
 
+    def _connections(self) -> LiveConnections:
+        if self.binding is None:
+            raise RuntimeError("the gateway has not been built yet")
+        return self.binding.live
+
     async def _lists(self) -> dict[Any, list[dict[str, Any]]]:
-        """What each remembered legacy connection's tools/list shows now."""
+        """What each live legacy connection's tools/list shows now."""
         out: dict[Any, list[dict[str, Any]]] = {}
-        delivery = self.delivery
-        for connection, seen in list(self._seen.items()):
+        for live in self._connections():
             try:
-                principal = await resolve_principal(self.identity, seen.caller)
-                strategy, request = delivery.request(
-                    session_key=seen.key,
-                    principal=principal,
-                    protocol=seen.protocol,
-                    extensions=seen.extensions,
-                )
-                out[connection] = await strategy.list_tools(request)
+                strategy, request = live.facts.request(self.delivery)
+                out[live.connection] = await strategy.list_tools(request)
             except Exception as exc:  # a session we cannot evaluate is not notified
                 logger.debug("cannot compute the list of a session: %s", exc)
         return out
-
-    async def _remember(self, ctx: Context, call_next: CallNext) -> HandlerResult:
-        """``ServerMiddleware``: remember legacy connections that have a channel for
-        server-initiated notifications (stdio, HTTP with a GET stream)."""
-        result = await call_next(ctx)
-        if ctx.method in ("initialize", "ping") or is_stateless(ctx.protocol_version):
-            return result
-        connection = getattr(ctx.session, "_connection", None)
-        if connection is None or connection in self._seen:
-            return result
-        if not getattr(connection, "has_standalone_channel", False):
-            return result
-        self._seen[connection] = _Seen(
-            key=session_key(ctx),
-            caller=caller_of(ctx),
-            protocol=ctx.protocol_version,
-            extensions=declared_extensions(ctx.session.client_capabilities),
-        )
-        return result
 
     # -- running --------------------------------------------------------------------------
     @contextlib.asynccontextmanager

@@ -19,20 +19,13 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from toolgate.catalog import ToolResult
-from toolgate.errors import StoreUnavailable, ToolgateError
+from toolgate.errors import StoreUnavailable, ToolgateError, Unauthenticated
+from toolgate.identity import Caller, IdentityFn, IdentityResolver, resolve_principal
 from toolgate.policy import Principal
 from toolgate.strategies import Delivery
 from toolgate.strategies.base import LEGACY, Strategy
 from toolgate.strategies.base import Request as ToolRequest
-from toolgate.wire import (
-    Caller,
-    IdentityFn,
-    IdentityResolver,
-    Unauthenticated,
-    error_as_result,
-    mcp_error,
-    resolve_principal,
-)
+from toolgate.wire import error_as_result, jsonrpc_code, mcp_error
 
 SCRIPT = Path(__file__).parent / "webmcp.js"
 AGENT_CLASS = "webmcp"
@@ -171,8 +164,8 @@ def webmcp_routes(
         except StoreUnavailable as exc:
             return refuse(request, 503, exc.message)
         except ToolgateError as exc:
-            err = mcp_error(exc)
-            if err is not None:  # unknown (or access-hidden: the same) tool
+            if jsonrpc_code(exc) is not None:  # unknown (or access-hidden: the same) tool
+                err = mcp_error(exc)
                 error = {"code": err.code, "message": err.message}
                 return JSONResponse({"error": error}, headers=cors(request))
             payload = {"result": result_json(error_as_result(exc)), "list_changed": False}

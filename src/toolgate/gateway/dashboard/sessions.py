@@ -93,9 +93,9 @@ def record_sessions(binding: Binding, recorder: SessionRecorder) -> Any:
 
     >>> server.middleware.append(record_sessions(binding, SessionRecorder(toolset)))
 
-    It asks the binding for the request's strategy and session (the same derivation
-    ``tools/list`` uses), after the request was handled. Ephemeral sessions (protocol
-    2026-07-28 without an authenticated principal) keep no state and are not listed.
+    It reuses the facts the binding read for the request (``Binding.facts``: principal,
+    session key) after it was handled. Ephemeral sessions (protocol 2026-07-28 without
+    an authenticated principal) keep no state and are not listed.
     """
 
     async def middleware(ctx: Context, call_next: CallNext) -> HandlerResult:
@@ -103,7 +103,7 @@ def record_sessions(binding: Binding, recorder: SessionRecorder) -> Any:
         if ctx.method in _QUIET or ctx.method.startswith("notifications/"):
             return result
         try:
-            strategy, request = await binding.request_for(ctx)
+            strategy, request = (await binding.facts(ctx)).request(binding.delivery)
         except Exception as exc:  # unauthenticated, or no session: nothing to record
             logger.debug("not recording a %s request: %s", ctx.method, exc)
             return result

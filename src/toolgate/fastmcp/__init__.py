@@ -1,0 +1,38 @@
+"""Progressive disclosure on a FastMCP 4 server: ``ToolgateMiddleware(toolset).attach(mcp)``.
+
+``middleware`` holds the FastMCP hooks, ``importer`` brings FastMCP's own tools into the
+catalog, ``confirm`` asks the human on protocol 2026-07-28, and ``wags`` is the drop-in
+for wags' ``GroupsMiddleware``. Adapter layer: the only package that imports ``fastmcp``
+(with ``groups_extension``, ``gateway`` and ``client``).
+"""
+
+from toolgate.declare import in_group
+from toolgate.fastmcp.confirm import RoundTripConfirmer
+from toolgate.fastmcp.importer import FastMCPTools, from_fastmcp_result, to_fastmcp_result
+from toolgate.fastmcp.middleware import FASTMCP_CONTEXT, ToolgateMiddleware, caller_of
+from toolgate.fastmcp.wags import (
+    DisableToolsResult,
+    EnableToolsResult,
+    GroupDefinition,
+    GroupsMiddleware,
+)
+from toolgate.identity import Caller, ClaimsIdentity
+from toolgate.request import session_key
+
+__all__ = [
+    "FASTMCP_CONTEXT",
+    "Caller",
+    "ClaimsIdentity",
+    "DisableToolsResult",
+    "EnableToolsResult",
+    "FastMCPTools",
+    "GroupDefinition",
+    "GroupsMiddleware",
+    "RoundTripConfirmer",
+    "ToolgateMiddleware",
+    "caller_of",
+    "from_fastmcp_result",
+    "in_group",
+    "session_key",
+    "to_fastmcp_result",
+]

@@ -1,0 +1,221 @@
+"""FastMCP's own tools in a toolgate catalog: ``FastMCPTools`` imports them and keeps
+them in step (adds, changes, removals), and converts results both ways.
+
+A tool declared with ``@mcp.tool`` joins the catalog with its groups (``@in_group``
+marks, the middleware's ``tool_groups``, tags naming registered groups) and still runs
+through FastMCP. Adapter layer: imports ``fastmcp``, ``mcp``, ``toolgate.wire`` and below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as mt
+from fastmcp.exceptions import FastMCPError
+from fastmcp.server.transforms.visibility import is_enabled
+from fastmcp.tools.base import Tool as FastMCPTool
+from fastmcp.tools.base import ToolResult as FastMCPResult
+from fastmcp.utilities.versions import version_sort_key
+
+from toolgate.catalog import ALWAYS, BY_GROUP, CallContext, Tool, ToolResult, Visibility
+from toolgate.declare import GROUPS_MARK, TOOL_MARK, ToolOptions
+from toolgate.errors import RegistrationError
+from toolgate.policy import DEFAULT_POLICY
+from toolgate.toolset import ToolSet
+from toolgate.wire import call_result, result_from_mcp, tool_wire
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
+
+def to_fastmcp_result(result: ToolResult) -> FastMCPResult:
+    """A toolgate result as the FastMCP ``ToolResult`` a middleware returns."""
+    return FastMCPResult.from_mcp_result(call_result(result))
+
+
+def from_fastmcp_result(result: FastMCPResult) -> ToolResult:
+    raw = result.to_mcp_result()
+    if isinstance(raw, mt.CallToolResult):
+        return result_from_mcp(raw)
+    return result_from_mcp(
+        mt.CallToolResult(
+            content=list(result.content),
+            structured_content=result.structured_content,
+            is_error=result.is_error,
+        )
+    )
+
+
+async def _run_fastmcp(call: Awaitable[FastMCPResult]) -> ToolResult:
+    """FastMCP's tool-visible failures become error results, as FastMCP reports them."""
+    try:
+        return from_fastmcp_result(await call)
+    except FastMCPError as exc:
+        return ToolResult.error(str(exc))
+
+
+@dataclass
+class _Imported:
+    tool: Tool
+    signature: str
+
+
+class FastMCPTools:
+    """The tools a FastMCP server registered, as catalog tools of ``toolset``.
+
+    ``prepare`` runs at the start of every import (``GroupsMiddleware`` registers its
+    handlers there). Re-imports when FastMCP's local tools change."""
+
+    def __init__(
+        self,
+        toolset: ToolSet,
+        tool_groups: Mapping[str, Sequence[str]],
+        prepare: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.toolset = toolset
+        self.tool_groups = tool_groups
+        self.prepare = prepare
+        self.server: FastMCP[Any] | None = None
+        self._imported: dict[str, _Imported] = {}
+        self._dirty = True
+        self._lock: asyncio.Lock | None = None
+        self._syncing = False
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def bind(self, server: FastMCP[Any]) -> None:
+        """Follow ``server``: ``@mcp.tool`` / ``remove_tool`` mark the import stale."""
+        self.server = server
+        provider = server.local_provider
+        for method in ("_add_component", "_remove_component"):
+            original = getattr(provider, method)
+
+            def watched(*args: Any, _original: Any = original) -> Any:
+                result = _original(*args)
+                self._mark_dirty()
+                return result
+
+            setattr(provider, method, watched)
+
+    def owns(self, name: str) -> bool:
+        """Whether the catalog's ``name`` is the FastMCP tool imported under that name."""
+        imported = self._imported.get(name)
+        return imported is not None and self.toolset.catalog.tool(name) is imported.tool
+
+    def _mark_dirty(self) -> None:
+        if self._syncing:
+            return  # the import under way reads FastMCP's tools after this change
+        self._dirty = True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # registration before serving: imported at the first request
+        task = loop.create_task(self.sync())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def registered(self) -> dict[str, FastMCPTool]:
+        """FastMCP's tools as the server defines them: providers and server transforms,
+        enabled, highest version; no per-session visibility or per-token auth."""
+        from fastmcp import FastMCP as _FastMCP
+
+        assert self.server is not None
+        listed = await super(_FastMCP, self.server).list_tools()
+        best: dict[str, FastMCPTool] = {}
+        for t in listed:
+            if not is_enabled(t):
+                continue
+            have = best.get(t.name)
+            if have is None or version_sort_key(t) > version_sort_key(have):
+                best[t.name] = t
+        return best
+
+    def _groups_for(self, fm: FastMCPTool, opts: ToolOptions | None) -> tuple[str, ...]:
+        fn = getattr(fm, "fn", None)
+        marks: tuple[str, ...] = getattr(fn, GROUPS_MARK, ()) if fn is not None else ()
+        known = self.toolset.catalog.groups
+        tags = tuple(sorted(t for t in (fm.tags or ()) if t in known))
+        return tuple(
+            dict.fromkeys(
+                (*(opts.groups if opts else ()), *marks, *self.tool_groups.get(fm.name, ()), *tags)
+            )
+        )
+
+    def _import_one(self, fm: FastMCPTool) -> Tool:
+        server = self.server
+        assert server is not None
+        fn = getattr(fm, "fn", None)
+        opts: ToolOptions | None = getattr(fn, TOOL_MARK, None) if fn is not None else None
+        name = fm.name
+
+        async def run(arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
+            # the call_tool dispatcher's path: FastMCP runs the tool, minus the middleware
+            return await _run_fastmcp(server.call_tool(name, dict(arguments), run_middleware=False))
+
+        visibility: Visibility = BY_GROUP
+        if opts is not None:
+            visibility = opts.visibility or (ALWAYS if opts.always else BY_GROUP)
+        return Tool.from_wire(
+            tool_wire(fm.to_mcp_tool(name=name)),
+            run,
+            summary=opts.summary if opts else None,
+            groups=self._groups_for(fm, opts),
+            visibility=visibility,
+            policy=opts.policy if opts else DEFAULT_POLICY,
+            stages=frozenset(opts.stages) if opts and opts.stages is not None else None,
+            next_stage=opts.next_stage if opts else None,
+            doc=opts.doc if opts else None,
+            source="fastmcp",
+        )
+
+    async def sync(self) -> None:
+        """Import FastMCP's registered tools into the toolset (adds, changes, removals)."""
+        if self.server is None:
+            raise RegistrationError("attach() the middleware to a FastMCP server first")
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            self._dirty = False
+            self._syncing = True
+            try:
+                await self._import()
+            finally:
+                self._syncing = False
+
+    async def ready(self) -> None:
+        """Import now if FastMCP's tools changed since the last import."""
+        if self._dirty:
+            await self.sync()
+
+    async def _import(self) -> None:
+        await self.prepare()
+        found = await self.registered()
+        catalog = self.toolset.catalog
+        gone = [n for n in self._imported if n not in found]
+        fresh: list[Tool] = []
+        for name, fm in found.items():
+            if name in self._imported:
+                tool = self._import_one(fm)
+                sig = json.dumps([tool.wire(), tool.groups], sort_keys=True, default=str)
+                if self._imported[name].signature == sig:
+                    continue
+                gone.append(name)
+            elif catalog.tool(name) is not None:
+                raise RegistrationError(
+                    f"FastMCP tool {name!r} collides with a toolgate tool of the same name",
+                    name=name,
+                )
+            fresh.append(self._import_one(fm))
+        for name in gone:
+            if catalog.tool(name) is self._imported[name].tool:
+                self.toolset.remove_tool(name)
+            del self._imported[name]
+        if fresh:
+            self.toolset.add_tools(fresh)
+        for tool in fresh:
+            sig = json.dumps([tool.wire(), tool.groups], sort_keys=True, default=str)
+            self._imported[tool.name] = _Imported(tool, sig)
+        self.toolset.validate()  # e.g. initial groups over budget: a configuration error now

@@ -1,0 +1,410 @@
+"""Progressive disclosure on a FastMCP 4 server: ``ToolgateMiddleware(toolset).attach(mcp)``.
+
+Owns the FastMCP hooks and the SDK-level ``tools/list`` hook: each request's facts
+(``toolgate.request``), ``list_changed`` delivery, add-on resources (lazy descriptions)
+and the groups extension. Importing FastMCP's tools is ``importer``'s, confirmation on
+2026-07-28 ``confirm``'s. Adapter layer: imports ``fastmcp``, ``mcp`` and the layers below.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import mcp_types as mt
+from fastmcp.resources.base import Resource as FastMCPResource
+from fastmcp.resources.base import ResourceContent, ResourceResult
+from fastmcp.server.dependencies import get_access_token
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.tools.base import InputRequiredToolResult
+from fastmcp.tools.base import Tool as FastMCPTool
+from fastmcp.tools.base import ToolResult as FastMCPResult
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from toolgate.catalog import CallContext, ToolResult
+from toolgate.errors import RegistrationError, ToolgateError
+from toolgate.fastmcp.confirm import InputRequired, RoundTripConfirmer
+from toolgate.fastmcp.importer import FastMCPTools, from_fastmcp_result, to_fastmcp_result
+from toolgate.groups_extension import GroupsServerExtension, serves_groups
+from toolgate.identity import Caller, ClaimsIdentity, IdentityFn, IdentityResolver
+from toolgate.policy import Confirmer
+from toolgate.request import (
+    Live,
+    LiveConnections,
+    RequestFacts,
+    request_facts,
+    supports_elicitation,
+)
+from toolgate.request import caller_of as sdk_caller_of
+from toolgate.strategies import Delivery, DeliveryConfig
+from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy
+from toolgate.toolset import ToolSet
+from toolgate.view import paginate
+from toolgate.wire import mcp_error, raise_or_result, tool_model
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+
+logger = logging.getLogger("toolgate.fastmcp")
+
+SdkContext = ServerRequestContext[Any, Any]
+#: ``CallContext.extras`` key under which a toolgate tool handler finds the FastMCP Context.
+FASTMCP_CONTEXT = "fastmcp.context"
+LIST_CHANGED = "notifications/tools/list_changed"
+_DEFAULT_IDENTITY = ClaimsIdentity()
+
+
+def caller_of(ctx: SdkContext) -> Caller:
+    """How a request arrived: HTTP headers (all of them) and FastMCP's access token."""
+    return sdk_caller_of(ctx, get_access_token())
+
+
+def _fail(exc: ToolgateError) -> NoReturn:
+    raise mcp_error(exc) from exc
+
+
+class _WireTool(FastMCPTool):
+    """A toolgate definition in FastMCP's listing path (before the SDK hook is installed)."""
+
+    wire_model: Any = None
+
+    def to_mcp_tool(self, **overrides: Any) -> mt.Tool:
+        model: mt.Tool = self.wire_model
+        return model
+
+
+class _WireResource(FastMCPResource):
+    """An add-on's resource in FastMCP's ``resources/list``; reads never reach it
+    (``on_read_resource`` answers them), and it lists exactly its wire definition."""
+
+    wire_model: Any = None
+
+    def to_mcp_resource(self, **overrides: Any) -> mt.Resource:
+        model: mt.Resource = self.wire_model
+        return model
+
+
+def _wire_resource(wire: Mapping[str, Any]) -> _WireResource:
+    model = mt.Resource.model_validate(wire)
+    return _WireResource(
+        uri=model.uri,
+        name=model.name,
+        title=model.title,
+        description=model.description,
+        mime_type=model.mime_type,
+        wire_model=model,
+    )
+
+
+class _Passthrough:
+    """What FastMCP's own call returned, so it goes back to the client untouched."""
+
+    result: ToolResult | None = None
+    raw: FastMCPResult | None = None
+
+
+class ToolgateMiddleware(Middleware):
+    """Serves a FastMCP server's tools through a toolgate ``ToolSet``.
+
+    >>> mcp = FastMCP("srv")
+    >>> ToolgateMiddleware(toolset, DeliveryConfig(meta_tools="menu")).attach(mcp)
+
+    Tools declared with ``@mcp.tool`` join the toolset's catalog (groups from
+    ``@in_group`` marks, ``tool_groups``, or tags naming registered groups) and still run
+    through FastMCP; toolgate tools run their own handlers. ``tools/list`` is served by
+    an SDK-level hook with toolgate's cursors and page size.
+    """
+
+    def __init__(
+        self,
+        toolset: ToolSet,
+        config: DeliveryConfig | None = None,
+        *,
+        identity: IdentityResolver | IdentityFn | None = None,
+        tool_groups: Mapping[str, Sequence[str]] | None = None,
+        addons: Sequence[Addon] = (),
+    ) -> None:
+        self.toolset = toolset
+        self.delivery = Delivery(toolset, config, addons=addons)
+        self.identity = identity
+        self.tool_groups = {k: tuple(v) for k, v in (tool_groups or {}).items()}
+        self.server: FastMCP[Any] | None = None
+        #: FastMCP's own tools, imported into the toolset
+        self.tools = FastMCPTools(toolset, self.tool_groups, self.prepare)
+        #: legacy sessions this server can notify
+        self.live = LiveConnections()
+        self._models: dict[str, tuple[dict[str, Any], mt.Tool]] = {}
+        #: the groups extension ``attach`` installed (strategy ``auto`` or ``groups``)
+        self.groups_extension: GroupsServerExtension | None = None
+        toolset.catalog.on_change(lambda _: self.live.soon(self._notify_changed))
+
+    # -- wiring ------------------------------------------------------------------------
+    def attach(self, server: FastMCP[Any]) -> ToolgateMiddleware:
+        """Add this middleware to ``server`` and install the ``tools/list`` hook; when
+        the strategy serves the groups extension (``auto``, ``groups``), register
+        ``GroupsServerExtension`` too, reading requests like this middleware does.
+        Call it before serving: FastMCP takes extensions only then."""
+        if self not in server.middleware:
+            server.add_middleware(self)
+        self._bind(server)
+        self._add_groups_extension(server)
+        return self
+
+    def _add_groups_extension(self, server: FastMCP[Any]) -> None:
+        if self.groups_extension is not None or not serves_groups(self.delivery):
+            return
+        if GROUPS_EXTENSION in server._extensions and (
+            GROUPS_EXTENSION not in server._auto_extensions
+        ):
+            logger.warning(
+                "toolgate: FastMCP server %r already has a %s extension; toolgate's is "
+                "not installed",
+                server.name,
+                GROUPS_EXTENSION,
+            )
+            return
+        extension = GroupsServerExtension(self.delivery, facts=self.facts)
+        server.add_extension(extension)  # its _bind adds the legacy advertisement
+        self.groups_extension = extension
+
+    def _bind(self, server: FastMCP[Any]) -> None:
+        if self.server is server:
+            return
+        if self.server is not None:
+            raise RegistrationError("A ToolgateMiddleware serves one FastMCP server")
+        self.server = server
+        sdk = server._mcp_server
+        # Right after FastMCP's root middleware: its request context (auth token, HTTP
+        # request) is bound, and a failure here is still observed by on_message.
+        from fastmcp.server.low_level import FastMCPServerMiddleware
+
+        at = next(
+            (i + 1 for i, m in enumerate(sdk.middleware) if isinstance(m, FastMCPServerMiddleware)),
+            0,
+        )
+        sdk.middleware.insert(at, self._sdk_list_tools)
+        self.tools.bind(server)
+        if getattr(server, "auth", None) is None:
+            logger.warning(
+                "toolgate: FastMCP server %r has no auth. Clients on protocol 2026-07-28 "
+                "send no session, so without an authenticated principal their activated "
+                "groups, stages, described tools and per-client rate limits cannot "
+                "persist across requests (served with the stateless catalog view).",
+                server.name,
+            )
+        for addon in self.delivery.addons:
+            for line in addon.startup_warnings():
+                logger.warning("toolgate: %s", line)
+
+    async def prepare(self) -> None:
+        """Hook for subclasses: runs at the start of every import, server bound."""
+
+    async def sync(self) -> None:
+        """Import FastMCP's registered tools into the toolset (adds, changes, removals).
+        Runs at the first request and whenever FastMCP's local tools change; call it
+        after changing tools FastMCP cannot report (mounted servers, ``mcp.disable``)."""
+        await self.tools.sync()
+
+    async def _ready(self, server: FastMCP[Any] | None) -> None:
+        if server is not None and self.server is None:
+            self._bind(server)
+        await self.tools.ready()
+
+    # -- per request -----------------------------------------------------------------------
+    async def facts(self, ctx: SdkContext) -> RequestFacts:
+        """This request's facts (principal, session key, declared extensions), read once
+        per request; its legacy connection is remembered for ``list_changed``. The
+        reader ``GroupsServerExtension(delivery, facts=...)`` takes."""
+        await self._ready(None)
+        try:
+            identity = self.identity or _DEFAULT_IDENTITY
+            facts = await request_facts(ctx, identity, access_token=get_access_token())
+        except ToolgateError as exc:
+            _fail(exc)
+        self.live.remember(ctx, facts)
+        return facts
+
+    async def request_for(self, ctx: SdkContext) -> tuple[Strategy, Request]:
+        """The strategy and toolgate request for one SDK request context."""
+        return (await self.facts(ctx)).request(self.delivery)
+
+    @property
+    def live_sessions(self) -> int:
+        """Legacy sessions this server can still notify."""
+        return len(self.live)
+
+    def _tool_models(self, wires: Sequence[Mapping[str, Any]]) -> list[mt.Tool]:
+        """MCP models for wire dicts, reusing the model while a definition is unchanged."""
+        out = []
+        cache = self._models
+        for w in wires:
+            hit = cache.get(w["name"])
+            if hit is None or hit[0] != w:
+                hit = (dict(w), tool_model(w))
+                cache[w["name"]] = hit
+            out.append(hit[1])
+        return out
+
+    async def _list(
+        self, ctx: SdkContext, cursor: str | None
+    ) -> tuple[list[Mapping[str, Any]], str | None]:
+        facts = await self.facts(ctx)
+        strategy, req = facts.request(self.delivery)
+        try:
+            wires = await strategy.list_tools(req)
+            page = paginate(wires, lambda w: str(w["name"]), cursor, self.toolset.page_size)
+        except ToolgateError as exc:
+            _fail(exc)
+        live = self.live.remember(ctx, facts)
+        if live is not None:
+            live.shown["tools"] = frozenset(str(w["name"]) for w in wires)
+        return list(page.items), page.next_cursor
+
+    async def _sdk_list_tools(self, ctx: SdkContext, call_next: Any) -> Any:
+        """SDK middleware: toolgate answers ``tools/list`` with its own pages."""
+        if ctx.method != "tools/list" or ctx.request_id is None:
+            return await call_next(ctx)
+        await self._ready(None)
+        params = ctx.params if isinstance(ctx.params, Mapping) else {}
+        cursor = params.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise MCPError(code=mt.INVALID_PARAMS, message="Invalid cursor: must be a string")
+        items, next_cursor = await self._list(ctx, cursor)
+        return mt.ListToolsResult(tools=self._tool_models(items), next_cursor=next_cursor)
+
+    # -- FastMCP hooks ---------------------------------------------------------------------
+    async def on_message(
+        self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]
+    ) -> Any:
+        fctx = context.fastmcp_context
+        if self.server is None and fctx is not None:
+            self._bind(fctx.fastmcp)
+        return await call_next(context)
+
+    async def on_list_tools(
+        self,
+        context: MiddlewareContext[mt.ListToolsRequest],
+        call_next: CallNext[mt.ListToolsRequest, Sequence[FastMCPTool]],
+    ) -> Sequence[FastMCPTool]:
+        """Only before the SDK hook is installed (FastMCP pages this list itself)."""
+        fctx = context.fastmcp_context
+        rc = fctx.request_context if fctx is not None else None
+        if fctx is None or rc is None:
+            return await call_next(context)
+        await self._ready(fctx.fastmcp)
+        items, _ = await self._list(rc._srctx, None)
+        models = self._tool_models(items)
+        return [
+            _WireTool(name=m.name, parameters=dict(m.input_schema), wire_model=m) for m in models
+        ]
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, FastMCPResult],
+    ) -> FastMCPResult:
+        fctx = context.fastmcp_context
+        rc = fctx.request_context if fctx is not None else None
+        if fctx is None or rc is None:
+            return await call_next(context)  # server code calling its own tool
+        await self._ready(fctx.fastmcp)
+        ctx = rc._srctx
+        message = context.message
+        name = message.name
+        facts = await self.facts(ctx)
+        confirmer: Confirmer | None = facts.confirmer
+        if not facts.legacy and supports_elicitation(ctx.session.client_capabilities):
+            confirmer = RoundTripConfirmer(message.input_responses, message.request_state)
+        strategy, req = facts.request(
+            self.delivery, confirmer=confirmer, extras={FASTMCP_CONTEXT: fctx}
+        )
+
+        seen = _Passthrough()
+        handler = None
+        if self.tools.owns(name):
+
+            async def handler(arguments: Mapping[str, Any], _: CallContext) -> ToolResult:
+                nxt = context
+                if arguments is not message.arguments:
+                    update = {"arguments": dict(arguments)}
+                    nxt = context.copy(message=message.model_copy(update=update))
+                raw = await call_next(nxt)
+                if isinstance(raw, InputRequiredToolResult):
+                    result = ToolResult()  # a guard tool's own ask goes back as it is
+                else:
+                    result = from_fastmcp_result(raw)
+                seen.result, seen.raw = result, raw
+                return result
+
+        try:
+            reply = await self.delivery.call_tool(strategy, req, name, message.arguments, handler)
+        except InputRequired as need:
+            return need.result()
+        except ToolgateError as exc:
+            return to_fastmcp_result(raise_or_result(exc))
+        if reply.list_changed:
+            await fctx.send_notification(mt.ToolListChangedNotification())
+            live = self.live.remember(ctx, facts)
+            if live is not None:
+                live.shown["tools"] = None  # told: the client re-lists before we compare again
+        if seen.raw is not None and reply.result is seen.result:
+            return seen.raw
+        return to_fastmcp_result(reply.result)
+
+    async def on_list_resources(
+        self,
+        context: MiddlewareContext[mt.ListResourcesRequest],
+        call_next: CallNext[mt.ListResourcesRequest, Sequence[FastMCPResource]],
+    ) -> Sequence[FastMCPResource]:
+        """FastMCP's own resources, then the add-ons' (the lazy descriptions resource)."""
+        theirs = await call_next(context)
+        fctx = context.fastmcp_context
+        rc = fctx.request_context if fctx is not None else None
+        if fctx is None or rc is None or not self.delivery.addons:
+            return theirs
+        await self._ready(fctx.fastmcp)
+        _, req = await self.request_for(rc._srctx)
+        try:
+            ours = await self.delivery.list_resources(req)
+        except ToolgateError as exc:
+            _fail(exc)
+        return [*theirs, *(_wire_resource(w) for w in ours)]
+
+    async def on_read_resource(
+        self,
+        context: MiddlewareContext[mt.ReadResourceRequestParams],
+        call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
+    ) -> ResourceResult:
+        """An add-on's resource as JSON text; any other URI is FastMCP's to read."""
+        fctx = context.fastmcp_context
+        rc = fctx.request_context if fctx is not None else None
+        if fctx is None or rc is None or not self.delivery.addons:
+            return await call_next(context)
+        await self._ready(fctx.fastmcp)
+        _, req = await self.request_for(rc._srctx)
+        try:
+            text = await self.delivery.read_resource(req, str(context.message.uri))
+        except ToolgateError as exc:
+            _fail(exc)
+        if text is None:
+            return await call_next(context)
+        return ResourceResult([ResourceContent(text, mime_type="application/json")])
+
+    # -- run-time registration ---------------------------------------------------------------
+    async def _notify_changed(self) -> int:
+        """Tell each live legacy session whose visible list changed since it last listed
+        (run-time tool or group registration); how many were told."""
+
+        async def changed(live: Live) -> bool:
+            shown = live.shown.get("tools")
+            if shown is None:
+                return False
+            strategy, req = live.facts.request(self.delivery)
+            if frozenset(str(w["name"]) for w in await strategy.list_tools(req)) == shown:
+                return False
+            live.shown["tools"] = None
+            return True
+
+        return await self.live.notify(LIST_CHANGED, changed)

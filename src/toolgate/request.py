@@ -1,0 +1,248 @@
+"""What one MCP request says about itself, read once: ``RequestFacts``.
+
+``request_facts(ctx, identity)`` derives the session key (one rule for every adapter),
+the principal, the protocol era, the declared extensions and the elicitation confirmer
+from an SDK request context, once per request; ``LiveConnections`` remembers the legacy
+connections a server may notify outside a request. Adapter layer: imports ``mcp``,
+``toolgate.identity`` and the delivery layer; never ``fastmcp``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+import weakref
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as mt
+from mcp.server.context import ServerRequestContext
+
+from toolgate.identity import Caller, IdentityFn, IdentityResolver, resolve_principal
+from toolgate.policy import Confirmer, ConfirmRequest, Principal
+from toolgate.strategies import Delivery
+from toolgate.strategies.base import Request, Strategy, is_stateless
+
+logger = logging.getLogger("toolgate.request")
+
+Context = ServerRequestContext[Any, Any]
+# FastMCP caches its ``ctx.session_id`` under this ``Connection.state`` key; sharing it
+# makes toolgate's session key equal FastMCP's session id on every legacy transport.
+_SESSION_KEY = "_fastmcp_state_prefix"
+
+
+@dataclass(frozen=True)
+class RequestFacts:
+    """Who is asking and how, for one request: built once by the adapter, then reused
+    by every part that serves it (tools, groups, the dashboard's session recorder)."""
+
+    session_key: str | None  # legacy protocol only; 2026-07-28 has no session
+    principal: Principal | None  # None: the toolset's default principal
+    protocol: str | None
+    extensions: frozenset[str]
+    confirmer: Confirmer | None = None
+
+    @property
+    def legacy(self) -> bool:
+        return not is_stateless(self.protocol)
+
+    def request(
+        self,
+        delivery: Delivery,
+        *,
+        confirmer: Confirmer | None = None,
+        extras: Mapping[str, Any] | None = None,
+    ) -> tuple[Strategy, Request]:
+        """The strategy and toolgate request ``delivery`` serves these facts with."""
+        return delivery.request(
+            session_key=self.session_key,
+            principal=self.principal,
+            protocol=self.protocol,
+            extensions=self.extensions,
+            confirmer=confirmer or self.confirmer,
+            extras=extras,
+        )
+
+
+# (session, request id, HTTP request, facts) of the request this task is serving
+_FACTS: ContextVar[tuple[Any, Any, Any, RequestFacts] | None] = ContextVar(
+    "toolgate.request_facts", default=None
+)
+
+
+async def request_facts(
+    ctx: Context, identity: IdentityResolver | IdentityFn | None, *, access_token: Any = None
+) -> RequestFacts:
+    """The facts of the request behind ``ctx``, resolved at its first call (a failed
+    identity check raises, e.g. ``Unauthenticated``) and returned as they are after."""
+    cached = _FACTS.get()
+    if (
+        cached is not None
+        and cached[0] is ctx.session
+        and cached[1] == ctx.request_id
+        and cached[2] is ctx.request
+    ):
+        return cached[3]
+    legacy = not is_stateless(ctx.protocol_version)
+    caps = ctx.session.client_capabilities
+    facts = RequestFacts(
+        session_key=session_key(ctx) if legacy else None,
+        principal=await resolve_principal(identity, caller_of(ctx, access_token)),
+        protocol=ctx.protocol_version,
+        extensions=declared_extensions(ctx),
+        confirmer=(
+            SessionElicitationConfirmer(ctx.session, ctx.request_id)
+            if legacy and supports_elicitation(caps)
+            else None
+        ),
+    )
+    _FACTS.set((ctx.session, ctx.request_id, ctx.request, facts))
+    return facts
+
+
+def session_key(ctx: Context) -> str:
+    """The legacy-protocol session key: the streamable-HTTP session id, else a key
+    minted once per connection (stdio, in-memory); equal to FastMCP's session id."""
+    connection = ctx.session._connection
+    key = connection.state.get(_SESSION_KEY)
+    if key is None:
+        headers = getattr(ctx.request, "headers", None) or {}
+        key = connection.session_id or headers.get("mcp-session-id")
+        key = connection.state[_SESSION_KEY] = key or f"conn:{uuid.uuid4().hex}"
+    return str(key)
+
+
+def caller_of(ctx: Context, access_token: Any = None) -> Caller:
+    """How the request arrived: HTTP headers when there is an HTTP request, and the
+    access token an auth layer verified."""
+    headers = getattr(ctx.request, "headers", None)
+    if headers is None:
+        return Caller("local", {}, access_token)
+    return Caller("http", {k.lower(): v for k, v in headers.items()}, access_token)
+
+
+def declared_extensions(ctx: Context) -> frozenset[str]:
+    """Extensions the request declares: the legacy initialize capabilities and the
+    per-request ``_meta`` client capabilities (2026-07-28), whichever are present."""
+    caps = getattr(ctx.session, "client_capabilities", None)
+    declared = set(getattr(caps, "extensions", None) or {})
+    meta = (ctx.params or {}).get("_meta") if isinstance(ctx.params, Mapping) else None
+    per_request = meta.get(mt.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+    extensions = per_request.get("extensions") if isinstance(per_request, Mapping) else None
+    return frozenset(declared | set(extensions if isinstance(extensions, Mapping) else ()))
+
+
+# -- confirmation on the legacy protocol -------------------------------------------------
+
+CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean", "description": "Allow this tool call to run?"}},
+    "required": ["confirm"],
+}
+
+
+class SessionElicitationConfirmer:
+    """Asks the human through MCP elicitation (legacy protocol: a server-to-client
+    request on the calling request's stream)."""
+
+    def __init__(self, session: Any, related_request_id: Any = None) -> None:
+        self.session = session
+        self.related_request_id = related_request_id
+
+    async def confirm(self, request: ConfirmRequest) -> bool:
+        result = await self.session.elicit_form(
+            request.message, CONFIRM_SCHEMA, related_request_id=self.related_request_id
+        )
+        content = getattr(result, "content", None) or {}
+        return getattr(result, "action", None) == "accept" and content.get("confirm") is True
+
+
+def supports_elicitation(capabilities: mt.ClientCapabilities | None) -> bool:
+    return capabilities is not None and getattr(capabilities, "elicitation", None) is not None
+
+
+# -- live legacy connections ---------------------------------------------------------------
+
+
+@dataclass
+class Live:
+    """A connection that can hear server-initiated notifications: its latest request's
+    facts and, per kind of notification, what it was last shown."""
+
+    connection: Any
+    facts: RequestFacts
+    shown: dict[str, Any] = field(default_factory=dict)
+
+
+class LiveConnections:
+    """The legacy connections a server may notify outside a request (``tools`` and
+    ``groups`` ``list_changed``); each leaves when its connection closes. A 2026-07-28
+    client has no channel outside a request (that needs ``subscriptions/listen``)."""
+
+    def __init__(self) -> None:
+        self._live: weakref.WeakKeyDictionary[Any, Live] = weakref.WeakKeyDictionary()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: set[Callable[[], Awaitable[Any]]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def __iter__(self) -> Iterator[Live]:
+        return iter(list(self._live.values()))
+
+    def remember(self, ctx: Context, facts: RequestFacts) -> Live | None:
+        """Keep (or refresh) the connection behind ``ctx``; None when it has no channel."""
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is None or not facts.legacy or not connection.has_standalone_channel:
+            return None
+        live = self._live.get(connection)
+        if live is None:
+            live = self._live[connection] = Live(connection, facts)
+            connection.exit_stack.callback(self._live.pop, connection, None)
+        else:
+            live.facts = facts
+        self._loop = asyncio.get_running_loop()
+        return live
+
+    async def notify(self, method: str, changed: Callable[[Live], Awaitable[bool]]) -> int:
+        """Send ``method`` to every connection ``changed`` says changed; how many were."""
+        sent = 0
+        for live in self:
+            try:
+                if await changed(live):
+                    await live.connection.notify(method, None)  # never raises
+                    sent += 1
+            except Exception:  # a session we cannot evaluate is not notified
+                logger.debug("toolgate: cannot tell whether a session changed", exc_info=True)
+        return sent
+
+    def soon(self, flush: Callable[[], Awaitable[Any]]) -> None:
+        """Run ``flush`` on the serving loop (callable from any thread), once for a burst
+        of calls; nothing to do before a connection was remembered."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or not self._live or flush in self._pending:
+            return
+        self._pending.add(flush)
+
+        async def run() -> None:
+            await asyncio.sleep(0)  # one flush for a burst of registrations
+            self._pending.discard(flush)
+            await flush()
+
+        def spawn() -> None:
+            task = loop.create_task(run())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            spawn()
+        else:
+            loop.call_soon_threadsafe(spawn)

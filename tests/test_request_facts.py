@@ -1,0 +1,77 @@
+"""One reading of each MCP request: the principal is resolved once, and every part that
+serves the request (tools, the groups extension, the dashboard's session recorder) sees
+the same facts: one session key, one principal. Errors leave by one mapping."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server import Server
+from mcp.shared.exceptions import MCPError
+
+from toolgate import BudgetExceeded, Group, GroupNotFound, Principal, Tool, ToolSet
+from toolgate.client import GroupsClient, GroupsClientExtension
+from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
+from toolgate.groups_extension import bind_groups
+from toolgate.identity import Caller
+from toolgate.lowlevel import bind
+from toolgate.strategies import DeliveryConfig
+from toolgate.wire import mcp_error, raise_or_result
+
+
+def build(resolved: list[str], requests: list[str]) -> tuple[Server[Any], ToolSet]:
+    def identity(caller: Caller) -> Principal:
+        resolved.append(caller.transport)
+        return Principal(id="ada", scope=("*",))
+
+    toolset = ToolSet()
+    toolset.add_group(Group("issues", "Issue tracking"))
+    toolset.add_tool(Tool("search", "Search issues.", lambda a, c: "found", groups=("issues",)))
+    server: Server[Any] = Server("facts")
+    binding = bind(server, toolset, DeliveryConfig(strategy="auto"), identity=identity)
+    bind_groups(server, binding.delivery, facts=binding.facts)
+    server.middleware.append(record_sessions(binding, SessionRecorder(toolset, every=0)))
+
+    async def count(ctx: Any, call_next: Any) -> Any:
+        if ctx.request_id is not None and ctx.method not in ("initialize", "ping"):
+            requests.append(ctx.method)
+        return await call_next(ctx)
+
+    server.middleware.insert(0, count)
+    return server, toolset
+
+
+async def test_each_request_resolves_its_principal_once_for_every_part_that_serves_it() -> None:
+    resolved: list[str] = []
+    requests: list[str] = []
+    server, toolset = build(resolved, requests)
+    async with Client(server, mode="legacy", extensions=[GroupsClientExtension()]) as client:
+        groups = GroupsClient(client)
+        assert await groups.start() == "groups"  # tools/list
+        assert [g["name"] for g in await groups.list_groups()] == ["issues"]  # groups/list
+        searched = await client.call_tool("search", {})  # tools/call
+    assert (searched.is_error, searched.content[0].text) == (False, "found")  # type: ignore[union-attr]
+    assert {"tools/list", "groups/list", "tools/call"} <= set(requests)
+    assert resolved == ["local"] * len(requests)  # one per request, not one per reader
+    infos = [info async for info in toolset.store.infos()]
+    assert [(i.principal, i.key.startswith("conn:")) for i in infos] == [("ada", True)]
+
+
+def test_every_toolgate_error_maps_to_one_jsonrpc_error_that_names_the_problem() -> None:
+    mapped = mcp_error(GroupNotFound("ops")).error
+    assert (mapped.code, mapped.message, mapped.data) == (
+        -32002,
+        "Unknown group: ops",
+        {"code": "group_not_found", "group": "ops"},
+    )
+    fallback = mcp_error(BudgetExceeded("Over budget", limit=3)).error
+    assert (fallback.code, fallback.data) == (-32603, {"code": "budget_exceeded", "limit": 3})
+    with pytest.raises(MCPError):
+        raise_or_result(GroupNotFound("ops"))
+    refused = raise_or_result(BudgetExceeded("Over budget", limit=3))
+    assert (refused.is_error, refused.structured) == (
+        True,
+        {"error": "Over budget", "code": "budget_exceeded", "limit": 3},
+    )
