@@ -154,6 +154,12 @@ STYLES = [
     Style("menu (enable_tools)", {"strategy": "list_changed"}, "menu", on_demand=True),
     Style("menu, client re-lists", {"strategy": "list_changed"}, "menu", relists=True),
     Style(
+        "menu, client re-lists, grouped_list full",
+        {"strategy": "list_changed", "grouped_list": "full"},
+        "menu",
+        relists=True,
+    ),
+    Style(
         "activators",
         {"strategy": "list_changed", "meta_tools": "activators"},
         "activators",
