@@ -11,6 +11,8 @@ command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server)
 # the dashboard and WebMCP tests drive Debian's Chromium (no downloaded browsers)
 command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 \
     || need_pkgs+=(chromium-headless-shell)
+# the OAuth tests run a real OpenID provider (npm's oidc-provider, installed on first use)
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || need_pkgs+=(nodejs npm)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     echo "installing ${need_pkgs[*]} from Debian's packages"
     if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
@@ -23,5 +25,6 @@ echo "== ruff check";        ruff check src tests benchmarks examples
 echo "== ruff format";       ruff format --check src tests benchmarks examples
 echo "== mypy --strict src"; mypy --strict src
 echo "== import layers";     lint-imports
-echo "== mkdocs --strict";   NO_MKDOCS_2_WARNING=1 mkdocs build --strict -q --site-dir "$(mktemp -d)"
+# not -q: quiet mode hides the warnings that --strict counts, so a broken link passed
+echo "== mkdocs --strict";   NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir "$(mktemp -d)"
 echo "== pytest";            python -m pytest -q -p no:cacheprovider "$@"

@@ -16,6 +16,7 @@ from toolgate import (
     Group,
     JsonlSink,
     LoggingSink,
+    Policy,
     Principal,
     Sink,
     Tool,
@@ -23,6 +24,7 @@ from toolgate import (
 )
 from toolgate.errors import ToolHidden
 from toolgate.events import EVENT_TYPES
+from toolgate.strategies import Delivery, DeliveryConfig
 
 
 def ok(args: Any, ctx: Any) -> str:
@@ -39,7 +41,18 @@ class Recorder:
         ts.events.subscribe(self.events.append)
 
     def brief(self) -> list[tuple[Any, ...]]:
-        return [(e.type, e.session, e.principal, dict(e.data)) for e in self.events]
+        return [(e.type, e.session, e.principal, without_duration(e)) for e in self.events]
+
+
+def without_duration(event: Event) -> dict[str, Any]:
+    """The event's data without ``duration_s``, which a call that ran must carry."""
+    data = dict(event.data)
+    ran = event.type == "tool.executed" and data["outcome"] != "blocked"
+    if ran and data.get("reason") != "invalid-arguments":
+        took = data.pop("duration_s")
+        assert isinstance(took, float) and took >= 0
+    assert "duration_s" not in data
+    return data
 
 
 async def test_registration_and_unregistration_are_events() -> None:
@@ -169,7 +182,7 @@ async def test_describe_before_call_refusal_is_a_blocked_event() -> None:
         await s.call("lazy")
     await s.mark(described=["lazy"])
     assert (await s.call("lazy")).result.text_content == "ok"
-    assert [dict(e.data) for e in log.events if e.type == "tool.executed"] == [
+    assert [without_duration(e) for e in log.events if e.type == "tool.executed"] == [
         {"tool": "lazy", "outcome": "blocked", "reason": "description-required"},
         {"tool": "lazy", "outcome": "success"},
     ]
@@ -216,6 +229,7 @@ def test_every_event_type_is_known_and_events_serialize_flat() -> None:
         "group.activated",
         "group.deactivated",
         "budget.exceeded",
+        "tool.selection",
     } == EVENT_TYPES
     e = Event("tool.executed", "s", "p", {"tool": "x"}, time=12.5)
     assert e.to_dict() == {
@@ -268,3 +282,54 @@ def test_jsonl_and_logging_sinks_write_one_record_per_event(
         "group.activated",
         "group.deactivated",
     ]
+
+
+async def test_each_listing_and_search_is_one_selection_event_of_counts() -> None:
+    ts = ToolSet(page_size=2)
+    ts.add_groups([Group("files", "Files"), Group("admin", "Admin")])
+    ts.add_tools(
+        [
+            Tool("whoami", "Who am I.", handler=ok),
+            Tool("read_file", "Read a file from disk.", handler=ok, groups=("files",)),
+            Tool("write_file", "Write a file to disk.", handler=ok, groups=("files",)),
+            Tool(
+                "wipe_disk",
+                "Erase the disk.",
+                handler=ok,
+                groups=("admin",),
+                policy=Policy(min_trust="linked"),
+            ),
+        ]
+    )
+    delivery = Delivery(ts, DeliveryConfig(strategy="list_changed", search=True))
+    log = Recorder(ts)
+    strategy, request = delivery.request(session_key="s", principal=Principal(id="p"))
+    page = await delivery.list_tools(strategy, request)
+    await delivery.list_tools(strategy, request, page.next_cursor)  # same listing: no event
+    await delivery.call_tool(strategy, request, "search_tools", {"query": "file disk"})
+    selections = [without_duration(e) for e in log.events if e.type == "tool.selection"]
+    listed, found = selections
+    flat = sum(ts.tool_tokens(t) for t in ts.catalog.tools.values() if t.name != "wipe_disk")
+    assert {k: v for k, v in listed.items() if k != "tokens_shown"} == {
+        "kind": "list",
+        "strategy": "list_changed",
+        "candidates": 4,
+        "shown": 1,  # whoami; files is not active
+        "meta": 6,  # enable/disable_tools, list_groups, call_tool, search_tools(_regex)
+        "hidden_access": 1,  # wipe_disk needs trust "linked"
+        "hidden_discovery": 2,
+        "tokens_flat": flat,
+    }
+    assert listed["tokens_shown"] > 0
+    assert found == {
+        "kind": "search",
+        "strategy": "list_changed",
+        "candidates": 4,
+        "shown": 2,
+        "meta": 0,
+        "hidden_access": 1,
+        "hidden_discovery": 1,
+        "tokens_shown": ts.tool_tokens(ts.catalog.tools["read_file"])
+        + ts.tool_tokens(ts.catalog.tools["write_file"]),
+        "tokens_flat": flat,
+    }

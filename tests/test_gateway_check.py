@@ -7,6 +7,8 @@ interpreter and ``tests/servers``. Broken configs exit 1 with errors on stderr, 
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -49,7 +51,7 @@ def checked(
 
 
 def test_every_broken_config_has_an_expected_message() -> None:
-    assert len(CASES) == 20
+    assert len(CASES) == 24
     assert all(case.with_suffix(".expected").exists() for case in CASES)
 
 
@@ -109,3 +111,58 @@ def test_build_marks_what_backends_offer_as_content_problems_and_structure_as_fa
     assert [e.message for e in report.fatal] == [
         "toolgate.stages.tool_stages.echo: unknown stage 'nowhere'; known: start"
     ]
+
+
+def test_check_reports_every_problem_of_a_file_at_once(
+    checked: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    lines = checked["several_problems"].stderr.splitlines()
+    problems = [line.split(": ", 1)[1] for line in lines[:-1]]
+    assert sorted(problems) == sorted(
+        [
+            "mcpServers.nowhere: needs a 'command' (stdio) or a 'url' (HTTP)",
+            "mcpServers.notes.evn: unknown key; did you mean 'env'?",
+            "toolgate.stratgy: unknown key; did you mean 'strategy'?",
+            "toolgate.page_size: Input should be greater than or equal to 1",
+            "toolgate.groups.g.descripton: unknown key; did you mean 'description'?",
+        ]
+    )
+    assert lines[-1] == "several_problems.json: 5 problem(s)"
+
+
+def test_check_shows_the_stderr_of_a_backend_that_fails_to_start(
+    checked: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    (line,) = [x for x in checked["backend_stderr"].stderr.splitlines() if "mcpServers" in x]
+    assert line.startswith("backend_stderr.json: mcpServers.broken: could not start")
+    assert "its stderr: starting | fatal: NOTES_API_KEY is missing" in line
+
+
+def test_check_expands_environment_variables_in_server_values(tmp_path: Path) -> None:
+    config = tmp_path / "toolgate.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "notes": {
+                        "command": "${TOOLGATE_TEST_PYTHON}",
+                        "args": ["${TOOLGATE_TEST_SERVERS}/gw_notes.py"],
+                    }
+                }
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "TOOLGATE_TEST_PYTHON": sys.executable,
+        "TOOLGATE_TEST_SERVERS": str(SERVERS),
+    }
+    done = subprocess.run(
+        [*toolgate_argv(), "check", str(config)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.endswith("ok: 5 tools from 1 backend(s), 0 groups\n")

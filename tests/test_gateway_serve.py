@@ -297,7 +297,9 @@ def test_serve_refuses_a_broken_config_with_exit_code_1(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stdout == ""
-    assert done.stderr.strip() == f"toolgate: {bad.resolve()}: toolgate.stratgy: unknown key"
+    assert done.stderr.strip() == (
+        f"toolgate: {bad.resolve()}: toolgate.stratgy: unknown key; did you mean 'strategy'?"
+    )
 
 
 # -- search -------------------------------------------------------------------------------

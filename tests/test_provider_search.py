@@ -73,7 +73,7 @@ async def connected(mode: str) -> AsyncIterator[GroupsClient]:
     """A ``GroupsClient`` over the shop server, its whole catalog fetched."""
     server: Server[Any] = Server("shop")
     binding = bind(server, toolset())
-    bind_groups(server, binding.delivery, resolver=binding.request_for)
+    bind_groups(server, binding.delivery, facts=binding.facts)
     async with Client(server, mode=mode, extensions=[GroupsClientExtension()]) as c:
         client = GroupsClient(c)
         assert await client.start() == "groups"

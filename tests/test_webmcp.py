@@ -205,7 +205,7 @@ async def test_the_webmcp_endpoints_refuse_a_missing_or_unknown_token(
         401,
         {"error": {"message": "Unauthorized: unknown bearer token"}},
     )
-    assert unknown.headers["access-control-allow-origin"] == "*"
+    assert unknown.headers["access-control-allow-origin"] == "https://shop.example"
     assert preflight.status_code == 204
     assert preflight.headers["access-control-allow-headers"] == (
         "authorization, content-type, x-toolgate-session"

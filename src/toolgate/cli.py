@@ -1,4 +1,4 @@
-"""The ``toolgate`` command: ``serve``, ``demo``, ``inspect`` and ``check``.
+"""The ``toolgate`` command: ``serve``, ``demo``, ``inspect``, ``check``, ``init``, ``schema``.
 
 Parses arguments, sets up logging on stderr (stdout carries MCP in stdio mode, and
 JSON for ``inspect --format json``) and hands over to ``toolgate.gateway``. The top
@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from toolgate import __version__
 from toolgate.errors import ConfigError
 
 
@@ -38,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Progressive tool disclosure for MCP servers: a gateway in front of any "
         "MCP server, a demo, and tools to inspect and check a gateway config.",
     )
+    parser.add_argument("--version", action="version", version=f"toolgate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def transport_args(p: argparse.ArgumentParser, default_port: int) -> None:
@@ -83,6 +86,22 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="validate the file only, without starting the backends",
     )
+
+    init = sub.add_parser(
+        "init",
+        help="write toolgate.json from a Claude Desktop, Claude Code, Cursor, Windsurf, "
+        "VS Code or Codex MCP config",
+    )
+    init.add_argument(
+        "--from", dest="source", required=True, metavar="PATH", help="the host's MCP config"
+    )
+    init.add_argument(
+        "--output", "-o", default="toolgate.json", metavar="PATH", help="(toolgate.json)"
+    )
+    init.add_argument("--force", action="store_true", help="overwrite an existing output")
+
+    schema = sub.add_parser("schema", help="print the config file's JSON Schema")
+    schema.add_argument("--output", "-o", default=None, metavar="PATH", help="write it here")
     return parser
 
 
@@ -131,8 +150,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             configure_logging("error")
             return asyncio.run(run_check(args.config, offline=args.offline))
+        if args.command == "init":
+            from toolgate.gateway.init import run_init
+
+            configure_logging("error")
+            return asyncio.run(run_init(args.source, args.output, force=args.force))
+        if args.command == "schema":
+            from toolgate.gateway.config import json_schema
+
+            text = json.dumps(json_schema(), indent=2) + "\n"
+            if args.output is None:
+                sys.stdout.write(text)
+            else:
+                with open(args.output, "w", encoding="utf-8") as f:
+                    f.write(text)
+            return 0
     except ConfigError as exc:
-        print(f"toolgate: {exc.message}", file=sys.stderr)
+        for line in exc.message.splitlines():  # one line per problem
+            print(f"toolgate: {line}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

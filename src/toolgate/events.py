@@ -29,6 +29,7 @@ EVENT_TYPES = frozenset(
         "group.activated",
         "group.deactivated",
         "budget.exceeded",
+        "tool.selection",
     }
 )
 

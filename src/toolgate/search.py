@@ -1,5 +1,5 @@
 """Tool search over a catalog: BM25 over name parts, title, description, arguments and
-group text, plus a regex variant.
+group text, plus a regex variant run by RE2 (linear time, no catastrophic patterns).
 
 ``SearchIndex`` owns the analysis (name-part splitting, stop words, stemming) and an
 index that follows the catalog's version, re-analysing only tools that changed.
@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import re2  # type: ignore[import-untyped]
 
 from toolgate.catalog import Catalog, Group, Tool
 from toolgate.errors import ConfigError, InvalidArguments
@@ -384,26 +386,64 @@ class SearchIndex:
                 pattern=pattern[:64],
             )
         _check_limit(limit)
-        try:
-            regex = re.compile(pattern, re.IGNORECASE)
-        except re.error as exc:
-            raise InvalidArguments(
-                f"Invalid regular expression {pattern!r}: {exc}", pattern=pattern
-            ) from exc
+        regex = compile_linear(pattern)
         self.refresh()
         with self._lock:
             tools = [doc[0] for doc in self._docs.values()]
         scored: list[tuple[int, str]] = []
+        # only tools the caller may see are matched: the time taken says nothing about
+        # what the hidden ones say
         for tool in tools:
+            if allowed is not None and not allowed(tool.name):
+                continue
             score = (
-                3 * bool(regex.search(tool.name))
-                + 2 * bool(tool.title and regex.search(tool.title))
-                + bool(regex.search(tool.description))
+                3 * regex.matches(tool.name)
+                + 2 * regex.matches(tool.title or "")
+                + regex.matches(tool.description)
             )
-            if score and (allowed is None or allowed(tool.name)):
+            if score:
                 scored.append((-score, tool.name))
         scored.sort()
         return [SearchHit(name, float(-neg)) for neg, name in scored[:limit]]
+
+
+@dataclass(frozen=True)
+class LinearRegex:
+    """A case-insensitive pattern run by RE2: time linear in the text, whatever the
+    pattern (no backtracking, so no catastrophic patterns; no backreferences either)."""
+
+    compiled: Any
+
+    def matches(self, text: str) -> int:
+        """1 when the pattern occurs in ``text``, else 0."""
+        if not text:
+            return 0
+        try:
+            return int(self.compiled.search(text) is not None)
+        except UnicodeEncodeError:  # text RE2 cannot take (a lone surrogate) never matches
+            return 0
+
+
+def compile_linear(pattern: str) -> LinearRegex:
+    """``pattern`` for RE2, or ``InvalidArguments`` naming what is wrong with it."""
+    options = re2.Options()
+    options.case_sensitive = False
+    options.log_errors = False
+    try:
+        return LinearRegex(re2.compile(pattern, options))
+    except UnicodeEncodeError:
+        raise InvalidArguments(
+            f"Invalid regular expression {pattern!r}: it holds a character that is not "
+            "valid Unicode (a lone surrogate)",
+            pattern=pattern[:64],
+        ) from None
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise InvalidArguments(
+            f"Invalid regular expression {pattern!r}: {reason} (RE2 syntax: no "
+            "backreferences or lookaround)",
+            pattern=pattern[:64],
+        ) from None
 
 
 def _same(a: tuple[Group, ...], b: tuple[Group, ...]) -> bool:

@@ -737,17 +737,28 @@ class Session:
         if run is None:
             raise RegistrationError(f"Tool {name!r} has no handler", name=name)
         ctx = CallContext(name, self.key, self.principal, extras or {})
+        started = time.perf_counter()
         try:
             result = to_result(await _maybe_await(run(args, ctx)))
         except ToolgateError:
             raise
         except Exception as exc:
-            self._emit("tool.executed", tool=name, outcome="error", reason=str(exc)[:200])
+            took = time.perf_counter() - started
+            self._emit(
+                "tool.executed", tool=name, outcome="error", reason=str(exc)[:200], duration_s=took
+            )
             return CallOutcome(ToolResult.error(f"Tool {name!r} failed: {exc}"))
+        took = time.perf_counter() - started
         if result.is_error:
-            self._emit("tool.executed", tool=name, outcome="error", reason="tool reported error")
+            self._emit(
+                "tool.executed",
+                tool=name,
+                outcome="error",
+                reason="tool reported error",
+                duration_s=took,
+            )
             return CallOutcome(result)
-        self._emit("tool.executed", tool=name, outcome="success")
+        self._emit("tool.executed", tool=name, outcome="success", duration_s=took)
         stage = view.ctx.stage
         nxt = ts.catalog.flow.next_stage(stage, name, tool.next_stage)
         if nxt is None or nxt == stage:

@@ -39,7 +39,7 @@ from toolgate.request import (
 )
 from toolgate.request import caller_of as sdk_caller_of
 from toolgate.strategies import Delivery, DeliveryConfig
-from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy
+from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy, emit_selection
 from toolgate.toolset import ToolSet
 from toolgate.view import paginate
 from toolgate.wire import mcp_error, raise_or_result, tool_model
@@ -254,6 +254,8 @@ class ToolgateMiddleware(Middleware):
         strategy, req = facts.request(self.delivery)
         try:
             wires = await strategy.list_tools(req)
+            if cursor is None:  # one tool.selection event per listing, not per page
+                emit_selection(req, "list", strategy, wires)
             page = paginate(wires, lambda w: str(w["name"]), cursor, self.toolset.page_size)
         except ToolgateError as exc:
             _fail(exc)

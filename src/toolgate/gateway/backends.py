@@ -3,16 +3,21 @@
 Each ``Backend`` runs in its own task: connects (stdio subprocess or streamable HTTP),
 lists its tools, follows its ``tools/list_changed``, health-checks it, and reconnects
 with exponential backoff when it dies, while calls to its tools get a clear error.
+A stdio backend gets the environment its ``env``/``env_passthrough`` give it; its stderr
+goes to the log line by line, and its last lines go into the error when it fails.
 Edge layer: imports ``mcp`` (client side) and the core's value types.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import fnmatch
+import json
 import logging
 import os
-import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -25,16 +30,20 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import REQUEST_TIMEOUT
 
+from toolgate import __version__
 from toolgate.catalog import ToolResult
 from toolgate.gateway.config import GatewayConfig, HttpServer, StdioServer
 from toolgate.wire import result_from_mcp, tool_wire
 
 logger = logging.getLogger("toolgate.gateway")
+stderr_logger = logging.getLogger("toolgate.gateway.stderr")
+STDERR_TAIL_LINES = 20  # kept per backend for the error of a failed start
 
 CONNECTION_CLOSED = -32000  # the SDK's code for a connection that went away
 MAX_LIST_PAGES = 1000
-CLIENT_INFO = mt.Implementation(name="toolgate-gateway", version="0.1.0")
+CLIENT_INFO = mt.Implementation(name="toolgate-gateway", version=__version__)
 
 
 def _env_float(name: str, default: float) -> float:
@@ -78,6 +87,55 @@ class Timing:
             delay = min(delay * 2, self.backoff_max)
 
 
+def backend_env(spec: StdioServer, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a stdio backend gets on top of the SDK's safe defaults (HOME, PATH, ...): the
+    gateway's variables named by ``env_passthrough`` (globs allowed), then ``env``."""
+    source = os.environ if environ is None else environ
+    inherited = {
+        name: value
+        for name, value in source.items()
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in spec.env_passthrough)
+    }
+    return {**inherited, **spec.env}
+
+
+class StderrCapture:
+    """A pipe for one backend process's stderr: each line goes to ``errlog`` when one is
+    given, else to the ``toolgate.gateway.stderr`` log; the last lines are kept.
+
+    A thread reads the pipe, so a chatty backend never blocks on a full pipe."""
+
+    def __init__(self, name: str, errlog: TextIO | None, tail: collections.deque[str]) -> None:
+        self.name = name
+        self.errlog = errlog
+        self.tail = tail
+        read_fd, write_fd = os.pipe()
+        self.writer = os.fdopen(write_fd, "w")
+        self._reader = threading.Thread(
+            target=self._read, args=(read_fd,), name=f"stderr:{name}", daemon=True
+        )
+        self._reader.start()
+
+    def _read(self, fd: int) -> None:
+        with open(fd, encoding="utf-8", errors="replace") as pipe:
+            for raw in pipe:
+                line = raw.rstrip("\r\n")
+                self.tail.append(line)
+                if self.errlog is not None:
+                    with contextlib.suppress(Exception):
+                        self.errlog.write(raw)
+                        self.errlog.flush()
+                else:
+                    stderr_logger.info("backend %s: %s", self.name, line)
+
+    async def close(self) -> None:
+        """Close our end and wait (briefly) for the reader to see the process's last words."""
+        with contextlib.suppress(OSError):
+            self.writer.close()
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._reader.join, 2.0)
+
+
 class ConnectionLost(Exception):
     """The backend's transport closed or stopped answering."""
 
@@ -110,6 +168,9 @@ class Backend:
         self.last_error: str | None = None
         self.next_attempt_at: float | None = None
         self.session: ClientSession | None = None
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self.instructions: str | None = None  # what the backend said in its initialize result
+        self.server_info: dict[str, Any] = {}
         self.ready = asyncio.Event()  # the first attempt finished, either way
         self._wake = asyncio.Event()
         self._changed = False
@@ -146,21 +207,58 @@ class Backend:
         }
         if retry is not None:
             data["retry_after_s"] = retry
-        import json
-
         return ToolResult(
             content=({"type": "text", "text": json.dumps(data)},), structured=data, is_error=True
         )
 
+    def timed_out(self, tool: str, seconds: float) -> ToolResult:
+        """The error result of a call that got no answer in time (it was cancelled)."""
+        message = (
+            f"Backend {self.name!r} did not answer {tool!r} within {seconds:g}s; the call "
+            "was cancelled. Try again; if it keeps happening the backend is hung or the "
+            "timeout (mcpServers.<name>.timeout / tool_timeouts) is too short."
+        )
+        data: dict[str, Any] = {
+            "error": message,
+            "code": "backend_timeout",
+            "backend": self.name,
+            "timeout_s": seconds,
+            "retryable": True,
+        }
+        return ToolResult(
+            content=({"type": "text", "text": json.dumps(data)},), structured=data, is_error=True
+        )
+
+    def failure(self, exc: BaseException) -> str:
+        """Why the backend failed, one line, with its last stderr lines when it wrote any."""
+        why = _short(exc)
+        lines = [line for line in self.stderr_tail if line.strip()]
+        if lines:
+            why += f" (its stderr: {' | '.join(lines[-5:])})"
+        return why
+
     # -- calls ----------------------------------------------------------------------------
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Run one of the backend's tools (by its own name)."""
+        """Run one of the backend's tools (by its own name), within its timeout."""
         session = self.session
         if session is None or self.status != "up":
             return self.unavailable()
+        problem = unsendable(arguments)
+        if problem is not None:  # refused here: encoding it would break the shared connection
+            return ToolResult.error(f"Cannot send {tool!r} to backend {self.name!r}: {problem}")
+        seconds = self.spec.timeout_for(tool)
         try:
-            result = await session.call_tool(tool, dict(arguments))
+            # the SDK cancels the request (notifications/cancelled) when its timeout fires;
+            # the outer deadline also covers a write the transport never completes
+            with anyio.fail_after(seconds + 1.0):
+                result = await session.call_tool(
+                    tool, dict(arguments), read_timeout_seconds=seconds
+                )
+        except TimeoutError:
+            return self.timed_out(tool, seconds)
         except MCPError as exc:
+            if exc.error.code == REQUEST_TIMEOUT:
+                return self.timed_out(tool, seconds)
             if exc.error.code == CONNECTION_CLOSED:
                 self._lost("the connection closed during a call")
                 return self.unavailable()
@@ -186,7 +284,7 @@ class Backend:
                 self.session = None
                 raise
             except Exception as exc:
-                self.last_error = _short(exc)
+                self.last_error = self.failure(exc)
             self.session = None
             self.status = "down"
             if self._was_up:
@@ -220,7 +318,9 @@ class Backend:
                     client_info=CLIENT_INFO,
                 ) as session:
                     with anyio.fail_after(self.timing.start_timeout):
-                        await session.initialize()
+                        init = await session.initialize()
+                        self.instructions = init.instructions
+                        self.server_info = init.server_info.model_dump(exclude_none=True)
                         await self._refresh(session)
                     self.session = session
                     self.status = "up"
@@ -248,10 +348,20 @@ class Backend:
         if not cwd.is_absolute():
             cwd = self.base_dir / cwd
         params = StdioServerParameters(
-            command=spec.command, args=list(spec.args), env=dict(spec.env) or None, cwd=cwd
+            command=spec.command,
+            args=list(spec.args),
+            env=backend_env(spec) or None,
+            cwd=cwd,
+            # a stray byte that is not UTF-8 spoils one message, not the connection
+            encoding_error_handler="replace",
         )
-        async with stdio_client(params, errlog=self.errlog or sys.stderr) as streams:
-            yield streams[0], streams[1]
+        self.stderr_tail.clear()
+        capture = StderrCapture(self.name, self.errlog, self.stderr_tail)
+        try:
+            async with stdio_client(params, errlog=capture.writer) as streams:
+                yield streams[0], streams[1]
+        finally:
+            await capture.close()
 
     async def _forward(self, source: Any, sink: Any) -> None:
         """Pass transport messages to the session; the end of the stream is death."""
@@ -325,6 +435,19 @@ class Backend:
             await self.on_tools(self)
 
 
+def unsendable(arguments: Mapping[str, Any]) -> str | None:
+    """Why ``arguments`` cannot be sent as JSON in UTF-8, or None. A lone UTF-16
+    surrogate (``"\\ud800"``) would fail inside the transport's writer and close the
+    connection every session shares."""
+    try:
+        json.dumps(dict(arguments), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "an argument holds a lone UTF-16 surrogate, which is not valid Unicode"
+    except (TypeError, ValueError) as exc:
+        return f"the arguments are not JSON: {exc}"
+    return None
+
+
 def _short(exc: BaseException) -> str:
     """A one-line reason, unwrapping exception groups from task groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -395,7 +518,7 @@ async def list_all(
             await b.connect(watch=False)
             listed[b.name] = list(b.tools)
         except Exception as exc:
-            failures[b.name] = _short(exc)
+            failures[b.name] = b.failure(exc)
 
     await asyncio.gather(*(one(b) for b in backends.values()))
     return listed, failures
@@ -404,7 +527,9 @@ async def list_all(
 __all__ = [
     "Backend",
     "ConnectionLost",
+    "StderrCapture",
     "Timing",
+    "backend_env",
     "list_all",
     "make_backends",
     "running",

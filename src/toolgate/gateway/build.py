@@ -192,6 +192,13 @@ def build_toolset(
             )
         except ConfigError as exc:
             report.errors.append(exc)
+    if tg.identity.oauth is not None:  # trust level, resource URL: what serve would refuse
+        from toolgate.gateway.ops import oauth_identity
+
+        try:
+            oauth_identity(cfg)
+        except ConfigError as exc:
+            report.errors.append(exc)
     toolset = ToolSet(
         "toolgate-gateway",
         store=store or open_store(tg.store, idle_ttl=tg.idle_ttl),

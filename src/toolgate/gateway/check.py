@@ -1,7 +1,8 @@
 """``toolgate check``: validate a gateway config, naming the key and the problem.
 
-Reads the file (JSON or TOML, unknown keys), the descriptions folder, starts every
-backend once to list its tools, builds the catalog and the delivery, and collects every
+Reads the file (JSON or TOML, unknown keys, unset ``${VAR}``), the descriptions folder,
+starts every backend once to list its tools (a backend that fails is reported with the
+last lines of its stderr), builds the catalog and the delivery, and collects every
 problem as ``key: message``. ``snapshot`` is shared with ``toolgate inspect``. Edge layer.
 """
 
@@ -115,7 +116,11 @@ async def run_check(
     try:
         cfg = load_config(path)
     except ConfigError as exc:
-        print(exc.message, file=err)
+        lines = exc.message.splitlines()
+        for line in lines:
+            print(line, file=err)
+        if len(lines) > 1:
+            print(f"{path}: {len(lines)} problem(s)", file=err)
         return 1
     snap = await snapshot(cfg, offline=offline)
     lines = problems(path, snap)

@@ -1,14 +1,22 @@
 """The gateway's configuration file: ``mcpServers`` plus a ``toolgate`` block.
 
-Parses JSON or TOML into validated pydantic models; every error is a ``ConfigError``
-whose ``key`` is the dotted path of the offending value. Edge layer: reads files,
-imports the core for its value types, never starts anything.
+Parses JSON or TOML into validated pydantic models, after expanding ``${VAR}`` in the
+``mcpServers`` block from the environment. Every problem is reported at once, in one
+``ConfigError`` whose ``key`` is the dotted path of the first offending value and whose
+``problems`` lists them all (unknown keys with a "did you mean"). The models also give
+the config's JSON Schema (``toolgate schema``). Edge layer: reads files, imports the
+core for its value types, never starts anything.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
+import re
 import tomllib
+import types
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -23,6 +31,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from toolgate.errors import ConfigError
 from toolgate.policy import DEFAULT_TRUST_LEVELS
@@ -32,18 +41,51 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class StdioServer(_Model):
+class _Backend(_Model):
+    """What every backend has: how long a call to one of its tools may take."""
+
+    timeout: float = Field(60.0, gt=0)
+    tool_timeouts: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("tool_timeouts")
+    @classmethod
+    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
+        for tool, seconds in v.items():
+            if seconds <= 0:
+                raise ValueError(f"the timeout of {tool!r} must be a positive number of seconds")
+        return v
+
+    def timeout_for(self, tool: str) -> float:
+        """Seconds a call to ``tool`` (the backend's own name) may take."""
+        return self.tool_timeouts.get(tool, self.timeout)
+
+
+class StdioServer(_Backend):
     """A backend started as a subprocess speaking MCP over stdio."""
 
     command: str
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    env_passthrough: list[str] = Field(
+        default_factory=list,
+        description="Names (or globs such as 'AWS_*') of the gateway's environment variables "
+        "this backend inherits, beyond HOME, LOGNAME, PATH, SHELL, TERM and USER; "
+        "'env' values win over them.",
+    )
     cwd: str | None = None
     prefix: str | None = None
     type: Literal["stdio"] | None = None
 
+    @field_validator("env_passthrough")
+    @classmethod
+    def _passthrough(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not re.fullmatch(r"[A-Za-z0-9_*?\[\]!]+", name):
+                raise ValueError(f"{name!r} is not an environment variable name or glob")
+        return v
 
-class HttpServer(_Model):
+
+class HttpServer(_Backend):
     """A backend reached over streamable HTTP."""
 
     url: str
@@ -109,6 +151,17 @@ class StagesConfig(_Model):
     stages: list[StageConfig] = Field(default_factory=list)
     tool_stages: dict[str, list[str]] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _initial_is_declared(self) -> StagesConfig:
+        # a typo in ``initial`` would otherwise become a new, empty stage
+        names = [s.name for s in self.stages]
+        if names and self.initial not in names:
+            raise ValueError(
+                f"initial stage {self.initial!r} is not a declared stage; declared: "
+                + ", ".join(names)
+            )
+        return self
+
 
 class DescriptionsConfig(_Model):
     mode: Literal["full", "lazy"] = "full"
@@ -124,12 +177,60 @@ class PrincipalConfig(_Model):
     attributes: dict[str, Any] = Field(default_factory=dict)
 
 
+class ClaimsConfig(_Model):
+    """Which JWT claims make the principal (``identity.oauth.claims``)."""
+
+    id: list[str] = Field(default_factory=lambda: ["sub", "client_id"], min_length=1)
+    trust: str | None = None
+    agent_class: str | None = Field(None, alias="class")
+    scope: str | None = "scope"
+    attributes: list[str] = Field(default_factory=list)
+
+
+class OAuthConfig(_Model):
+    """An OAuth 2.1 resource server (``identity.oauth``): JWT access tokens from
+    ``issuer`` for ``audience``, keys from ``jwks_url`` or a local JWKS file ``keys``."""
+
+    issuer: str
+    audience: list[str] = Field(min_length=1)
+    jwks_url: str | None = None
+    keys: str | None = None
+    resource: str | None = None
+    algorithms: list[str] = Field(
+        default_factory=lambda: ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"],
+        min_length=1,
+    )
+    leeway_s: float = Field(30.0, ge=0)
+    claims: ClaimsConfig = Field(default_factory=ClaimsConfig)
+    trust: str = "verified"
+    scope_map: dict[str, list[str]] = Field(default_factory=dict)
+    scope_prefix: str = ""
+    default_scope: list[str] = Field(default_factory=lambda: ["*"])
+    required_scopes: list[str] = Field(default_factory=list)
+    jwks_max_age_s: float = Field(300.0, gt=0)
+    jwks_min_interval_s: float = Field(10.0, ge=0)
+
+    @field_validator("issuer", "jwks_url", "resource")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return v
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> OAuthConfig:
+        if (self.jwks_url is None) == (self.keys is None):
+            raise ValueError("give exactly one key source: 'jwks_url' or 'keys' (a JWKS file)")
+        return self
+
+
 class IdentityConfig(_Model):
     default: PrincipalConfig = Field(
         default_factory=lambda: PrincipalConfig(id="local", trust="declared")
     )
     tokens: dict[str, PrincipalConfig] = Field(default_factory=dict)
     trust_levels: list[str] = Field(default_factory=lambda: list(DEFAULT_TRUST_LEVELS))
+    oauth: OAuthConfig | None = None
 
     @field_validator("tokens")
     @classmethod
@@ -149,9 +250,29 @@ class EventsConfig(_Model):
     otel: bool = False
 
 
+class MetricsConfig(_Model):
+    """``/metrics`` (Prometheus text format) on the HTTP transport."""
+
+    enabled: bool = True
+
+
 class DashboardConfig(_Model):
     enabled: bool = False
     tokens: list[str] = Field(default_factory=list)
+
+
+class HttpConfig(_Model):
+    """Limits of the HTTP transport (``toolgate serve --transport http``); every request
+    and connection is held to them (docs/guides/operators.md)."""
+
+    max_body_bytes: int = Field(1_048_576, ge=1024)
+    max_json_depth: int = Field(64, ge=2, le=128)
+    body_timeout: float = Field(30.0, gt=0)
+    header_timeout: float = Field(10.0, gt=0)
+    keep_alive_timeout: float = Field(5.0, gt=0)
+    max_connections: int = Field(1000, ge=1)
+    max_header_bytes: int = Field(16_384, ge=1024)
+    allowed_origins: list[str] = Field(default_factory=list)
 
 
 class ToolgateConfig(_Model):
@@ -178,6 +299,8 @@ class ToolgateConfig(_Model):
     idle_ttl: float = Field(3600.0, gt=0)
     events: EventsConfig = Field(default_factory=EventsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    http: HttpConfig = Field(default_factory=HttpConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     search: bool = False
     meta_tool_names: dict[str, str] = Field(default_factory=dict)
 
@@ -202,7 +325,13 @@ class GatewayConfig(_Model):
 
     mcp_servers: dict[str, ServerConfig] = Field(alias="mcpServers")
     toolgate: ToolgateConfig = Field(default_factory=lambda: ToolgateConfig())
-    source: Path | None = Field(None, exclude=True)
+    schema_url: str | None = Field(
+        None,
+        alias="$schema",
+        exclude=True,
+        description="The JSON Schema editors validate this file against (ignored by toolgate).",
+    )
+    source: SkipJsonSchema[Path | None] = Field(None, exclude=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -212,10 +341,9 @@ class GatewayConfig(_Model):
         servers = data.get("mcpServers")
         if isinstance(servers, Mapping):
             for name, spec in servers.items():
-                if isinstance(spec, Mapping) and "command" in spec and "url" in spec:
-                    raise ValueError(f"server {name!r} has both 'command' and 'url'; pick one")
-                if isinstance(spec, Mapping) and "command" not in spec and "url" not in spec:
-                    raise ValueError(f"server {name!r} needs a 'command' (stdio) or a 'url' (HTTP)")
+                problem = _server_kind_problem(spec)
+                if problem is not None:
+                    raise ValueError(f"server {name!r} {problem}")
         return data
 
     @property
@@ -228,6 +356,14 @@ class GatewayConfig(_Model):
         return p if p.is_absolute() else self.base_dir / p
 
 
+def _server_kind_problem(spec: Any) -> str | None:
+    if isinstance(spec, Mapping) and "command" in spec and "url" in spec:
+        return "has both 'command' and 'url'; pick one"
+    if isinstance(spec, Mapping) and "command" not in spec and "url" not in spec:
+        return "needs a 'command' (stdio) or a 'url' (HTTP)"
+    return None
+
+
 def _key_path(loc: tuple[int | str, ...]) -> str:
     out = ""
     for part in loc:
@@ -238,45 +374,214 @@ def _key_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _from_validation(exc: ValidationError, source: str) -> ConfigError:
-    first = exc.errors(include_url=False)[0]
-    loc = tuple(p for p in first["loc"] if p not in ("stdio", "http"))
+# -- every problem at once, with "did you mean" -------------------------------------------
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The models an annotation can hold directly (through Optional, unions, Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _models_in(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
+    return []
+
+
+def _step(annotation: Any, part: int | str) -> Any:
+    """The annotation of ``annotation[part]`` (a field, a dict value or a list item)."""
+    for model in _models_in(annotation):
+        for name, info in model.model_fields.items():
+            if part in (name, info.alias):
+                return info.annotation
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Annotated:
+        return _step(args[0], part)
+    if origin is typing.Union or origin is types.UnionType:
+        for arg in args:
+            found = _step(arg, part)
+            if found is not None:
+                return found
+        return None
+    if origin is dict and isinstance(part, str):
+        return args[1]
+    if origin is list and isinstance(part, int):
+        return args[0]
+    return None
+
+
+def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the object at ``loc`` accepts (as written in a file)."""
+    annotation: Any = GatewayConfig
+    for part in loc:
+        if part in ("stdio", "http") and annotation is not None:
+            kind = StdioServer if part == "stdio" else HttpServer
+            if kind in _models_in(annotation):
+                annotation = kind
+                continue
+        annotation = _step(annotation, part)
+        if annotation is None:
+            return []
+    keys: list[str] = []
+    for model in _models_in(annotation):
+        keys += [info.alias or name for name, info in model.model_fields.items()]
+    return keys
+
+
+def _problem(error: Any) -> tuple[str, str]:
+    """``(key path, message)`` for one pydantic error."""
+    raw: tuple[int | str, ...] = tuple(error["loc"])
+    loc = tuple(p for p in raw if p not in ("stdio", "http"))
     loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
     key = _key_path(loc) or "(top level)"
-    msg = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
         msg = "unknown key"
-    elif first["type"] == "missing":
+        unknown = str(raw[-1])
+        close = difflib.get_close_matches(unknown, _known_keys(raw[:-1]), n=1, cutoff=0.6)
+        if close:
+            msg += f"; did you mean {close[0]!r}?"
+    elif error["type"] == "missing":
         msg = "required key is missing"
-    count = len(exc.errors())
-    more = f" (and {count - 1} more problem{'s' if count > 2 else ''})" if count > 1 else ""
-    return ConfigError(f"{source}: {key}: {msg}{more}", key=key)
+    elif error["type"] == "literal_error" and isinstance(error.get("input"), str | int | float):
+        msg += f", got {error['input']!r}"
+    return key, msg
 
 
-def parse_config(data: Mapping[str, Any], *, source: Path | None = None) -> GatewayConfig:
-    """Validate a config mapping; raises ConfigError naming the key path."""
+def config_error(problems: list[tuple[str, str]], source: str) -> ConfigError:
+    """One error carrying every ``(key, message)``: one line each, ``source: key: message``."""
+    lines = [f"{source}: {key}: {msg}" for key, msg in problems]
+    return ConfigError(
+        "\n".join(lines),
+        key=problems[0][0],
+        problems=[{"key": key, "message": msg} for key, msg in problems],
+    )
+
+
+def _from_validation(exc: ValidationError, source: str) -> ConfigError:
+    return config_error([_problem(e) for e in exc.errors(include_url=False)], source)
+
+
+def parse_config(
+    data: Mapping[str, Any],
+    *,
+    source: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> GatewayConfig:
+    """Validate a config mapping, ``${VAR}`` read from ``environ`` (default ``os.environ``).
+
+    Raises one ConfigError naming every problem's key path."""
     label = str(source) if source is not None else "config"
     if not isinstance(data, Mapping):
         raise ConfigError(f"{label}: the config must be an object", key="(top level)")
+    data, problems = expand_env(data, os.environ if environ is None else environ)
     servers = data.get("mcpServers")
     if isinstance(servers, Mapping):
-        # checked here too so the error names the server's key, not "(top level)"
+        # checked here so the error names the server's key, and the other servers are
+        # still validated: a server of neither kind is left out of pydantic's pass
+        kept = {}
         for name, spec in servers.items():
-            key = f"mcpServers.{name}"
-            if isinstance(spec, Mapping) and "command" in spec and "url" in spec:
-                raise ConfigError(
-                    f"{label}: {key}: has both 'command' and 'url'; pick one", key=key
-                )
-            if isinstance(spec, Mapping) and "command" not in spec and "url" not in spec:
-                raise ConfigError(
-                    f"{label}: {key}: needs a 'command' (stdio) or a 'url' (HTTP)", key=key
-                )
+            problem = _server_kind_problem(spec)
+            if problem is None:
+                kept[name] = spec
+            else:
+                problems.append((f"mcpServers.{name}", problem))
+        data = {**data, "mcpServers": kept}
     try:
         cfg = GatewayConfig.model_validate(dict(data))
     except ValidationError as exc:
-        raise _from_validation(exc, label) from None
+        problems += [_problem(e) for e in exc.errors(include_url=False)]
+    if problems:
+        raise config_error(problems, label)
     cfg.source = source
     return cfg
+
+
+# -- ${VAR} in mcpServers ------------------------------------------------------------------
+
+#: The server keys whose values are expanded, as Claude Code, Cursor and Windsurf do.
+EXPANDED_KEYS = ("command", "args", "env", "cwd", "url", "headers")
+_REFERENCE = re.compile(r"\$\$\{|\$\{([^{}]*)\}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def expand_string(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
+    """``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` from ``environ``; ``$${`` is a
+    literal ``${``. Returns the text and the problems (unset or malformed references)."""
+    problems: list[str] = []
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(0) == "$${":
+            return "${"
+        body = match.group(1)
+        name, sep, default = body.partition(":-")
+        name = name.removeprefix("env:")
+        if not _NAME.fullmatch(name):
+            problems.append(
+                f"${{{body}}} is not an environment variable reference "
+                "(write $${ for a literal ${)"
+            )
+            return match.group(0)
+        value = environ.get(name)
+        if sep and not value:
+            return default
+        if value is None:
+            problems.append(f"environment variable {name} is not set (referenced as ${{{body}}})")
+            return match.group(0)
+        return value
+
+    return _REFERENCE.sub(one, text), problems
+
+
+def expand_env(
+    data: Mapping[str, Any], environ: Mapping[str, str]
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """A copy of ``data`` with ``${VAR}`` expanded in each server's ``EXPANDED_KEYS``,
+    and the ``(key path, problem)`` of every reference that cannot be expanded."""
+    out = dict(data)
+    problems: list[tuple[str, str]] = []
+    servers = data.get("mcpServers")
+    if not isinstance(servers, Mapping):
+        return out, problems
+
+    def walk(value: Any, key: str) -> Any:
+        if isinstance(value, str):
+            text, found = expand_string(value, environ)
+            problems.extend((key, p) for p in found)
+            return text
+        if isinstance(value, list):
+            return [walk(v, f"{key}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, Mapping):
+            return {k: walk(v, f"{key}.{k}") for k, v in value.items()}
+        return value
+
+    expanded: dict[str, Any] = {}
+    for name, spec in servers.items():
+        if isinstance(spec, Mapping):
+            spec = {
+                k: walk(v, f"mcpServers.{name}.{k}") if k in EXPANDED_KEYS else v
+                for k, v in spec.items()
+            }
+        expanded[name] = spec
+    out["mcpServers"] = expanded
+    return out, problems
+
+
+# -- the JSON Schema ------------------------------------------------------------------------
+
+
+def json_schema() -> dict[str, Any]:
+    """The config file's JSON Schema (draft 2020-12), generated from the models."""
+    schema = GatewayConfig.model_json_schema(by_alias=True, mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **schema,
+        "title": "toolgate gateway config",
+        "description": "mcpServers (the hosts' block, ${VAR} expanded from the environment) "
+        "plus the toolgate block. Generated by `toolgate schema`.",
+    }
 
 
 def load_config(path: str | Path) -> GatewayConfig:

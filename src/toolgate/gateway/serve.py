@@ -4,8 +4,9 @@
 low-level ``Server`` (``toolgate.lowlevel``) and serves it over stdio or streamable
 HTTP. When a backend's tools change, the live catalog is synced in place (sessions keep
 their state) and every legacy session whose list changed is notified. Optional HTTP
-apps (WebMCP, the dashboard) are ``GatewayApp``s in ``Gateway.apps``. Edge layer: the
-top of ``toolgate.gateway``; nothing in the gateway package imports it.
+apps (WebMCP, health and metrics, the dashboard) are ``GatewayApp``s in
+``Gateway.apps``. Edge layer: the top of ``toolgate.gateway``; nothing in the gateway
+package imports it.
 """
 
 from __future__ import annotations
@@ -71,19 +72,24 @@ def event_bus(cfg: GatewayConfig) -> EventBus:
 
 
 def identity_of(cfg: GatewayConfig) -> IdentityResolver:
-    """Bearer tokens by SHA-256 when configured (unknown or missing token: HTTP 401);
-    otherwise every request is the configured default principal."""
+    """Bearer tokens by SHA-256 and/or OAuth JWTs when configured (unknown or missing
+    token: HTTP 401); otherwise every request is the configured default principal."""
     tg = cfg.toolgate
     ladder = TrustLadder(tuple(tg.identity.trust_levels))
-    if not tg.identity.tokens:
-        return IdentityResolver()
-    tokens = {
-        digest: principal_from(
-            who, ladder, f"toolgate.identity.tokens.{digest[:12]}", authenticated=True
-        )
-        for digest, who in tg.identity.tokens.items()
-    }
-    return BearerTokens(tokens)
+    static = IdentityResolver()
+    if tg.identity.tokens:
+        tokens = {
+            digest: principal_from(
+                who, ladder, f"toolgate.identity.tokens.{digest[:12]}", authenticated=True
+            )
+            for digest, who in tg.identity.tokens.items()
+        }
+        static = BearerTokens(tokens)
+    if tg.identity.oauth is not None:  # JWT access tokens; static tokens keep working
+        from toolgate.gateway.ops import oauth_identity
+
+        return oauth_identity(cfg, static)
+    return static
 
 
 def mount_webmcp(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> Sequence[BaseRoute]:
@@ -92,6 +98,14 @@ def mount_webmcp(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> S
     from toolgate.webmcp import webmcp_routes
 
     return webmcp_routes(gateway.delivery, gateway.identity, recorder=gateway.recorder)
+
+
+def mount_ops(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> Sequence[BaseRoute]:
+    """``/healthz``, ``/readyz``, ``/metrics`` and the OAuth protected-resource metadata
+    (``toolgate.gateway.ops``)."""
+    from toolgate.gateway.ops import ops_routes
+
+    return ops_routes(gateway, allowed_hosts=[*allowed_hosts, host])
 
 
 def mount_dashboard(
@@ -126,7 +140,7 @@ class Gateway:
     """
 
     #: what ``http_app`` serves beside ``/mcp``, in order (set on an instance to change)
-    apps: Sequence[GatewayApp] = (mount_webmcp, mount_dashboard)
+    apps: Sequence[GatewayApp] = (mount_webmcp, mount_ops, mount_dashboard)
 
     def __init__(
         self,
@@ -146,6 +160,11 @@ class Gateway:
             store = open_store(url, idle_ttl=tg.idle_ttl)
         self.store = store
         self.identity = identity_of(cfg)
+        # -- ops: Prometheus metrics from events (toolgate.gateway.ops)
+        from toolgate.gateway.ops import gateway_metrics
+
+        self.metrics = gateway_metrics(self)
+        # -- end ops
         self.timing = timing or Timing.from_env()
         self.backends: dict[str, Backend] = make_backends(
             cfg, timing=self.timing, on_tools=self._tools_changed, errlog=errlog
@@ -375,9 +394,33 @@ class Gateway:
             allowed_hosts=hosts,
             allowed_origins=[f"http://{h}" for h in hosts] + [f"https://{h}" for h in hosts],
         )
-        app = binding.streamable_http_app(host=host, transport_security=security)
+        from toolgate.gateway.ops import auth_options
+
+        app = binding.streamable_http_app(
+            host=host, transport_security=security, **auth_options(self.cfg, self.identity)
+        )
         for mount in self.apps:
             app.router.routes.extend(mount(self, host, allowed_hosts))
+        return self.guarded(app, host=host, allowed_hosts=allowed_hosts)
+
+    def guarded(self, app: Starlette, *, host: str, allowed_hosts: Sequence[str]) -> Starlette:
+        """``app`` behind the HTTP edge (``toolgate.gateway.edge``): Host/Origin on every
+        route, one credential, bounded and checked bodies (``toolgate.http``)."""
+        from toolgate.gateway.edge import Edge, EdgeLimits, allowed_names, bearer_admits
+
+        limits = self.cfg.toolgate.http
+        tokens = self.identity
+        app.add_middleware(
+            Edge,
+            names=allowed_names(host, allowed_hosts),
+            origins=limits.allowed_origins,
+            limits=EdgeLimits(limits.max_body_bytes, limits.max_json_depth, limits.body_timeout),
+            admits=(
+                bearer_admits(lambda token: tokens.principal_for(token) is not None)
+                if isinstance(tokens, BearerTokens) and tokens.anonymous is None
+                else None
+            ),
+        )
         return app
 
     async def serve_http(
@@ -387,9 +430,7 @@ class Gateway:
 
         async with self.running():
             app = self.http_app(host=host, allowed_hosts=allowed_hosts)
-            config = uvicorn.Config(
-                app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
-            )
+            config = uvicorn.Config(app, **server_options(self.cfg, host=host, port=port))
             server = uvicorn.Server(config)
             logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
             await server.serve()
@@ -397,6 +438,28 @@ class Gateway:
     async def close(self) -> None:
         await self.store.close()
         self.events.close()
+
+
+def server_options(cfg: GatewayConfig, *, host: str, port: int) -> dict[str, Any]:
+    """``uvicorn.Config`` keywords: the bind, and the connection limits of
+    ``toolgate.http`` (header deadline, keep-alive, open connections, header size)."""
+    from toolgate.gateway.edge import guarded_protocol
+
+    limits = cfg.toolgate.http
+    return {
+        "host": host,
+        "port": port,
+        "log_level": "warning",
+        "lifespan": "on",
+        "access_log": False,
+        "http": guarded_protocol(
+            header_timeout=limits.header_timeout, max_connections=limits.max_connections
+        ),
+        "timeout_keep_alive": limits.keep_alive_timeout,
+        # uvicorn answers 503 once connections reach this; the protocol closes past it
+        "limit_concurrency": limits.max_connections + 1,
+        "h11_max_incomplete_event_size": limits.max_header_bytes,
+    }
 
 
 async def serve(

@@ -142,7 +142,7 @@ class StateStore(ABC):
         except StoreUnavailable:
             raise
         except Exception as exc:  # any backend failure fails closed
-            raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
+            raise unavailable(exc, self.timeout) from exc
         return state if state is not None else EMPTY
 
     async def mutate(
@@ -180,7 +180,7 @@ class StateStore(ABC):
                 except StoreUnavailable:
                     raise
                 except Exception as exc:
-                    raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
+                    raise unavailable(exc, self.timeout) from exc
                 if ok:
                     return result
                 await asyncio.sleep(random.uniform(0, min(0.05, 0.0005 * 2 ** min(attempt, 7))))
@@ -197,7 +197,7 @@ class StateStore(ABC):
         except StoreUnavailable:
             raise
         except Exception as exc:
-            raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
+            raise unavailable(exc, self.timeout) from exc
 
     async def rate_check(self, bucket: str, limit: int, window_s: float) -> float | None:
         try:
@@ -206,4 +206,14 @@ class StateStore(ABC):
         except StoreUnavailable:
             raise
         except Exception as exc:
-            raise StoreUnavailable(f"Session store unavailable: {exc!s}") from exc
+            raise unavailable(exc, self.timeout) from exc
+
+
+def unavailable(exc: BaseException, timeout: float) -> StoreUnavailable:
+    """The retryable error for a store fault, always with a reason (a timeout's own
+    text is empty)."""
+    if isinstance(exc, TimeoutError):
+        why = f"no answer within {timeout:g}s (timed out)"
+    else:
+        why = str(exc) or type(exc).__name__
+    return StoreUnavailable(f"Session store unavailable: {why}")

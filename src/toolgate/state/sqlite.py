@@ -8,6 +8,7 @@ compare-and-set that keeps several processes on one file safe. Base layer: impor
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from toolgate.errors import StoreUnavailable
 from toolgate.state.base import SessionState
 from toolgate.state.listing import SessionInfo, SessionListing
 
@@ -64,6 +66,7 @@ class SqliteStore(SessionListing):
     _conn: sqlite3.Connection = field(init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _writes: int = field(default=0, init=False, repr=False)
+    _identity: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.path != ":memory:" and not self.path.startswith("file:"):
@@ -81,12 +84,31 @@ class SqliteStore(SessionListing):
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.executescript(_SCHEMA)
+        if self.path != ":memory:" and not self.path.startswith("file:"):
+            found = os.stat(self.path)
+            self._identity = (found.st_dev, found.st_ino)
+
+    def _check_file(self) -> None:
+        """Fail closed when the file was deleted or replaced under the open connection:
+        SQLite would go on writing to the unlinked inode, lost at the next start."""
+        if self._identity is None:
+            return
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            found = None
+        if found is None or (found.st_dev, found.st_ino) != self._identity:
+            raise StoreUnavailable(
+                f"Session store unavailable: the SQLite file {self.path} was deleted or "
+                "replaced while in use; restart toolgate to open it again"
+            )
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` on the store's connection in a worker thread, one at a time."""
 
         def locked() -> T:
             with self._lock:
+                self._check_file()
                 return work(self._conn)
 
         return await asyncio.to_thread(locked)
@@ -218,4 +240,8 @@ class SqliteStore(SessionListing):
             yield SessionInfo.from_json(text)
 
     async def close(self) -> None:
-        await self._run(lambda conn: conn.close())
+        def shut() -> None:  # no file check: a deleted file's connection still closes
+            with self._lock:
+                self._conn.close()
+
+        await asyncio.to_thread(shut)

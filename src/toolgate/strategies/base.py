@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, cast
@@ -17,6 +18,7 @@ from toolgate.activation import ChangeResult
 from toolgate.catalog import CallContext, Tool, ToolResult
 from toolgate.errors import InvalidArguments, ToolgateError
 from toolgate.policy import Confirmer
+from toolgate.tokens import wire_text
 from toolgate.toolset import CallOutcome, Session, ToolSet
 from toolgate.view import View
 
@@ -283,6 +285,43 @@ CALL_SCHEMA: Mapping[str, Any] = {
 READ_ONLY = {"readOnlyHint": True, "idempotentHint": True}
 
 
+def emit_selection(
+    request: Request, kind: str, strategy: Strategy, shown: Sequence[Mapping[str, Any]]
+) -> None:
+    """Emit one ``tool.selection`` event for a listing or a search: how many catalog
+    tools were candidates, shown, hidden by access (rules 1-5) and hidden by
+    discovery (accessible, not shown), with the tokens of what was shown against a
+    flat listing of every accessible tool. Counts only, never names."""
+    session = request.session
+    ts = session.toolset
+    if not ts.events.active:
+        return
+    # access rules never read session state: the initial view (cached) answers them
+    access = ts.view(session.principal, ts.initial_state())
+    known = strategy.access_costs.get(access)
+    if known is None:
+        tools = access.accessible()
+        known = (len(tools), sum(ts.tool_tokens(t) for t in tools))
+        strategy.access_costs[access] = known
+    accessible, flat_tokens = known
+    catalog = ts.catalog.tools
+    tools_shown = sum(1 for w in shown if w.get("name") in catalog)
+    ts.events.emit(
+        "tool.selection",
+        session=session.key,
+        principal=session.principal.id,
+        kind=kind,
+        strategy=strategy.name,
+        candidates=len(catalog),
+        shown=tools_shown,
+        meta=len(shown) - tools_shown,
+        hidden_access=len(catalog) - accessible,
+        hidden_discovery=max(accessible - tools_shown, 0),
+        tokens_shown=sum(strategy.wire_tokens(w) for w in shown),
+        tokens_flat=flat_tokens,
+    )
+
+
 class Addon:
     """Extends any strategy with meta-tools, list transforms and resources (lazy
     descriptions, search). Override what you need; every default does nothing."""
@@ -327,6 +366,11 @@ class Strategy:
         self.names = names or MetaNames()
         self.addons = tuple(addons)
         self._meta: dict[str, MetaTool] = {}
+        #: per access view (views are cached by the toolset): accessible tools, flat tokens
+        self.access_costs: weakref.WeakKeyDictionary[View, tuple[int, int]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._wire_tokens: dict[str, tuple[dict[str, Any], int]] = {}
         for m in self.base_meta_tools():
             self._meta[m.name] = m
         for addon in self.addons:
@@ -353,6 +397,19 @@ class Strategy:
     def shape(self, wire: dict[str, Any], tool: Tool) -> dict[str, Any]:
         """A visible tool's listed definition (the full one unless a strategy says)."""
         return wire
+
+    def wire_tokens(self, wire: Mapping[str, Any]) -> int:
+        """Tokens of one listed definition, remembered per name while it stays equal
+        (comparing dicts is far cheaper than serializing them on every listing)."""
+        name = str(wire.get("name"))
+        hit = self._wire_tokens.get(name)
+        if hit is not None and hit[0] == wire:
+            return hit[1]
+        count = self.toolset.token_counter.count(wire_text(wire))
+        if len(self._wire_tokens) > 2 * len(self.toolset.catalog.tools) + 64:
+            self._wire_tokens.clear()  # names the catalog no longer holds
+        self._wire_tokens[name] = (dict(wire), count)
+        return count
 
     # -- what adapters call ----------------------------------------------------------
     async def list_tools(self, request: Request) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from toolgate.strategies.base import (
     Request,
     Strategy,
     ToolHandler,
+    emit_selection,
     is_stateless,
 )
 from toolgate.strategies.catalog import CatalogStrategy
@@ -204,6 +205,8 @@ class Delivery:
         self, strategy: Strategy, request: Request, cursor: str | None = None
     ) -> Page:
         tools = await strategy.list_tools(request)
+        if cursor is None:  # one selection per listing, not per page
+            emit_selection(request, "list", strategy, tools)
         return paginate(tools, lambda w: str(w["name"]), cursor, self.toolset.page_size)
 
     async def call_tool(

@@ -25,6 +25,7 @@ from toolgate.strategies.base import (
     Request,
     Strategy,
     detail_arg,
+    emit_selection,
     index_entry,
     structured,
 )
@@ -197,6 +198,10 @@ class ToolSearch(Addon):
             revealed = sorted(outcome.after.visible_names - outcome.before.visible_names)
             errors = [f"Cannot show tool {n!r}: {problem}" for n, problem in outcome.refused]
             changed = outcome.visible_changed
+        # what the answer shows: full definitions, and a name for each one-line entry
+        shown = [r["tool"] if "tool" in r else {"name": r["name"]} for r in results]
+        shown += [{"name": t.name} for _, t in found[len(results) :]]
+        emit_selection(request, "search", strategy, shown)
         data: dict[str, Any] = {
             "pattern" if regex else "query": text,
             "results": results,

@@ -79,10 +79,8 @@ def webmcp_routes(
         origin = request.headers.get("origin")
         if origin is None:
             return {}
-        if "*" in origins:
-            allowed = "*"
-        elif origin in origins:
-            allowed = origin
+        if "*" in origins or origin in origins:
+            allowed = origin  # named, never "*": the gateway's edge has vetted the origin
         else:
             return {}
         return {
@@ -144,6 +142,12 @@ def webmcp_routes(
         return JSONResponse({"strategy": strategy.name, "tools": listed}, headers=cors(request))
 
     async def call(request: Request) -> Response:
+        try:  # who is calling, before the body is read
+            strategy, tool_request = await session_for(request)
+        except Unauthenticated as exc:
+            return refuse(request, 401, exc.message)
+        except StoreUnavailable as exc:
+            return refuse(request, 503, exc.message)
         try:
             body = await request.json()
         except ValueError:
@@ -152,7 +156,6 @@ def webmcp_routes(
             return refuse(request, 400, "the body must be JSON: {name, arguments}")
         arguments = body.get("arguments")
         try:
-            strategy, tool_request = await session_for(request)
             reply = await delivery.call_tool(
                 strategy,
                 tool_request,

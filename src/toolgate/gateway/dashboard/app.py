@@ -40,6 +40,7 @@ from toolgate.gateway.dashboard.auth import COOKIE, OperatorAuth
 from toolgate.gateway.dashboard.chart import Bar, bar_chart
 from toolgate.gateway.dashboard.events import EventRing, RingEvent, parse_prefixes
 from toolgate.gateway.dashboard.sessions import session_rows
+from toolgate.gateway.edge import host_name
 from toolgate.gateway.inspect import describe, parse_principal
 from toolgate.policy import Principal
 from toolgate.state.base import StateStore
@@ -88,12 +89,7 @@ class DashboardSource:
 
 def host_allowed(netloc: str, hosts: frozenset[str]) -> bool:
     """Whether a ``Host`` header (or an Origin's ``host:port``) names an allowed host."""
-    host = netloc.lower()
-    if host.startswith("["):
-        host = host[: host.find("]") + 1]
-    elif host.count(":") == 1:
-        host = host.rsplit(":", 1)[0]
-    return host in hosts
+    return host_name(netloc) in hosts
 
 
 class _Guard:

@@ -1,0 +1,393 @@
+"""The HTTP edge: every request passes these checks before any route sees it.
+
+``Edge`` is ASGI middleware wrapped around the whole gateway app (``/mcp``, WebMCP, the
+dashboard): ``Host`` and ``Origin`` against the allowed hosts (DNS rebinding), one
+well-formed ``Authorization`` credential, the body's size (before reading, and only
+after the caller is admitted), its JSON nesting, lone UTF-16 surrogates, and JSON-RPC
+ids on the MCP path. ``GuardedH11Protocol`` bounds what the HTTP server itself holds
+open: header deadlines and a connection cap. Edge layer: starlette, uvicorn, h11.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import h11
+import pydantic_core
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+#: Host names every gateway accepts, whatever it binds to.
+LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+@dataclass(frozen=True)
+class EdgeLimits:
+    """What one request may hold. ``toolgate.http`` in the config sets them."""
+
+    max_body_bytes: int = 1_048_576
+    max_json_depth: int = 64
+    body_timeout: float = 30.0
+
+
+Admits = Callable[[Scope, Headers], bool]
+
+
+def host_name(netloc: str) -> str:
+    """The host part of a ``Host`` header or an origin's ``host:port``, lower-case."""
+    host = netloc.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def allowed_names(host: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """Loopback names, ``extra`` and the bind address unless it is a wildcard."""
+    names = {*LOCAL_NAMES, *(host_name(h) for h in extra)}
+    if host not in ("0.0.0.0", "::", ""):
+        names.add(host_name(f"[{host}]" if ":" in host and not host.startswith("[") else host))
+    return frozenset(names)
+
+
+def origin_allowed(origin: str, names: frozenset[str], origins: frozenset[str]) -> bool:
+    """An ``Origin`` the gateway serves: an http(s) origin on an allowed host, or one
+    listed exactly in ``origins`` (``toolgate.http.allowed_origins``)."""
+    if origin.rstrip("/") in origins:
+        return True
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and host_name(parts.netloc) in names
+
+
+def credential_problem(values: list[str]) -> str | None:
+    """Why the ``Authorization`` header(s) cannot be taken as one credential, or None."""
+    if not values:
+        return None
+    if len(values) > 1:
+        return "send one Authorization header, not several"
+    parts = values[0].strip().split(" ")
+    if len(parts) != 2 or not parts[0] or not parts[1]:
+        return "the Authorization header must be '<scheme> <credential>' with one credential"
+    if "," in parts[1]:
+        return "the Authorization header carries more than one credential"
+    return None
+
+
+@dataclass(frozen=True)
+class BodyProblem:
+    """Why a body is refused: HTTP status, message, and the JSON-RPC code and id when
+    the body is an MCP message (answered as a JSON-RPC error)."""
+
+    status: int
+    message: str
+    rpc_code: int | None = None
+    rpc_id: Any = None
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of parsed JSON, counted without recursion; stops past ``limit``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return deepest
+
+
+def surrogate_at(value: Any) -> str | None:
+    """The path of the first string (key or value) holding a lone UTF-16 surrogate."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return path or "(the body)"
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                if isinstance(k, str) and surrogate_at(k) is not None:
+                    return f"{path}.{k!a}".lstrip(".")
+                stack.append((v, f"{path}.{k}".lstrip(".")))
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
+    return None
+
+
+def json_problem(body: bytes, limits: EdgeLimits, *, rpc: bool) -> BodyProblem | None:
+    """Check a JSON body: nesting, lone surrogates and, for MCP (``rpc``), the id.
+
+    Bodies that do not parse are left to the route, which answers its own parse error.
+    """
+    try:
+        parsed = pydantic_core.from_json(body)  # rejects lone surrogates, bounds recursion
+    except ValueError as exc:
+        if "recursion limit" in str(exc):
+            return BodyProblem(
+                400, f"JSON nested deeper than {limits.max_json_depth} levels", -32600
+            )
+        try:  # the stdlib parser accepts lone surrogates: is that what failed?
+            parsed = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        where = surrogate_at(parsed)
+        if where is None:
+            return None
+        rpc_id = parsed.get("id") if isinstance(parsed, dict) else None
+        return BodyProblem(
+            400,
+            f"Invalid params: {where} holds a lone UTF-16 surrogate, which is not valid "
+            "Unicode and cannot be sent on",
+            -32602,
+            rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None,
+        )
+    if _depth(parsed, limits.max_json_depth) > limits.max_json_depth:
+        return BodyProblem(400, f"JSON nested deeper than {limits.max_json_depth} levels", -32600)
+    if rpc and isinstance(parsed, dict) and "id" in parsed and "method" in parsed:
+        rpc_id = parsed["id"]
+        if isinstance(rpc_id, bool) or not isinstance(rpc_id, str | int):
+            return BodyProblem(
+                400, "Invalid Request: a request's id must be a string or an integer", -32600
+            )
+    return None
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class Edge:
+    """ASGI middleware: the checks above, in that order, on every HTTP request.
+
+    >>> app = Edge(app, names=allowed_names("127.0.0.1"), limits=EdgeLimits())
+
+    ``admits(scope, headers)`` says whether the route would accept the caller's
+    credentials; a body is read (and checked) only for admitted callers, others reach
+    the route unread (it answers 401 without reading). ``rpc_paths`` hold JSON-RPC.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        names: frozenset[str],
+        limits: EdgeLimits,
+        origins: Iterable[str] = (),
+        admits: Admits | None = None,
+        rpc_paths: Iterable[str] = ("/mcp",),
+    ) -> None:
+        self.app = app
+        self.names = names
+        self.limits = limits
+        self.origins = frozenset(o.rstrip("/") for o in origins)
+        self.admits = admits
+        self.rpc_paths = frozenset(rpc_paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        refusal = self.refusal(scope, headers)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        if scope["method"] not in _BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > self.limits.max_body_bytes:
+            await self.too_large()(scope, receive, send)
+            return
+        if self.admits is not None and not self.admits(scope, headers):
+            await self.app(scope, self.bounded(receive), send)
+            return
+        try:
+            with anyio.fail_after(self.limits.body_timeout):
+                body = await self.read(receive)
+        except _TooLarge:
+            await self.too_large()(scope, receive, send)
+            return
+        except TimeoutError:
+            message = f"the request body did not arrive within {self.limits.body_timeout:g}s"
+            await PlainTextResponse(message, 408)(scope, receive, send)
+            return
+        if body is None:
+            return  # the client went away
+        if not headers.get("content-type", "").startswith(_FORMS):
+            # any other body may be read as JSON (Starlette's request.json() does not
+            # look at the content type), so every one is checked
+            problem = json_problem(body, self.limits, rpc=scope["path"] in self.rpc_paths)
+            if problem is not None:
+                await self.answer(problem, rpc=scope["path"] in self.rpc_paths)(
+                    scope, receive, send
+                )
+                return
+        await self.app(scope, replay(body, receive), send)
+
+    def refusal(self, scope: Scope, headers: Headers) -> Response | None:
+        """Host, Origin and Authorization, before anything else is looked at."""
+        if host_name(headers.get("host", "")) not in self.names:
+            return PlainTextResponse("Invalid Host header", 421)
+        origin = headers.get("origin")
+        if origin is not None and not origin_allowed(origin, self.names, self.origins):
+            return PlainTextResponse("Invalid Origin header", 403)
+        problem = credential_problem(headers.getlist("authorization"))
+        if problem is not None:
+            return JSONResponse(
+                {"error": {"message": f"Bad Authorization header: {problem}"}},
+                400,
+                headers={"WWW-Authenticate": 'Bearer error="invalid_request"'},
+            )
+        return None
+
+    def too_large(self) -> Response:
+        limit = self.limits.max_body_bytes
+        return PlainTextResponse(f"the request body is larger than {limit} bytes", 413)
+
+    @staticmethod
+    def answer(problem: BodyProblem, *, rpc: bool) -> Response:
+        if rpc and problem.rpc_code is not None:
+            error = {"code": problem.rpc_code, "message": problem.message}
+            payload = {"jsonrpc": "2.0", "id": problem.rpc_id, "error": error}
+            return JSONResponse(payload, problem.status)
+        return JSONResponse({"error": {"message": problem.message}}, problem.status)
+
+    async def read(self, receive: Receive) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limits.max_body_bytes:
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    def bounded(self, receive: Receive) -> Receive:
+        """``receive`` that ends the body as a disconnect once it passes the limit."""
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limits.max_body_bytes:
+                    return {"type": "http.disconnect"}
+            return message
+
+        return limited
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``body`` once, then whatever the client sends next
+    (a disconnect, for streaming responses)."""
+    sent = False
+
+    async def again() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again
+
+
+def bearer_admits(accepts: Callable[[str], bool]) -> Admits:
+    """``admits`` for bearer-token routes: a request whose token ``accepts``; paths under
+    ``/dashboard`` authenticate themselves (the login form's body is the credential)."""
+
+    def admits(scope: Scope, headers: Headers) -> bool:
+        if scope["path"].startswith("/dashboard"):
+            return True
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and bool(token.strip()) and accepts(token.strip())
+
+    return admits
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for each request head and a cap on open
+    connections: a client that opens a connection and dribbles (or never sends) its
+    headers is closed after ``header_timeout`` seconds; past ``max_connections`` a new
+    connection is closed at once. Configure with ``guarded_protocol(...)``."""
+
+    header_timeout: float = 10.0
+    max_connections: int = 1000
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._head_deadline: asyncio.TimerHandle | None = None
+        if len(self.connections) > self.max_connections:
+            transport.close()
+            return
+        self._arm()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._head_deadline = self.loop.call_later(self.header_timeout, self._head_late)
+
+    def _disarm(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_late(self) -> None:
+        self._head_deadline = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self._disarm()  # the head is complete: the request is under way
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm()  # the next request's head has the same deadline
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+
+def guarded_protocol(*, header_timeout: float, max_connections: int) -> type[GuardedH11Protocol]:
+    """A ``GuardedH11Protocol`` subclass with these limits, for ``uvicorn.Config(http=...)``."""
+    return type(
+        "GuardedH11Protocol",
+        (GuardedH11Protocol,),
+        {"header_timeout": header_timeout, "max_connections": max_connections},
+    )
+
+
+__all__ = [
+    "Edge",
+    "EdgeLimits",
+    "GuardedH11Protocol",
+    "allowed_names",
+    "bearer_admits",
+    "credential_problem",
+    "guarded_protocol",
+    "json_problem",
+]

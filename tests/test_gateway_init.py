@@ -1,0 +1,222 @@
+"""``toolgate init --from PATH``: a host's MCP config becomes a gateway config.
+
+Each case writes a real host config (Claude Desktop, VS Code, Codex) naming real stdio
+servers from ``tests/servers``; init connects to each with the MCP SDK's client. The
+written ``toolgate.json`` must pass ``toolgate check`` and its own JSON Schema, and the
+snippet printed for the host must parse in that host's format.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from _fixtures.gateway import SERVERS, toolgate_argv
+from toolgate.errors import ConfigError
+from toolgate.gateway.init import build_init, group_name
+
+ENV_SERVER = {"command": sys.executable, "args": [str(SERVERS / "gw_env.py")]}
+MATH_SERVER = {"command": sys.executable, "args": [str(SERVERS / "gw_math.py")]}
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*toolgate_argv(), *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def test_init_from_claude_desktop_writes_a_config_that_checks_and_a_host_snippet(
+    tmp_path: Path,
+) -> None:
+    host = tmp_path / "claude_desktop_config.json"
+    host.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "env": {**ENV_SERVER, "env": {"MODE": "test"}},
+                    "math": {**MATH_SERVER, "autoApprove": ["add"], "disabledTools": []},
+                    "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+                    "off": {**MATH_SERVER, "disabled": True},
+                },
+                "globalShortcut": "Ctrl+Space",
+            }
+        )
+    )
+    done = run("init", "--from", str(host), "-o", "gw/toolgate.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = tmp_path / "gw" / "toolgate.json"
+    config = json.loads(written.read_text())
+
+    assert config["$schema"] == "./toolgate.schema.json"
+    assert config["mcpServers"] == {
+        "env": {**ENV_SERVER, "env": {"MODE": "test"}},
+        "math": MATH_SERVER,
+    }
+    assert config["toolgate"] == {
+        "strategy": "auto",
+        "groups": {
+            "env": {
+                "description": "Reads the process environment.",
+                "tools": ["env:*"],
+                "instructions": "Reads the process environment.\n\nFor tests only.",
+            },
+            "math": {
+                "description": "Tools of the math MCP server: add, echo, multiply",
+                "tools": ["math:*"],
+            },
+        },
+    }
+    schema = json.loads((tmp_path / "gw" / "toolgate.schema.json").read_text())
+    jsonschema.validate(config, schema)
+
+    report = done.stderr.splitlines()
+    assert "env: 1 tools; description from its instructions" in report
+    assert "math: 3 tools; description from its tools" in report
+    assert any(x.startswith("legacy: left in the host config: SSE transport") for x in report)
+    assert "off: left in the host config: disabled in the host config" in report
+
+    snippet = json.loads(done.stdout)
+    entry = snippet["mcpServers"]["toolgate"]
+    assert entry["args"][-2:] == ["serve", str(written.resolve())]
+    assert Path(entry["command"]).is_absolute()
+
+    checked = run("check", str(written), cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout.endswith("ok: 4 tools from 2 backend(s), 2 groups\n")
+
+
+def test_init_refuses_to_overwrite_an_existing_config_without_force(tmp_path: Path) -> None:
+    host = tmp_path / "mcp.json"
+    host.write_text(json.dumps({"mcpServers": {"math": MATH_SERVER}}))
+    (tmp_path / "toolgate.json").write_text("{}")
+    refused = run("init", "--from", str(host), cwd=tmp_path)
+    assert refused.returncode == 1
+    assert "toolgate.json exists; pass --force to overwrite it" in refused.stderr
+    assert (tmp_path / "toolgate.json").read_text() == "{}"
+    forced = run("init", "--from", str(host), "--force", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert "math" in json.loads((tmp_path / "toolgate.json").read_text())["mcpServers"]
+
+
+def test_init_names_a_file_without_mcp_servers(tmp_path: Path) -> None:
+    host = tmp_path / "settings.json"
+    host.write_text(json.dumps({"editor.fontSize": 14}))
+    done = run("init", "--from", str(host), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "no MCP servers found: expected 'mcpServers'" in done.stderr
+    assert not (tmp_path / "toolgate.json").exists()
+
+
+async def test_a_server_that_cannot_start_gets_a_fallback_description(tmp_path: Path) -> None:
+    host = tmp_path / "mcp.json"
+    host.write_text(
+        json.dumps({"mcpServers": {"Ghost Server": {"command": str(tmp_path / "missing")}}})
+    )
+    result = await build_init(host, tmp_path / "toolgate.json")
+    (ghost,) = result.servers
+    assert ghost.error is not None and "No such file" in ghost.error
+    assert result.config["toolgate"]["groups"] == {
+        "ghost-server": {
+            "description": "Tools of the Ghost Server MCP server",
+            "tools": ["Ghost Server:*"],
+        }
+    }
+
+
+async def test_init_reads_vscode_jsonc_and_maps_its_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "project"
+    (workspace / ".vscode").mkdir(parents=True)
+    shutil.copy(SERVERS / "gw_env.py", workspace / "gw_env.py")
+    host = workspace / ".vscode" / "mcp.json"
+    host.write_text(
+        """{
+  // the servers this workspace uses
+  "inputs": [{"type": "promptString", "id": "api-token", "password": true}],
+  "servers": {
+    "env": {
+      "type": "stdio",
+      "command": "PYTHON",
+      "args": ["${workspaceFolder}/gw_env.py"],  /* copied in */
+      "env": {"TOKEN": "${input:api-token}", "URL": "http://x//y"},
+    },
+  },
+}""".replace("PYTHON", sys.executable)
+    )
+    monkeypatch.setenv("API_TOKEN", "from-the-environment")
+    result = await build_init(host, workspace / "toolgate.json")
+    assert result.host == "vscode"
+    (env,) = result.servers
+    assert env.error is None and env.tools == ["getenv"]
+    assert env.spec == {
+        "command": sys.executable,
+        "args": [f"{workspace.resolve()}/gw_env.py"],
+        "env": {"TOKEN": "${API_TOKEN}", "URL": "http://x//y"},
+    }
+    assert any("becomes the environment variable API_TOKEN" in n for n in env.notes)
+    snippet = json.loads(result.snippet)
+    assert snippet["servers"]["toolgate"]["type"] == "stdio"
+    assert snippet["servers"]["toolgate"]["args"][-1] == str(
+        (workspace / "toolgate.json").resolve()
+    )
+
+
+async def test_init_reads_codex_toml_and_writes_a_toml_snippet(tmp_path: Path) -> None:
+    host = tmp_path / "config.toml"
+    host.write_text(
+        f"""model = "o4"
+
+[mcp_servers.math]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(SERVERS / "gw_math.py"))}]
+env_vars = ["TG_PASSED"]
+startup_timeout_sec = 20
+"""
+    )
+    result = await build_init(host, tmp_path / "toolgate.json")
+    assert result.host == "codex"
+    (math,) = result.servers
+    assert math.spec == {**MATH_SERVER, "env_passthrough": ["TG_PASSED"]}
+    assert sorted(math.tools) == ["add", "echo", "multiply"]
+    entry = tomllib.loads(result.snippet)["mcp_servers"]["toolgate"]
+    assert entry["args"][-2:] == ["serve", str((tmp_path / "toolgate.json").resolve())]
+
+
+def test_servers_sharing_tool_names_get_prefixes_and_the_config_checks(tmp_path: Path) -> None:
+    host = tmp_path / "mcp.json"
+    host.write_text(json.dumps({"mcpServers": {"math": MATH_SERVER, "Math 2": MATH_SERVER}}))
+    done = run("init", "--from", str(host), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    config: dict[str, Any] = json.loads((tmp_path / "toolgate.json").read_text())
+    assert config["mcpServers"]["math"]["prefix"] == "math"
+    assert config["mcpServers"]["Math 2"]["prefix"] == "Math_2"
+    assert set(config["toolgate"]["groups"]) == {"math", "math-2"}
+    checked = run("check", "toolgate.json", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert checked.stdout == "toolgate.json: ok: 6 tools from 2 backend(s), 2 groups\n"
+
+
+@pytest.mark.parametrize(
+    ("server", "group"),
+    [("GitHub Tools", "github-tools"), ("my_server", "my-server"), ("--", "server")],
+)
+def test_group_names_are_valid_whatever_the_server_is_called(server: str, group: str) -> None:
+    assert group_name(server) == group
+
+
+def test_host_config_that_is_not_json_is_a_config_error(tmp_path: Path) -> None:
+    from toolgate.gateway.init import read_host_config
+
+    bad = tmp_path / "mcp.json"
+    bad.write_text("{nope")
+    with pytest.raises(ConfigError, match="not valid JSON or TOML"):
+        read_host_config(bad)
