@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -57,6 +58,8 @@ VOCAB = ROOT.parent / "shared" / "data" / "tokenizers"
 BEGIN, END = "<!-- tasks:begin -->", "<!-- tasks:end -->"
 RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 #: The targets for every on-demand path (a client that does not re-list).
+SEARCH_LIMIT = 10  # the agent asks for a longer list when its task has several needs
+INDEX_LINE = re.compile(r"^([A-Za-z0-9_.-]+)\(")
 TARGETS = {"initial": 1000, "one_group": 0.90, "three_groups": 0.85, "calls": 2}
 
 
@@ -151,6 +154,12 @@ STYLES = [
     Style("menu (enable_tools)", {"strategy": "list_changed"}, "menu", on_demand=True),
     Style("menu, client re-lists", {"strategy": "list_changed"}, "menu", relists=True),
     Style(
+        "menu, client re-lists, grouped_list full",
+        {"strategy": "list_changed", "grouped_list": "full"},
+        "menu",
+        relists=True,
+    ),
+    Style(
         "activators",
         {"strategy": "list_changed", "meta_tools": "activators"},
         "activators",
@@ -213,13 +222,19 @@ class Reading:
     relists: int = 0
     initial: int = 0
     reached: set[str] = field(default_factory=set)
+    named: set[str] = field(default_factory=set)  # tools it has seen named somewhere
     names: set[str] = field(default_factory=set)  # what the last tools/list showed
 
     def saw(self, data: Any) -> None:
         for obj in walk(data):
             name = obj.get("name")
-            if isinstance(name, str) and name in self.needed and self.needed[name] in obj.values():
-                self.reached.add(str(name))
+            if isinstance(name, str):
+                self.named.add(name)
+                if name in self.needed and self.needed[name] in obj.values():
+                    self.reached.add(name)
+            for value in obj.values():  # compact index lines: "name(args): summary"
+                lines = value if isinstance(value, list) else []
+                self.named.update(m.group(1) for v in lines if (m := INDEX_LINE.match(str(v))))
 
     def saw_text(self, text: str) -> None:
         with suppress(json.JSONDecodeError):
@@ -228,6 +243,11 @@ class Reading:
     @property
     def missing(self) -> list[str]:
         return sorted(set(self.needed) - self.reached)
+
+    @property
+    def describable(self) -> list[str]:
+        """Needed tools it knows by name but has not read in full."""
+        return [t for t in self.missing if t in self.named]
 
     async def list_tools(self, session: ClientSession) -> None:
         cursor: str | None = None
@@ -239,6 +259,7 @@ class Reading:
             tools = [wire(t) for t in page.tools]
             self.listed += self.counter.count(compact(tools))
             names |= {t["name"] for t in tools}
+            self.named |= {t["name"] for t in tools}
             self.saw(tools)
             cursor = page.next_cursor
             if not cursor:
@@ -285,13 +306,18 @@ async def open_groups(style: Style, task: Task, session: ClientSession, r: Readi
     if style.opening == "menu":
         await r.call(session, "enable_tools", {"groups": groups})
     elif style.opening == "activators":
-        for g in groups:
-            await r.call(session, f"{g}.activate", {})
+        if len(groups) > 1 and "enable_tools" in r.names:
+            await r.call(session, "enable_tools", {"groups": groups})  # several at once
+        else:
+            for g in groups:
+                await r.call(session, f"{g}.activate", {})
     elif style.opening == "catalog":
         listed = (await session.list_tools()).tools
         many = takes_many(listed, "get_group")
         if many is not None:
             await r.call(session, "get_group", {many: groups})
+        elif len(groups) > 1 and "enable_tools" in r.names:
+            await r.call(session, "enable_tools", {"groups": groups})  # several at once
         else:
             for g in groups:
                 await r.call(session, "get_group", {"name": g})
@@ -301,8 +327,12 @@ async def open_groups(style: Style, task: Task, session: ClientSession, r: Readi
             wire_name = g.replace("_", "-")
             await r.request(session, GetGroupRequest(params=GetGroupParams(name=wire_name)))
     elif style.opening == "search":
-        for query in task.queries:
-            if not r.missing:
+        # one search for the whole task (a longer list), then one per need for what it
+        # did not find
+        whole = " and ".join(task.queries)
+        await r.call(session, "search_tools", {"query": whole, "limit": SEARCH_LIMIT})
+        for query in task.queries if len(task.queries) > 1 else ():
+            if len(r.describable) == len(r.missing):
                 break
             await r.call(session, "search_tools", {"query": query})
 
@@ -321,8 +351,8 @@ async def run_task(style: Style, task: Task, url: str, counter: TokenCounter) ->
         await open_groups(style, task, session, r)
         if style.relists and style.opening in ("menu", "activators"):
             await r.list_tools(session)
-        if r.missing and "describe_tools" in r.names:
-            await r.call(session, "describe_tools", {"tools": r.missing})
+        if r.describable and "describe_tools" in r.names:
+            await r.call(session, "describe_tools", {"tools": r.describable})
     return r
 
 

@@ -310,7 +310,10 @@ class GroupsClient:
             children = list(contents.get("groups") or [])
             instructions = raw.get("instructions")
         elif self.mode == "meta":
-            raw = await self._meta_call(self.server_meta.get_group, {"name": name})
+            # the host wants whole definitions to hand to its model or export
+            raw = await self._meta_call(
+                self.server_meta.get_group, {"name": name, "detail": "full"}
+            )
             tools = list(raw.get("tools") or [])
             children = [
                 {k: g[k] for k in ("name", "title", "description") if g.get(k) is not None}

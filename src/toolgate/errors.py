@@ -45,6 +45,20 @@ class GroupNotFound(ToolgateError):
         super().__init__(f"Unknown group: {name}", group=name)
 
 
+class UnknownToolsets(ToolgateError):
+    """A per-request view names groups that do not exist or that the principal may not
+    see (the same error for both); ``known`` lists the ones it may name."""
+
+    code = "unknown_toolsets"
+
+    def __init__(self, names: list[str], known: list[str]) -> None:
+        super().__init__(
+            f"Unknown toolset(s): {', '.join(names)}. Known toolsets: {', '.join(known) or 'none'}",
+            toolsets=names,
+            known=known,
+        )
+
+
 class ParentInactive(ToolgateError):
     code = "parent_inactive"
 

@@ -23,7 +23,7 @@ from mcp.server.context import ServerRequestContext
 
 from toolgate.identity import Caller, IdentityFn, IdentityResolver, resolve_principal
 from toolgate.policy import Confirmer, ConfirmRequest, Principal
-from toolgate.strategies import Delivery
+from toolgate.strategies import Delivery, parse_toolsets
 from toolgate.strategies.base import Request, Strategy, is_stateless
 
 logger = logging.getLogger("toolgate.request")
@@ -44,6 +44,8 @@ class RequestFacts:
     protocol: str | None
     extensions: frozenset[str]
     confirmer: Confirmer | None = None
+    #: a view per request: the groups named by ``X-MCP-Toolsets`` or ``?toolsets=``
+    toolsets: tuple[str, ...] | None = None
 
     @property
     def legacy(self) -> bool:
@@ -64,6 +66,7 @@ class RequestFacts:
             extensions=self.extensions,
             confirmer=confirmer or self.confirmer,
             extras=extras,
+            toolsets=self.toolsets,
         )
 
 
@@ -98,6 +101,7 @@ async def request_facts(
             if legacy and supports_elicitation(caps)
             else None
         ),
+        toolsets=requested_toolsets(ctx),
     )
     _FACTS.set((ctx.session, ctx.request_id, ctx.request, facts))
     return facts
@@ -122,6 +126,25 @@ def caller_of(ctx: Context, access_token: Any = None) -> Caller:
     if headers is None:
         return Caller("local", {}, access_token)
     return Caller("http", {k.lower(): v for k, v in headers.items()}, access_token)
+
+
+TOOLSETS_HEADER = "x-mcp-toolsets"
+TOOLSETS_PARAM = "toolsets"
+
+
+def requested_toolsets(ctx: Context) -> tuple[str, ...] | None:
+    """The groups an HTTP request names for its own view: the ``X-MCP-Toolsets`` header
+    (the GitHub MCP server's convention) or ``?toolsets=`` on the endpoint, for hosts
+    that cannot set headers. None when it names none (stdio never does)."""
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return None
+    values = list(headers.getlist(TOOLSETS_HEADER)) if hasattr(headers, "getlist") else []
+    query = getattr(request, "query_params", None)
+    if query is not None:
+        values += query.getlist(TOOLSETS_PARAM)
+    return parse_toolsets(values)
 
 
 def declared_extensions(ctx: Context) -> frozenset[str]:

@@ -22,6 +22,7 @@ from toolgate.errors import (
     ToolgateError,
     ToolNotFound,
     Unauthenticated,
+    UnknownToolsets,
 )
 
 RESOURCE_NOT_FOUND = -32002  # the groups extension's "not found" code, as for resources
@@ -35,6 +36,7 @@ JSONRPC_ERRORS: dict[type[ToolgateError], int] = {
     GroupNotFound: RESOURCE_NOT_FOUND,
     StoreUnavailable: mt.INTERNAL_ERROR,
     Unauthenticated: mt.INVALID_REQUEST,
+    UnknownToolsets: mt.INVALID_PARAMS,
 }
 
 

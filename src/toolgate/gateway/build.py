@@ -313,4 +313,5 @@ def delivery_config(cfg: GatewayConfig) -> DeliveryConfig:
         groups_fallback=tg.groups_fallback,
         search=tg.search,
         names=MetaNames(**tg.meta_tool_names),
+        grouped_list=tg.grouped_list,
     )

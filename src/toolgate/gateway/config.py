@@ -287,6 +287,7 @@ class ToolgateConfig(_Model):
     hidden_tool_errors: Literal["hint", "opaque"] = "hint"
     page_size: int = Field(100, ge=1, le=10_000)
     groups_fallback: Literal["flatten", "catalog"] = "flatten"
+    grouped_list: Literal["summary", "full"] = "summary"
     always: list[str] = Field(default_factory=list)
     groups: dict[str, GroupConfig] = Field(default_factory=dict)
     exclusive: list[list[str]] = Field(default_factory=list)

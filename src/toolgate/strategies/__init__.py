@@ -9,8 +9,10 @@ from toolgate.strategies.catalog import CatalogStrategy
 from toolgate.strategies.delivery import STRATEGY_NAMES, Delivery, DeliveryConfig
 from toolgate.strategies.flat import FlatStrategy
 from toolgate.strategies.groups import GroupsStrategy
+from toolgate.strategies.lazy import LazyDescriptions, ToolDescriptions
 from toolgate.strategies.list_changed import ListChangedStrategy
 from toolgate.strategies.search import SearchStrategy, ToolSearch
+from toolgate.strategies.toolsets import ToolsetsStrategy, parse_toolsets
 
 __all__ = [
     "STRATEGY_NAMES",
@@ -20,6 +22,7 @@ __all__ = [
     "DeliveryConfig",
     "FlatStrategy",
     "GroupsStrategy",
+    "LazyDescriptions",
     "ListChangedStrategy",
     "MetaNames",
     "MetaTool",
@@ -27,5 +30,8 @@ __all__ = [
     "Request",
     "SearchStrategy",
     "Strategy",
+    "ToolDescriptions",
     "ToolSearch",
+    "ToolsetsStrategy",
+    "parse_toolsets",
 ]

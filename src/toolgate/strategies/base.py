@@ -8,10 +8,11 @@ MCP types. Delivery layer: imports the core, never ``mcp`` or ``fastmcp``.
 from __future__ import annotations
 
 import json
+import re
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, cast
 
 from toolgate.activation import ChangeResult
 from toolgate.catalog import CallContext, Tool, ToolResult
@@ -43,6 +44,7 @@ class Request:
     extensions: frozenset[str] = frozenset()
     confirmer: Confirmer | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
+    toolsets: tuple[str, ...] | None = None  # a per-request view: the groups it names
 
     @property
     def stateless(self) -> bool:
@@ -83,11 +85,15 @@ class MetaTool:
     input_schema: Mapping[str, Any]
     run: MetaRun
     annotations: Mapping[str, Any] | None = None
+    names_groups: bool = False  # its description ends with the principal's groups
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self, groups_note: str | None = None) -> dict[str, Any]:
+        description = self.description
+        if self.names_groups and groups_note:
+            description = f"{description} {groups_note}"
         out: dict[str, Any] = {
             "name": self.name,
-            "description": self.description,
+            "description": description,
             "inputSchema": dict(self.input_schema),
         }
         if self.annotations:
@@ -95,9 +101,39 @@ class MetaTool:
         return out
 
 
+MAX_NAMED_GROUPS = 40
+GROUP_NOTE_WORDS = 8
+
+
+def few_words(text: str, limit: int = GROUP_NOTE_WORDS) -> str:
+    """The first clause of ``text``, at most ``limit`` words."""
+    clause = re.split(r"(?<=[.;])\s", text.strip(), maxsplit=1)[0].rstrip(".;")
+    words = clause.split()
+    return " ".join(words[:limit]) + ("…" if len(words) > limit else "")
+
+
+def groups_note(view: View) -> str:
+    """The sentence that names the groups a principal may open, for the descriptions
+    of the meta-tools that open them. It depends on the catalog and the principal's
+    scope only (never on what is active), so descriptions stay stable."""
+    groups = [g.group for g in view.groups if g.visible and g.group is not None]
+    if not groups:
+        return ""
+    parts = []
+    for g in groups[:MAX_NAMED_GROUPS]:
+        facts = [w for w in (few_words(g.description or g.title or ""),) if w]
+        if g.parent:
+            facts.append(f"inside {g.parent}")
+        parts.append(f"{g.name} ({'; '.join(facts)})" if facts else g.name)
+    more = len(groups) - MAX_NAMED_GROUPS
+    tail = f"; and {more} more (list_groups)" if more > 0 else ""
+    return "Groups: " + "; ".join(parts) + tail + "."
+
+
 def structured(data: Mapping[str, Any], *, is_error: bool = False) -> ToolResult:
-    """A meta-tool result: structured content plus the same JSON as text."""
-    text = json.dumps(data, ensure_ascii=False, default=str)
+    """A meta-tool result: structured content plus the same JSON as compact text (the
+    model reads every byte of it)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     return ToolResult(
         content=({"type": "text", "text": text},), structured=dict(data), is_error=is_error
     )
@@ -107,13 +143,70 @@ def error_result(message: str, **details: Any) -> ToolResult:
     return structured({"error": message, **details}, is_error=True)
 
 
-def group_names_arg(arguments: Mapping[str, Any], key: str = "groups") -> list[str]:
-    """Validate a meta-tool's list-of-group-names argument (raises InvalidArguments)."""
+# -- two levels of detail ------------------------------------------------------------------
+Detail = Literal["names", "summary", "full"]
+DETAILS: tuple[Detail, ...] = ("names", "summary", "full")
+DETAIL_PROPERTY: Mapping[str, Any] = {
+    "type": "string",
+    "enum": list(DETAILS),
+    "default": "summary",
+    "description": "summary (default): one line per tool; full: whole definitions.",
+}
+
+
+def detail_arg(arguments: Mapping[str, Any], default: Detail = "summary") -> Detail:
+    """The ``detail`` argument of an opening meta-tool (raises InvalidArguments)."""
+    value = arguments.get("detail", default)
+    if value not in DETAILS:
+        raise InvalidArguments(
+            f"'detail' must be one of {', '.join(repr(d) for d in DETAILS)}, not {value!r}"
+        )
+    return cast(Detail, value)
+
+
+def index_entry(tool: Tool) -> str:
+    """A tool in a compact index, one line: its name, its required arguments and its
+    one-line summary, as ``issue_read(owner, repo, issue_number): Get an issue.``"""
+    required = tool.input_schema.get("required")
+    args = [str(r) for r in required] if isinstance(required, Sequence) else []
+    return f"{tool.name}({', '.join(args)}): {tool.summary_text}"
+
+
+def tool_entries(tools: Sequence[Tool], detail: Detail) -> list[Any]:
+    """``tools`` at ``detail``: names, compact index entries, or full definitions."""
+    if detail == "names":
+        return [t.name for t in tools]
+    if detail == "full":
+        return [t.wire() for t in tools]
+    return [index_entry(t) for t in tools]
+
+
+OPEN_SCHEMA: Mapping[str, Any] = {"type": "object", "additionalProperties": True}
+
+
+def summary_wire(wire: Mapping[str, Any], tool: Tool) -> dict[str, Any]:
+    """A listed tool at the summary level: its one-line summary and an open object
+    schema, no output schema, annotations or icons (``title`` and ``_meta`` stay).
+    Without annotations a host assumes the cautious hints; the full definition has them."""
+    out = dict(wire)
+    out["description"] = tool.summary_text
+    out["inputSchema"] = dict(OPEN_SCHEMA)
+    for key in ("outputSchema", "annotations", "icons"):
+        out.pop(key, None)
+    return out
+
+
+def group_names_arg(
+    arguments: Mapping[str, Any], key: str = "groups", optional: Sequence[str] = ("detail",)
+) -> list[str]:
+    """Validate a meta-tool's list-of-group-names argument (raises InvalidArguments);
+    ``optional`` names the other arguments the meta-tool accepts."""
     if not isinstance(arguments, Mapping):
         raise InvalidArguments("Arguments must be a JSON object")
-    extra = sorted(set(arguments) - {key})
+    extra = sorted(set(arguments) - {key, *optional})
     if extra:
-        raise InvalidArguments(f"Unexpected argument(s): {', '.join(extra)}; expected only {key!r}")
+        expected = " and ".join(repr(k) for k in (key, *optional))
+        raise InvalidArguments(f"Unexpected argument(s): {', '.join(extra)}; expected {expected}")
     if key not in arguments:
         raise InvalidArguments(f"Missing required argument {key!r}: a list of group names")
     value = arguments[key]
@@ -164,6 +257,15 @@ GROUPS_SCHEMA: Mapping[str, Any] = {
         }
     },
     "required": ["groups"],
+    "additionalProperties": False,
+}
+OPEN_GROUPS_SCHEMA: Mapping[str, Any] = {
+    **GROUPS_SCHEMA,
+    "properties": {**GROUPS_SCHEMA["properties"], "detail": DETAIL_PROPERTY},
+}
+DETAIL_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {"detail": DETAIL_PROPERTY},
     "additionalProperties": False,
 }
 EMPTY_OBJECT: Mapping[str, Any] = {
@@ -251,6 +353,7 @@ class Strategy:
     name: ClassVar[str] = "base"
     open_groups: ClassVar[bool] = False  # every group counts as active (no gating)
     can_change_list: ClassVar[bool] = False  # tools/list varies with this session's actions
+    on_demand: ClassVar[bool] = False  # tools arrive through meta-tools: offer describe_tools
 
     def __init__(
         self,
@@ -291,6 +394,10 @@ class Strategy:
     def meta_tool(self, name: str) -> MetaTool | None:
         return self._meta.get(name)
 
+    def shape(self, wire: dict[str, Any], tool: Tool) -> dict[str, Any]:
+        """A visible tool's listed definition (the full one unless a strategy says)."""
+        return wire
+
     def wire_tokens(self, wire: Mapping[str, Any]) -> int:
         """Tokens of one listed definition, remembered per name while it stays equal
         (comparing dicts is far cheaper than serializing them on every listing)."""
@@ -308,9 +415,10 @@ class Strategy:
     async def list_tools(self, request: Request) -> list[dict[str, Any]]:
         """Every listed tool definition, name-sorted."""
         view = await request.session.view()
-        out = [m.wire() for m in self.listed_meta(request, view)]
+        note = groups_note(view)
+        out = [m.wire(note) for m in self.listed_meta(request, view)]
         for tool in view.visible:
-            wire = tool.wire()
+            wire = self.shape(tool.wire(), tool)
             for addon in self.addons:
                 wire = addon.transform(wire, tool, request)
             out.append(wire)
@@ -354,8 +462,8 @@ class Strategy:
 
         return MetaTool(
             self.names.list_groups,
-            "List the tool groups you can enable: name, title, description, whether it "
-            "is active, its parent group and how many tools it holds.",
+            "List the tool groups: name, description, whether it is active, its parent "
+            "and how many tools it holds.",
             EMPTY_OBJECT,
             run,
             READ_ONLY,
@@ -382,8 +490,12 @@ class Strategy:
             run,
         )
 
-    def menu_result(self, result: ChangeResult, request: Request) -> dict[str, Any]:
-        """The wags-shaped result of ``enable_tools`` plus the new tools' definitions."""
+    def menu_result(
+        self, result: ChangeResult, request: Request, detail: Detail = "summary"
+    ) -> dict[str, Any]:
+        """The wags-shaped result of ``enable_tools`` plus the tools that just became
+        visible at ``detail`` (by default a compact index: the agent describes the ones
+        it picks)."""
         session = request.session
         return {
             "enabled": list(result.changed),
@@ -391,5 +503,5 @@ class Strategy:
             "available_tools": sorted(result.after.visible_names),
             "available_groups": session.available_groups(result.after),
             "errors": [e.message for e in result.errors],
-            "tools": [t.wire() for t in result.newly_visible],
+            "tools": tool_entries(result.newly_visible, detail),
         }

@@ -13,29 +13,36 @@ from typing import Any
 
 from toolgate.errors import GroupNotFound, InvalidArguments
 from toolgate.strategies.base import (
-    GROUPS_SCHEMA,
+    DETAIL_PROPERTY,
+    OPEN_GROUPS_SCHEMA,
     READ_ONLY,
+    Detail,
     MetaTool,
     Reply,
     Request,
     Strategy,
+    detail_arg,
     error_result,
     group_names_arg,
     structured,
+    tool_entries,
 )
 from toolgate.view import View
 
 GET_GROUP_SCHEMA: Mapping[str, Any] = {
     "type": "object",
-    "properties": {"name": {"type": "string", "description": "A group name from list_groups."}},
+    "properties": {
+        "name": {"type": "string", "description": "A group name, as listed below."},
+        "detail": DETAIL_PROPERTY,
+    },
     "required": ["name"],
     "additionalProperties": False,
 }
 
 
-def group_contents(view: View, name: str) -> dict[str, Any]:
-    """A group's instructions, the full definitions of its tools the principal may run
-    now, and its child groups in scope. Raises ``GroupNotFound`` (unknown or out of scope)."""
+def group_contents(view: View, name: str, detail: Detail = "full") -> dict[str, Any]:
+    """A group's instructions, its tools the principal may run now (at ``detail``), and
+    its child groups in scope. Raises ``GroupNotFound`` (unknown or out of scope)."""
     verdict, cat = view.group(name), view.ctx.catalog
     g = verdict.group
     if g is None or not verdict.visible:
@@ -47,7 +54,7 @@ def group_contents(view: View, name: str) -> dict[str, Any]:
         out["title"] = g.title
     if g.instructions is not None:
         out["instructions"] = g.instructions
-    out["tools"] = [s.tool.wire() for s in tools if s.visible and s.tool is not None]
+    out["tools"] = tool_entries([s.tool for s in tools if s.visible and s.tool is not None], detail)
     out["groups"] = [
         {"name": c.name, "description": c.description, **({"title": c.title} if c.title else {})}
         for c in children
@@ -58,6 +65,7 @@ def group_contents(view: View, name: str) -> dict[str, Any]:
 class CatalogStrategy(Strategy):
     name = "catalog"
     open_groups = True
+    on_demand = True
 
     def base_meta_tools(self) -> list[MetaTool]:
         return [
@@ -75,43 +83,52 @@ class CatalogStrategy(Strategy):
 
     def _get_group_tool(self) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            if not isinstance(arguments, Mapping) or set(arguments) != {"name"}:
-                raise InvalidArguments("get_group takes exactly one argument, 'name'")
+            if not isinstance(arguments, Mapping) or "name" not in arguments:
+                raise InvalidArguments("get_group needs 'name', a group name")
+            extra = sorted(set(arguments) - {"name", "detail"})
+            if extra:
+                raise InvalidArguments(
+                    f"Unexpected argument(s): {', '.join(extra)}; expected 'name' and 'detail'"
+                )
             name = arguments["name"]
             if not isinstance(name, str) or not name:
                 raise InvalidArguments("'name' must be a group name (a non-empty string)")
+            detail = detail_arg(arguments)
             view = await request.session.view()
             try:
-                return Reply(structured(group_contents(view, name)))
+                return Reply(structured(group_contents(view, name, detail)))
             except GroupNotFound as exc:
                 return Reply(error_result(exc.message, code=exc.code))
 
         return MetaTool(
             self.names.get_group,
-            "Get one tool group: its instructions, the full definitions of its tools and "
-            "its child groups. Run those tools with call_tool (or directly by name).",
+            "Open one tool group: its instructions, its child groups and its tools, "
+            f"compactly (name, summary, required arguments); call {self.names.describe_tools} "
+            "for the full definitions of the ones you pick, then run them directly or with "
+            f"call_tool. For several groups at once use {self.names.enable_tools}.",
             GET_GROUP_SCHEMA,
             run,
             READ_ONLY,
+            names_groups=True,
         )
 
     def _enable_alias_tool(self) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
             groups = group_names_arg(arguments)
+            detail = detail_arg(arguments)
             principal = request.session.principal
             # Nothing is recorded: an ephemeral session computes what enabling would show.
             trial = request.session.toolset.session(None, principal)
             result = await trial.activate(groups)
-            data = self.menu_result(result, Request(trial, request.protocol))
+            data = self.menu_result(result, Request(trial, request.protocol), detail)
             nothing = not result.changed
             return Reply(structured(data, is_error=nothing and bool(result.errors)))
 
         return MetaTool(
             self.names.enable_tools,
-            "Show the tools of one or more groups with their full definitions. On this "
-            "server every tool you may use can be called directly or through call_tool; "
-            "nothing needs enabling.",
-            GROUPS_SCHEMA,
+            f"Like {self.names.get_group}, for several groups at once. Nothing needs "
+            "enabling: every tool you may use runs directly or through call_tool.",
+            OPEN_GROUPS_SCHEMA,
             run,
             READ_ONLY,
         )

@@ -28,8 +28,10 @@ from toolgate.strategies.base import (
 from toolgate.strategies.catalog import CatalogStrategy
 from toolgate.strategies.flat import FlatStrategy
 from toolgate.strategies.groups import GroupsStrategy
+from toolgate.strategies.lazy import ToolDescriptions
 from toolgate.strategies.list_changed import ListChangedStrategy
-from toolgate.strategies.search import SearchStrategy, ToolSearch
+from toolgate.strategies.search import DEFAULT_FULL_RESULTS, SearchStrategy, ToolSearch
+from toolgate.strategies.toolsets import ToolsetsStrategy
 from toolgate.toolset import ToolSet
 from toolgate.view import Page, paginate
 
@@ -45,6 +47,8 @@ class DeliveryConfig:
     names: MetaNames = field(default_factory=MetaNames)
     groups_fallback: str = "flatten"  # clients without the groups extension: "flatten" | "catalog"
     search: bool = False  # add search_tools / search_tools_regex to every strategy
+    search_full_results: int = DEFAULT_FULL_RESULTS  # results in full; the rest compactly
+    grouped_list: str = "summary"  # list_changed: opened groups' tools, "summary" | "full"
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGY_NAMES:
@@ -56,6 +60,11 @@ class DeliveryConfig:
             raise ConfigError(
                 f"meta_tools must be 'menu' or 'activators', got {self.meta_tools!r}",
                 key="meta_tools",
+            )
+        if self.grouped_list not in ("summary", "full"):
+            raise ConfigError(
+                f"grouped_list must be 'summary' or 'full', got {self.grouped_list!r}",
+                key="grouped_list",
             )
         if self.groups_fallback not in ("flatten", "catalog"):
             raise ConfigError(
@@ -80,7 +89,10 @@ class Delivery:
         self.addons = tuple(addons)
         wants_search = self.config.search or self.config.strategy == "search"
         if self.config.search and not any(isinstance(a, ToolSearch) for a in self.addons):
-            self.addons += (ToolSearch(),)
+            self.addons += (ToolSearch(self.config.search_full_results),)
+        if not any(isinstance(a, ToolDescriptions) for a in self.addons):
+            # the second level of detail: full definitions of the tools an agent picks
+            self.addons += (ToolDescriptions(toolset),)
         if wants_search:
             toolset.search_index  # noqa: B018 -- fail now (ConfigError) without the search extra
         names = self.config.names
@@ -90,14 +102,22 @@ class Delivery:
                 style="activators" if self.config.meta_tools == "activators" else "menu",
                 names=names,
                 addons=self.addons,
+                grouped_list="full" if self.config.grouped_list == "full" else "summary",
             ),
             "catalog": CatalogStrategy(toolset, names=names, addons=self.addons),
             "flat": FlatStrategy(toolset, names=names, addons=self.addons),
             "groups": GroupsStrategy(toolset, names=names, addons=self.addons),
-            "search": SearchStrategy(toolset, names=names, addons=self.addons),
+            "search": SearchStrategy(
+                toolset,
+                names=names,
+                addons=self.addons,
+                full_results=self.config.search_full_results,
+            ),
         }
         built.update(strategies or {})
         self.strategies = built
+        #: per-request views (``toolsets``), offered by every configuration
+        self.toolsets = ToolsetsStrategy(toolset, names=names, addons=self.addons)
         self._reserve()
 
     def _reserve(self) -> None:
@@ -161,20 +181,24 @@ class Delivery:
         extensions: frozenset[str] = frozenset(),
         confirmer: Confirmer | None = None,
         extras: Mapping[str, Any] | None = None,
+        toolsets: tuple[str, ...] | None = None,
     ) -> tuple[Strategy, Request]:
         """Pick the strategy and the session for one request.
 
         Legacy protocol: the MCP session id keys the state. 2026-07-28: an authenticated
         principal's id does; without one the session is ephemeral (nothing is kept).
+        ``toolsets`` (the ``X-MCP-Toolsets`` header or ``?toolsets=``) asks for a view
+        of those groups, whatever the configured strategy.
         """
         principal = principal or self.toolset.default_principal
-        strategy = self.choose(protocol, extensions)
+        strategy = self.toolsets if toolsets else self.choose(protocol, extensions)
         if is_stateless(protocol):
             key = f"principal:{principal.id}" if principal.authenticated else None
         else:
             key = session_key
         session = self.toolset.session(key, principal, all_groups=strategy.open_groups)
-        return strategy, Request(session, protocol, extensions, confirmer, extras or {})
+        request = Request(session, protocol, extensions, confirmer, extras or {}, toolsets)
+        return strategy, request
 
     # -- serving -----------------------------------------------------------------------
     async def list_tools(

@@ -18,6 +18,7 @@ from toolgate.catalog import Tool, ToolResult
 from toolgate.docs import ToolDocs
 from toolgate.errors import ConfigError, DescriptionRequired, InvalidArguments
 from toolgate.strategies.base import (
+    OPEN_SCHEMA,
     READ_ONLY,
     Addon,
     MetaNames,
@@ -25,12 +26,12 @@ from toolgate.strategies.base import (
     Reply,
     Request,
     Strategy,
+    summary_wire,
 )
 from toolgate.toolset import ToolSet
 
 SchemaMode = Literal["full", "minimal"]
 DEFAULT_URI = "resource:///tool_descriptions"
-OPEN_SCHEMA: Mapping[str, Any] = {"type": "object", "additionalProperties": True}
 MAX_TOOLS_PER_REQUEST = 64
 MISSING_TOOL_SELECTION = "MISSING_TOOL_SELECTION"
 TOO_MANY_TOOLS = "TOO_MANY_TOOLS"
@@ -68,7 +69,117 @@ def workflow_text(uri: str, describe_tool: str) -> str:
     )
 
 
-class LazyDescriptions(Addon):
+class ToolDescriptions(Addon):
+    """``describe_tools`` for the strategies that disclose tools on demand (menu,
+    activators, catalog, search): the full descriptions of the tools an agent picked
+    from a compact index, the second of the two levels of detail. Nothing is gated or
+    recorded; ``LazyDescriptions`` adds that. ``Delivery`` installs one by default.
+    """
+
+    records = False  # describing authorizes the tool for the session (lazy mode)
+
+    def __init__(self, toolset: ToolSet, *, docs_dir: str | Path | None = None) -> None:
+        self.toolset = toolset
+        self.docs = ToolDocs.from_dir(docs_dir)
+        #: the meta-tool's name; every strategy of one Delivery shares its MetaNames
+        self.describe_name = MetaNames().describe_tools
+
+    def offers(self, strategy: Strategy) -> bool:
+        """Whether ``strategy`` lists ``describe_tools``."""
+        return strategy.on_demand
+
+    def meta_tools(self, strategy: Strategy) -> list[MetaTool]:
+        if not self.offers(strategy):
+            return []
+        self.describe_name = strategy.names.describe_tools
+
+        async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
+            if not isinstance(arguments, Mapping):
+                raise InvalidArguments("Arguments must be a JSON object")
+            extra = sorted(set(arguments) - {"tools"})
+            if extra:
+                raise InvalidArguments(
+                    f"Unexpected argument(s): {', '.join(extra)}; expected only 'tools'"
+                )
+            names = arguments.get("tools", [])
+            if isinstance(names, str) or not isinstance(names, Sequence):
+                raise InvalidArguments(
+                    f"'tools' must be a list of tool names, like [\"a\"], not "
+                    f"{type(names).__name__}"
+                )
+            if not all(isinstance(n, str) for n in names):
+                raise InvalidArguments("'tools' must contain tool-name strings")
+            data, ok = await self.describe(request, list(names))
+            text = self.dumps(data)
+            result = ToolResult(
+                content=({"type": "text", "text": text},), structured=data, is_error=not ok
+            )
+            return Reply(result)
+
+        return [MetaTool(self.describe_name, self.describe_text(), DESCRIBE_SCHEMA, run, READ_ONLY)]
+
+    def describe_text(self) -> str:
+        return (
+            "Get the full definitions of the tools you picked (from a group's or a search's "
+            "compact list): description, parameters and examples. Describe only what your "
+            "task needs."
+        )
+
+    # -- the one implementation behind the resource and the meta-tool ------------------
+    async def describe(self, request: Request, names: Sequence[str]) -> tuple[dict[str, Any], bool]:
+        """Full descriptions keyed by tool name, and whether any tool was described.
+
+        Tools the session can use now are described (and, in lazy mode, authorized for
+        it); any other name gets the error calling it would get, plus ``available_tools``.
+        """
+        session = request.session
+        view = await session.view()
+        available = sorted(view.visible_names)
+        requested = list(dict.fromkeys(names))
+        if not requested:
+            return self.missing_selection(available), False
+        if len(requested) > MAX_TOOLS_PER_REQUEST:
+            return {
+                "error": {
+                    "code": TOO_MANY_TOOLS,
+                    "message": f"{len(requested)} tools requested; at most "
+                    f"{MAX_TOOLS_PER_REQUEST} per request. Describe only the tools you "
+                    "picked for this task.",
+                }
+            }, False
+        out: dict[str, Any] = {}
+        described: list[str] = []
+        for name in requested:
+            s = view.surfacing(name)
+            if s.visible and s.tool is not None:
+                out[name] = self.docs.describe(s.tool)
+                described.append(name)
+            else:
+                exc = self.toolset.hidden_error(s, view.ctx.stage)
+                out[name] = {"error": exc.message, "code": exc.code, "available_tools": available}
+        if described and self.records:
+            await session.mark(described=described)
+        return out, bool(described)
+
+    def missing_selection(self, available: Sequence[str]) -> dict[str, Any]:
+        picks = list(available[:2]) or ["TOOL_NAME"]
+        return {
+            "error": {
+                "code": MISSING_TOOL_SELECTION,
+                "message": "You must specify one or more tool names in the 'tools' parameter. "
+                "Pick the tools you need first; their short descriptions are enough to choose.",
+                "describe_call": {"name": self.describe_name, "arguments": {"tools": picks}},
+                "available_tools": list(available),
+            }
+        }
+
+    @staticmethod
+    def dumps(data: Mapping[str, Any]) -> str:
+        """The one serialization of a descriptions answer (resource and meta-tool)."""
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class LazyDescriptions(ToolDescriptions):
     """Lazy descriptions for every strategy of a ``Delivery``.
 
     ``tools/list`` carries each tool's summary. ``schema="full"`` keeps the other
@@ -105,12 +216,9 @@ class LazyDescriptions(Addon):
                 f"descriptions.uri must be an absolute URI without a query, got {uri!r}",
                 key="descriptions.uri",
             )
-        self.toolset = toolset
+        super().__init__(toolset, docs_dir=docs_dir)
         self.schema: SchemaMode = schema
         self.uri = uri
-        self.docs = ToolDocs.from_dir(docs_dir)
-        #: the meta-tool's name; every strategy of one Delivery shares its MetaNames
-        self.describe_name = MetaNames().describe_tools
         if check_names:
             self.check_docs()
         toolset.describe_before_call = True
@@ -131,58 +239,23 @@ class LazyDescriptions(Addon):
             "Configure authentication to enforce it on that protocol."
         ]
 
+    records = True
+
     # -- the Addon hooks -----------------------------------------------------------------
-    def meta_tools(self, strategy: Strategy) -> list[MetaTool]:
-        self.describe_name = strategy.names.describe_tools
+    def offers(self, strategy: Strategy) -> bool:
+        return True  # every strategy lists summaries, so every one needs describing
 
-        async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            if not isinstance(arguments, Mapping):
-                raise InvalidArguments("Arguments must be a JSON object")
-            extra = sorted(set(arguments) - {"tools"})
-            if extra:
-                raise InvalidArguments(
-                    f"Unexpected argument(s): {', '.join(extra)}; expected only 'tools'"
-                )
-            names = arguments.get("tools", [])
-            if isinstance(names, str) or not isinstance(names, Sequence):
-                raise InvalidArguments(
-                    f"'tools' must be a list of tool names, like [\"a\"], not "
-                    f"{type(names).__name__}"
-                )
-            if not all(isinstance(n, str) for n in names):
-                raise InvalidArguments("'tools' must contain tool-name strings")
-            data, ok = await self.describe(request, list(names))
-            text = self.dumps(data)
-            result = ToolResult(
-                content=({"type": "text", "text": text},), structured=data, is_error=not ok
-            )
-            return Reply(result)
-
-        return [
-            MetaTool(
-                self.describe_name,
-                "Get the full descriptions of the tools you picked from your tool list: "
-                "parameters, examples and common errors. You must describe a tool before "
-                "calling it; the short descriptions are enough to choose one.",
-                DESCRIBE_SCHEMA,
-                run,
-                READ_ONLY,
-            )
-        ]
+    def describe_text(self) -> str:
+        return (
+            "Get the full descriptions of the tools you picked from your tool list: "
+            "parameters, examples and common errors. You must describe a tool before "
+            "calling it; the short descriptions are enough to choose one."
+        )
 
     def transform(self, wire: dict[str, Any], tool: Tool, request: Request) -> dict[str, Any]:
-        out = dict(wire)
-        out["description"] = tool.summary_text
         if self.schema == "minimal":
-            # the seed's minimal tool. Without annotations a host assumes the cautious
-            # hints (not read-only, maybe destructive); the full description has them.
-            out["inputSchema"] = dict(OPEN_SCHEMA)
-            out.pop("outputSchema", None)
-            out.pop("annotations", None)
-            # icons are for a host's UI, not the model; "minimal" is the fewest-tokens
-            # list, and a tool's full definition (get_group, groups/get) still has them
-            out.pop("icons", None)
-        return out
+            return summary_wire(wire, tool)  # the seed's minimal tool
+        return {**wire, "description": tool.summary_text}
 
     async def list_resources(self, request: Request) -> list[dict[str, Any]]:
         return [
@@ -217,41 +290,6 @@ class LazyDescriptions(Addon):
 
     def resource_uri(self, names: Sequence[str]) -> str:
         return f"{self.uri}?tools={','.join(names)}"
-
-    async def describe(self, request: Request, names: Sequence[str]) -> tuple[dict[str, Any], bool]:
-        """Full descriptions keyed by tool name, and whether any tool was described.
-
-        Tools the session can use now are described and authorized for it; any other
-        name gets the error calling it would get, plus ``available_tools``.
-        """
-        session = request.session
-        view = await session.view()
-        available = sorted(view.visible_names)
-        requested = list(dict.fromkeys(names))
-        if not requested:
-            return self.missing_selection(available), False
-        if len(requested) > MAX_TOOLS_PER_REQUEST:
-            return {
-                "error": {
-                    "code": TOO_MANY_TOOLS,
-                    "message": f"{len(requested)} tools requested; at most "
-                    f"{MAX_TOOLS_PER_REQUEST} per request. Describe only the tools you "
-                    "picked for this task.",
-                }
-            }, False
-        out: dict[str, Any] = {}
-        described: list[str] = []
-        for name in requested:
-            s = view.surfacing(name)
-            if s.visible and s.tool is not None:
-                out[name] = self.docs.describe(s.tool)
-                described.append(name)
-            else:
-                exc = self.toolset.hidden_error(s, view.ctx.stage)
-                out[name] = {"error": exc.message, "code": exc.code, "available_tools": available}
-        if described:
-            await session.mark(described=described)
-        return out, bool(described)
 
     def missing_selection(self, available: Sequence[str]) -> dict[str, Any]:
         picks = list(available[:2]) or ["TOOL_NAME"]
@@ -288,10 +326,5 @@ class LazyDescriptions(Addon):
             ],
         )
 
-    @staticmethod
-    def dumps(data: Mapping[str, Any]) -> str:
-        """The one serialization of a descriptions answer (resource and meta-tool)."""
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
 
-
-__all__ = ["DEFAULT_URI", "OPEN_SCHEMA", "LazyDescriptions", "workflow_text"]
+__all__ = ["DEFAULT_URI", "OPEN_SCHEMA", "LazyDescriptions", "ToolDescriptions", "workflow_text"]

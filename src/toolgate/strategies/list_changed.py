@@ -2,8 +2,9 @@
 
 ``tools/list`` shows root tools, meta-tools and the tools of effectively active
 groups. Two meta-tool styles: ``menu`` (wags: ``enable_tools`` / ``disable_tools``)
-and ``activators`` (tmcp: ``<group>.activate`` / ``<group>.deactivate``). Both add
-``list_groups`` and the ``call_tool`` dispatcher. Delivery layer: no MCP imports.
+and ``activators`` (tmcp: ``<group>.activate`` / ``<group>.deactivate``, plus
+``enable_tools`` to open several groups in one call). Both add ``list_groups``, the
+``call_tool`` dispatcher and ``describe_tools``. Delivery layer: no MCP imports.
 """
 
 from __future__ import annotations
@@ -12,28 +13,37 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from toolgate.activation import ChangeResult
-from toolgate.errors import ConfigError
+from toolgate.catalog import Tool
+from toolgate.errors import ConfigError, InvalidArguments
 from toolgate.strategies.base import (
     EMPTY_OBJECT,
     GROUPS_SCHEMA,
+    OPEN_GROUPS_SCHEMA,
     Addon,
+    Detail,
     MetaNames,
     MetaTool,
     Reply,
     Request,
     Strategy,
+    detail_arg,
+    few_words,
     group_names_arg,
     structured,
+    summary_wire,
 )
 from toolgate.toolset import ToolSet
 from toolgate.view import View
 
 MetaStyle = Literal["menu", "activators"]
+GroupedList = Literal["summary", "full"]
+ACTIVATOR_WORDS = 8  # an activator's description: the group's first clause, this long
 
 
 class ListChangedStrategy(Strategy):
     name = "list_changed"
     can_change_list = True
+    on_demand = True
 
     def __init__(
         self,
@@ -42,18 +52,32 @@ class ListChangedStrategy(Strategy):
         style: MetaStyle = "menu",
         names: MetaNames | None = None,
         addons: Sequence[Addon] = (),
+        grouped_list: GroupedList = "summary",
     ) -> None:
         if style not in ("menu", "activators"):
             raise ConfigError(f"meta_tools must be 'menu' or 'activators', got {style!r}")
+        if grouped_list not in ("summary", "full"):
+            raise ConfigError(
+                f"grouped_list must be 'summary' or 'full', got {grouped_list!r}",
+                key="grouped_list",
+            )
         self.style = style
+        #: how a refreshed tools/list shows the tools of opened groups: "summary" (one
+        #: line, open schema: a refresh does not pull whole groups at full weight) or "full"
+        self.grouped_list: GroupedList = grouped_list
         self.sep = toolset.separator
         super().__init__(toolset, names=names, addons=addons)
 
     def base_meta_tools(self) -> list[MetaTool]:
-        tools = [self._list_groups_tool(), self._call_tool_tool()]
+        tools = [self._list_groups_tool(), self._call_tool_tool(), self._enable_tool()]
         if self.style == "menu":
-            tools += [self._enable_tool(), self._disable_tool()]
+            tools.append(self._disable_tool())
         return tools
+
+    def shape(self, wire: dict[str, Any], tool: Tool) -> dict[str, Any]:
+        if self.grouped_list == "summary" and tool.groups:
+            return summary_wire(wire, tool)
+        return wire
 
     def activator_suffixes(self) -> list[str]:
         return (
@@ -78,7 +102,7 @@ class ListChangedStrategy(Strategy):
 
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
             if arguments:
-                return Reply(structured({"error": f"{verb} takes no arguments"}, is_error=True))
+                raise InvalidArguments(f"{verb} takes no arguments")
             session = request.session
             if action == "activate":
                 result = await session.activate([group])
@@ -88,7 +112,7 @@ class ListChangedStrategy(Strategy):
 
         return MetaTool(
             f"{group}{self.sep}{action}",
-            f"{verb} the {group!r} tools: {what}",
+            f"{verb} the {group} tools: {few_words(what, ACTIVATOR_WORDS)}",
             EMPTY_OBJECT,
             run,
         )
@@ -114,9 +138,11 @@ class ListChangedStrategy(Strategy):
         return self._activator_tool(*activator)
 
     # -- menu ----------------------------------------------------------------------------
-    def _change_reply(self, result: ChangeResult, request: Request) -> Reply:
+    def _change_reply(
+        self, result: ChangeResult, request: Request, detail: Detail = "summary"
+    ) -> Reply:
         if result.action == "activate":
-            data = self.menu_result(result, request)
+            data = self.menu_result(result, request, detail)
         else:
             data = {
                 "disabled": list(result.changed),
@@ -133,20 +159,33 @@ class ListChangedStrategy(Strategy):
     def _enable_tool(self) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
             groups = group_names_arg(arguments)
-            return self._change_reply(await request.session.activate(groups), request)
+            detail = detail_arg(arguments)
+            return self._change_reply(await request.session.activate(groups), request, detail)
 
+        if self.style == "activators":
+            # the activators name every group; this opens several in one call
+            text = (
+                "Enable several tool groups at once (as their activators do); "
+                f"{self.names.describe_tools} gives the tools you pick in full."
+            )
+        else:
+            text = (
+                "Enable one or more tool groups. Their tools join your tool list; the result "
+                "lists them in one line each (name, required arguments, summary): call "
+                f"{self.names.describe_tools} for the full definitions of the ones you pick. A "
+                "child group needs its parent enabled first or in the same call."
+            )
         return MetaTool(
             self.names.enable_tools,
-            "Enable one or more tool groups (see list_groups). Their tools join your tool "
-            "list; the result also carries their full definitions. A child group needs its "
-            "parent enabled first or in the same call.",
-            GROUPS_SCHEMA,
+            text,
+            OPEN_GROUPS_SCHEMA,
             run,
+            names_groups=self.style == "menu",
         )
 
     def _disable_tool(self) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            groups = group_names_arg(arguments)
+            groups = group_names_arg(arguments, optional=())
             return self._change_reply(await request.session.deactivate(groups), request)
 
         return MetaTool(

@@ -11,23 +11,29 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolgate.errors import InvalidArguments
+from toolgate.catalog import Tool
+from toolgate.errors import ConfigError, InvalidArguments
 from toolgate.search import MAX_LIMIT, SearchHit
 from toolgate.strategies.base import (
+    DETAIL_PROPERTY,
     READ_ONLY,
     Addon,
+    Detail,
     MetaNames,
     MetaTool,
     Reply,
     Request,
     Strategy,
+    detail_arg,
     emit_selection,
+    index_entry,
     structured,
 )
 from toolgate.strategies.catalog import CatalogStrategy
 from toolgate.toolset import ToolSet
 
 DEFAULT_LIMIT = 5
+DEFAULT_FULL_RESULTS = 3
 MAX_QUERY_LENGTH = 1000
 
 _LIMIT_PROPERTY: Mapping[str, Any] = {
@@ -46,6 +52,11 @@ SEARCH_SCHEMA: Mapping[str, Any] = {
             "description": 'What you want to do, in a few words, e.g. "open a pull request".',
         },
         "limit": _LIMIT_PROPERTY,
+        "detail": {
+            **DETAIL_PROPERTY,
+            "description": "'summary' (default): full definitions of the best matches and "
+            "a compact line for the rest; 'full': every match in full; 'names': names only.",
+        },
     },
     "required": ["query"],
     "additionalProperties": False,
@@ -60,6 +71,7 @@ SEARCH_REGEX_SCHEMA: Mapping[str, Any] = {
             'tool names, titles and descriptions, e.g. "^get_.*issue".',
         },
         "limit": _LIMIT_PROPERTY,
+        "detail": SEARCH_SCHEMA["properties"]["detail"],
     },
     "required": ["pattern"],
     "additionalProperties": False,
@@ -74,10 +86,11 @@ def search_args(arguments: Mapping[str, Any], key: str) -> tuple[Any, Any]:
     """
     if not isinstance(arguments, Mapping):
         raise InvalidArguments("Arguments must be a JSON object")
-    extra = sorted(set(arguments) - {key, "limit"})
+    extra = sorted(set(arguments) - {key, "limit", "detail"})
     if extra:
         raise InvalidArguments(
-            f"Unexpected argument(s): {', '.join(extra)}; expected {key!r} and optionally 'limit'"
+            f"Unexpected argument(s): {', '.join(extra)}; expected {key!r} and optionally "
+            "'limit' and 'detail'"
         )
     if key not in arguments:
         raise InvalidArguments(f"Missing required argument {key!r}")
@@ -101,19 +114,30 @@ class ToolSearch(Addon):
     >>> Delivery(toolset, DeliveryConfig(search=True))  # adds ToolSearch  # doctest: +SKIP
     """
 
+    def __init__(self, full_results: int = DEFAULT_FULL_RESULTS) -> None:
+        if isinstance(full_results, bool) or not isinstance(full_results, int) or full_results < 0:
+            raise ConfigError(
+                f"search full_results must be a whole number of 0 or more, got {full_results!r}",
+                key="search.full_results",
+            )
+        #: how many of the best matches come with full definitions (detail "summary")
+        self.full_results = full_results
+
     def meta_tools(self, strategy: Strategy) -> list[MetaTool]:
         return [self._search_tool(strategy), self._regex_tool(strategy)]
 
     def _search_tool(self, strategy: Strategy) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
             query, limit = search_args(arguments, "query")
-            return await self.search(strategy, request, query, limit, regex=False)
+            detail = detail_arg(arguments)
+            return await self.search(strategy, request, query, limit, detail, regex=False)
 
         return MetaTool(
             strategy.names.search_tools,
             "Search the tools you may use by what they do, in plain words. Returns the best "
-            "matches, best first, with their full definitions. Run a result directly by "
-            "name, or through call_tool if it is not in your tool list.",
+            "matches, best first: the top ones in full, the others as one line each "
+            f"({strategy.names.describe_tools} gives them in full). Run a result directly, "
+            "or through call_tool if it is not in your tool list.",
             SEARCH_SCHEMA,
             run,
             READ_ONLY,
@@ -122,20 +146,40 @@ class ToolSearch(Addon):
     def _regex_tool(self, strategy: Strategy) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
             pattern, limit = search_args(arguments, "pattern")
-            return await self.search(strategy, request, pattern, limit, regex=True)
+            detail = detail_arg(arguments)
+            return await self.search(strategy, request, pattern, limit, detail, regex=True)
 
         return MetaTool(
             strategy.names.search_tools_regex,
             "Find the tools you may use whose name, title or description match a regular "
-            "expression (case-insensitive). Returns full definitions; a name match ranks "
-            "above a title match, which ranks above a description match.",
+            "expression (case-insensitive); a name match ranks above a title match, which "
+            "ranks above a description match. Results are given as by search_tools.",
             SEARCH_REGEX_SCHEMA,
             run,
             READ_ONLY,
         )
 
+    def answer(
+        self, found: Sequence[tuple[SearchHit, Tool]], detail: Detail
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """The ``results`` (name, score, and the full definition unless ``detail`` is
+        'names') and the ``more`` lines of a compact index: under 'summary' only the best
+        ``full_results`` come in full, the other matches as one line each."""
+        if detail == "names":
+            return [{"name": h.name, "score": h.score} for h, _ in found], []
+        cut = len(found) if detail == "full" else self.full_results
+        results = [{"name": h.name, "score": h.score, "tool": t.wire()} for h, t in found[:cut]]
+        return results, [index_entry(t) for _, t in found[cut:]]
+
     async def search(
-        self, strategy: Strategy, request: Request, text: str, limit: int, *, regex: bool
+        self,
+        strategy: Strategy,
+        request: Request,
+        text: str,
+        limit: int,
+        detail: Detail = "summary",
+        *,
+        regex: bool,
     ) -> Reply:
         """Rank, reveal where the list follows the session, and answer."""
         session = request.session
@@ -143,22 +187,25 @@ class ToolSearch(Addon):
         index = strategy.toolset.search_index
         find = index.search_regex if regex else index.search
         hits: Sequence[SearchHit] = find(text, limit, view.is_accessible)
-        found = [(h, view.surfacing(h.name).tool) for h in hits]
-        shown = [(h, t.wire()) for h, t in found if t is not None]
-        results = [{"name": h.name, "score": h.score, "tool": w} for h, w in shown]
+        found = [(h, t) for h in hits if (t := view.surfacing(h.name).tool) is not None]
+        results, more = self.answer(found, detail)
         revealed: list[str] = []
         errors: list[str] = []
         changed = False
-        hidden = [h.name for h, t in found if t is not None and not view.is_visible(h.name)]
+        hidden = [h.name for h, _ in found if not view.is_visible(h.name)]
         if hidden and self.reveals(strategy, request):
             outcome = await session.reveal(hidden)
             revealed = sorted(outcome.after.visible_names - outcome.before.visible_names)
             errors = [f"Cannot show tool {n!r}: {problem}" for n, problem in outcome.refused]
             changed = outcome.visible_changed
-        emit_selection(request, "search", strategy, [w for _, w in shown])
+        # what the answer shows: full definitions, and a name for each one-line entry
+        shown = [r["tool"] if "tool" in r else {"name": r["name"]} for r in results]
+        shown += [{"name": t.name} for _, t in found[len(results) :]]
+        emit_selection(request, "search", strategy, shown)
         data: dict[str, Any] = {
             "pattern" if regex else "query": text,
             "results": results,
+            **({"more": more} if more else {}),
             "revealed": revealed,
             "errors": errors,
         }
@@ -184,9 +231,10 @@ class SearchStrategy(CatalogStrategy):
         *,
         names: MetaNames | None = None,
         addons: Sequence[Addon] = (),
+        full_results: int = DEFAULT_FULL_RESULTS,
     ) -> None:
         if not any(isinstance(a, ToolSearch) for a in addons):
-            addons = (*addons, ToolSearch())
+            addons = (*addons, ToolSearch(full_results))
         super().__init__(toolset, names=names, addons=addons)
 
     def base_meta_tools(self) -> list[MetaTool]:

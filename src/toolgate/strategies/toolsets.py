@@ -1,0 +1,72 @@
+"""Views per request: the tools of the groups a request names, no session needed.
+
+A client names groups with the ``X-MCP-Toolsets: a,b`` header or ``?toolsets=a,b`` on
+the endpoint (the GitHub MCP server's convention); ``tools/list`` is then the root tools
+plus those groups' tools (their child groups' too), within the principal's scope. It
+varies with the request only, as protocol 2026-07-28 allows. Delivery layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from toolgate.errors import UnknownToolsets
+from toolgate.strategies.base import Reply, Request, Strategy, ToolHandler
+from toolgate.view import View
+
+MAX_TOOLSETS = 64
+
+
+def parse_toolsets(values: Iterable[str]) -> tuple[str, ...] | None:
+    """Group names from header or query values (comma-separated, blanks ignored, each
+    once); ``None`` when none is named, so the request is served as usual."""
+    names: list[str] = []
+    for value in values:
+        names += [n.strip() for n in value.split(",") if n.strip()]
+    return tuple(dict.fromkeys(names)) or None
+
+
+def toolset_groups(view: View, names: tuple[str, ...]) -> frozenset[str]:
+    """The named groups and their descendants. Raises ``UnknownToolsets`` for a name
+    that is unknown or out of the principal's scope (the same error for both)."""
+    verdicts = [view.group(n) for n in names]
+    unknown = [v.name for v in verdicts if not v.visible]
+    if unknown or len(names) > MAX_TOOLSETS:
+        known = [g.name for g in view.groups if g.visible]
+        raise UnknownToolsets(unknown or [f"{len(names)} names (at most {MAX_TOOLSETS})"], known)
+    catalog = view.ctx.catalog
+    return frozenset(n for v in verdicts for n in (v.name, *catalog.descendants(v.name)))
+
+
+class ToolsetsStrategy(Strategy):
+    """Lists the root tools and the named groups' tools; no meta-tools. Any accessible
+    tool runs when called, as in ``catalog`` (discovery gating is not access control)."""
+
+    name = "toolsets"
+    open_groups = True
+
+    async def list_tools(self, request: Request) -> list[dict[str, Any]]:
+        view = await request.session.view()
+        wanted = toolset_groups(view, request.toolsets or ())
+        out = []
+        for tool in view.visible:
+            if tool.groups and not wanted.intersection(tool.groups):
+                continue
+            wire = self.shape(tool.wire(), tool)
+            for addon in self.addons:
+                wire = addon.transform(wire, tool, request)
+            out.append(wire)
+        out.sort(key=lambda w: w["name"])
+        return out
+
+    async def call_tool(
+        self,
+        request: Request,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        handler: ToolHandler | None = None,
+    ) -> Reply:
+        # a malformed view is an error on every request that carries it, not only lists
+        toolset_groups(await request.session.view(), request.toolsets or ())
+        return await super().call_tool(request, name, arguments, handler)
