@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from search_eval import load_metatool, split  # noqa: E402
+from search_eval import load_metatool, split
 
-from toolgate.search import STOP_WORDS, words  # noqa: E402
+from toolgate.search import STOP_WORDS, words
 
 MIN_SHARE = 0.005
 MAX_DIVERGENCE = 0.5

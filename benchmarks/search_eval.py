@@ -102,7 +102,7 @@ def mcp_manager_file(path: Path | None) -> Path:
     target = CACHE / f"mcp-manager-{MCP_MANAGER_COMMIT[:12]}.jsonl"
     if not target.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
-        with urllib.request.urlopen(MCP_MANAGER_URL, timeout=60) as response:  # noqa: S310
+        with urllib.request.urlopen(MCP_MANAGER_URL, timeout=60) as response:
             target.write_bytes(response.read())
     digest = hashlib.sha256(target.read_bytes()).hexdigest()
     if digest != MCP_MANAGER_SHA256:

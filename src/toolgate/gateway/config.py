@@ -40,6 +40,7 @@ class StdioServer(_Model):
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
     prefix: str | None = None
+    title: str | None = None  # indexed for search with the server's key
     type: Literal["stdio"] | None = None
 
 
@@ -49,6 +50,7 @@ class HttpServer(_Model):
     url: str
     headers: dict[str, str] = Field(default_factory=dict)
     prefix: str | None = None
+    title: str | None = None  # indexed for search with the server's key
     type: Literal["http", "streamable-http", "streamableHttp"] | None = None
 
     @field_validator("url")
@@ -149,6 +151,21 @@ class EventsConfig(_Model):
     otel: bool = False
 
 
+class SearchConfig(_Model):
+    """The ``search`` key: ``search_tools`` for every strategy, and how it ranks.
+
+    ``true`` is ``{mode: "lexical"}``. ``embedder`` names the hybrid mode's model
+    (``wordllama``, ``wordllama:DIM[:FOLDER]`` or ``package.module:factory``);
+    ``cache`` is a file for tool vectors, so a restart re-embeds nothing unchanged.
+    """
+
+    enabled: bool = True
+    mode: Literal["lexical", "hybrid"] = "lexical"
+    embedder: str | None = None
+    cache: str | None = None
+    weight: float | None = Field(None, ge=0.0, le=1.0)
+
+
 class DashboardConfig(_Model):
     enabled: bool = False
     tokens: list[str] = Field(default_factory=list)
@@ -177,8 +194,15 @@ class ToolgateConfig(_Model):
     idle_ttl: float = Field(3600.0, gt=0)
     events: EventsConfig = Field(default_factory=EventsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
-    search: bool = False
+    search: bool | SearchConfig = False
     meta_tool_names: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def search_config(self) -> SearchConfig:
+        """``search`` as a ``SearchConfig`` (``true``/``false`` are lexical, on/off)."""
+        if isinstance(self.search, SearchConfig):
+            return self.search
+        return SearchConfig(enabled=self.search)
 
     @field_validator("meta_tool_names")
     @classmethod
