@@ -3,6 +3,8 @@ ties, access filtering, following catalog changes, the regex variant and bad inp
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from toolgate.catalog import Catalog, Group, Tool
@@ -377,3 +379,20 @@ def test_bad_search_settings_are_refused() -> None:
         SearchSettings(mode="semantic")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="from 0 to 1"):
         SearchSettings(weight=1.5)
+
+
+def test_the_best_allowed_tools_are_found_far_down_the_ranking() -> None:
+    catalog = Catalog()
+    catalog.add_tools(
+        Tool(f"report_{i:03d}", "Export a report." + " Export." * (i % 7)) for i in range(300)
+    )
+    index = SearchIndex(catalog)
+    everything = index.search("export report", limit=50)
+    allowed = {h.name for h in everything[40:]} | {"report_299"}
+    expected = [h for h in everything if h.name in allowed][:5]
+    found = index.search("export report", limit=5, allowed=allowed.__contains__)
+    assert found == expected
+    ties = index.search("export report", limit=3, allowed=lambda n: n >= "report_290")
+    assert [h.score for h in ties] == sorted((h.score for h in ties), reverse=True)
+    for a, b in itertools.pairwise(ties):
+        assert a.score > b.score or a.name < b.name

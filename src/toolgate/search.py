@@ -427,6 +427,7 @@ class SearchIndex:
         self._docs: dict[str, tuple[Tool, tuple[Group, ...], int]] = {}
         self._slot_names: list[str] = []
         self._name_rank: Any = numpy.zeros(0, dtype=numpy.int64)  # slot -> rank by name
+        self._live: Any = numpy.zeros(0, dtype=bool)
         self.reanalysed = 0  # tools re-analysed by the last refresh (for tests and stats)
         self.embedded = 0  # texts the embedder ran on in the last refresh (cache misses)
         self.embedder: Embedder | None = None
@@ -530,6 +531,7 @@ class SearchIndex:
             names[slot] = name
             rank[slot] = i
         self._slot_names, self._name_rank = names, rank
+        self._live = rank < len(self._docs)  # slots holding a tool (not freed)
 
     def _field_terms(self, tool: Tool, groups: tuple[Group, ...]) -> dict[str, list[str]]:
         server_title = self._servers.get(tool.source or "", "")
@@ -559,18 +561,18 @@ class SearchIndex:
             terms = self.analyzer.query_terms(query)
             bm25 = self._postings.scores(terms)
             names, rank = self._slot_names, self._name_rank
-            vectors = self._vectors
-            live = np.zeros(len(names), dtype=bool)
-            for _, _, slot in self._docs.values():
-                live[slot] = True
+            vectors, live = self._vectors, self._live
         if self.embedder is None or vectors is None:
             return bm25, bm25, None, names, rank
         q = _unit(np, np.asarray(self.embedder.embed([query]), dtype=np.float32))[0]
         cosine = vectors[: len(names)] @ q
-        semantic = np.zeros(len(names))
-        if live.any():
-            lo, hi = float(cosine[live].min()), float(cosine[live].max())
-            semantic[live] = (cosine[live] - lo) / (hi - lo) if hi > lo else 1.0
+        if not live.any():
+            return bm25, bm25, cosine, names, rank
+        # min-max over live slots (freed slots hold zero vectors): the best tool by
+        # meaning scores 1, the worst 0, on any model's cosine range
+        lo = float(np.where(live, cosine, np.inf).min())
+        hi = float(np.where(live, cosine, -np.inf).max())
+        semantic = (cosine - lo) / (hi - lo) if hi > lo else np.ones(len(names))
         best = float(bm25.max()) if len(bm25) else 0.0
         lexical = bm25 / best if best > 0 else bm25
         w = self.settings.weight
@@ -587,13 +589,28 @@ class SearchIndex:
         np = self._np
         fused, bm25, semantic, names, rank = self._scores(query)
         hits = np.flatnonzero(fused > 0)
-        ranked = hits[np.lexsort((rank[hits], -fused[hits]))]
         out: list[int] = []
-        for slot in ranked:
-            if allowed is None or allowed(names[slot]):
-                out.append(int(slot))
-                if len(out) == limit:
-                    break
+        seen = 0
+        # Sort only the best few (every tool scores in hybrid mode); widen while the
+        # caller's access check leaves fewer than ``limit``.
+        want = 4 * limit + 16
+        while seen < len(hits) and len(out) < limit:
+            want = min(len(hits), want)
+            if want < len(hits):
+                cut = np.partition(fused[hits], len(hits) - want)[len(hits) - want]
+                batch = hits[fused[hits] >= cut]  # ties at the cut come along: exact order
+            else:
+                batch = hits
+            ranked = batch[np.lexsort((rank[batch], -fused[batch]))]
+            for slot in ranked[seen:]:
+                seen += 1
+                if allowed is None or allowed(names[slot]):
+                    out.append(int(slot))
+                    if len(out) == limit:
+                        break
+            if len(batch) == len(hits):
+                break
+            want *= 4
         return out, fused, bm25, semantic, names
 
     def search(
