@@ -296,7 +296,7 @@ def build_toolset(
 def search_settings(cfg: GatewayConfig) -> SearchSettings:
     """How the gateway ranks ``search_tools``: the ``search`` key, plus each backend's
     key and title, indexed as the tools' ``server`` field."""
-    sc = cfg.toolgate.search_config
+    sc = cfg.toolgate.search
     return SearchSettings(
         mode=sc.mode,
         embedder=sc.embedder,
@@ -313,6 +313,6 @@ def delivery_config(cfg: GatewayConfig) -> DeliveryConfig:
         strategy=tg.strategy,
         meta_tools=tg.meta_tools,
         groups_fallback=tg.groups_fallback,
-        search=tg.search_config.enabled,
+        search=tg.search.enabled,
         names=MetaNames(**tg.meta_tool_names),
     )

@@ -194,15 +194,14 @@ class ToolgateConfig(_Model):
     idle_ttl: float = Field(3600.0, gt=0)
     events: EventsConfig = Field(default_factory=EventsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
-    search: bool | SearchConfig = False
+    search: SearchConfig = Field(default_factory=lambda: SearchConfig(enabled=False))
     meta_tool_names: dict[str, str] = Field(default_factory=dict)
 
-    @property
-    def search_config(self) -> SearchConfig:
-        """``search`` as a ``SearchConfig`` (``true``/``false`` are lexical, on/off)."""
-        if isinstance(self.search, SearchConfig):
-            return self.search
-        return SearchConfig(enabled=self.search)
+    @field_validator("search", mode="before")
+    @classmethod
+    def _search(cls, v: Any) -> Any:
+        """``true``/``false`` are lexical search, on or off; a block turns it on."""
+        return {"enabled": v} if isinstance(v, bool) else v
 
     @field_validator("meta_tool_names")
     @classmethod
