@@ -492,8 +492,8 @@ async def test_hybrid_search_through_a_real_client_never_returns_an_inaccessible
         meaning = await client.call_tool("search_tools", {"query": "propose my code changes"})
     assert matched.structured_content is not None and meaning.structured_content is not None
     names = [r["name"] for r in matched.structured_content["results"]]
-    # hybrid scores tools by meaning too (all but the least similar one score above 0):
-    # more results than lexical search finds, yet only tools the member may reach
+    # hybrid ranks every tool by meaning too: more results than lexical search finds,
+    # yet only tools the member may reach
     assert names[:2] == ["create_pull_request", "list_pull_requests"]
     assert len(names) > 2
     assert set(names) <= {
