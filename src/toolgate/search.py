@@ -355,8 +355,7 @@ class SearchSettings:
     WordLlama model the ``semantic`` extra ships); ``cache`` a file for tool vectors
     (none: vectors live in memory only); ``servers`` maps a backend's key to its title.
 
-    >>> SearchSettings(mode="hybrid", cache="~/.cache/toolgate/vectors.sqlite")
-    SearchSettings(mode='hybrid', ...)
+    >>> ToolSet(search=SearchSettings("hybrid", cache="~/.cache/toolgate/vectors.sqlite"))
     """
 
     mode: SearchMode = "lexical"
