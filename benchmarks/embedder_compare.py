@@ -130,7 +130,8 @@ def measure(label: str, make: Any, sets: list[Dataset], limit: int) -> list[str]
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "vectors.sqlite"  # the second index reuses the first's vectors
         for data in sets:
-            test = [(q, g) for q, g in data.queries if split(q) == "test"][::2][:limit]
+            test = [(q, g) for q, g in data.queries if split(q) == "test"]
+            test = test[:: max(1, len(test) // limit)][:limit]  # spread over the whole set
             for weight in (0.0, HYBRID_WEIGHT):
                 settings = SearchSettings("hybrid", embedder, cache, weight, data.servers)
                 rank, _ = toolgate_ranker(data, settings)
