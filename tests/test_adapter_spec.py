@@ -9,6 +9,7 @@ does stays in its own file (test_lowlevel_*.py, test_fastmcp_*.py, test_gateway_
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import mcp_types as mt
@@ -17,7 +18,17 @@ from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
 from _fixtures.mcp_servers import structured, text, tool_names, tool_pages
-from _fixtures.spec import BY_NAME, ERAS, GROUPS_EXTENSION, ICON, META, Adapter, Era, Wire
+from _fixtures.spec import (
+    BY_NAME,
+    ERAS,
+    GROUPS_EXTENSION,
+    ICON,
+    META,
+    Adapter,
+    ClientKind,
+    Era,
+    Wire,
+)
 from toolgate import Principal
 from toolgate.client import GetGroupParams, GetGroupRequest, ListGroupsParams, ListGroupsRequest
 
@@ -77,14 +88,20 @@ async def test_tools_list_keeps_the_icons_and_meta_of_catalog_and_host_tools(
 async def test_real_clients_walk_every_page_and_a_bad_cursor_is_invalid_params(
     adapter: Adapter, era: Era
 ) -> None:
-    async with adapter.connect(era, page_size=3) as wire:
-        pages = await tool_pages(wire.session)
-        walked = await tool_names(wire.client)  # fastmcp.Client walks cursors itself
-        with pytest.raises(MCPError) as bad:
-            await wire.session.list_tools(params=mt.PaginatedRequestParams(cursor="bogus"))
+    async with adapter.serve(page_size=3) as served:
+        async with served.connect(era) as wire:
+            pages = await tool_pages(wire.session)
+            walked = await tool_names(wire.client)  # fastmcp.Client walks cursors itself
+            with pytest.raises(MCPError) as bad:
+                await wire.session.list_tools(params=mt.PaginatedRequestParams(cursor="bogus"))
+        # the other client library walks the same pages
+        other: ClientKind = "sdk" if adapter.name == "fastmcp" else "fastmcp"
+        async with served.connect(era, client=other) as wire:
+            other_pages = await tool_pages(wire.session)
+            other_walked = await tool_names(wire.client)
     expected = LISTED[era]
-    assert pages == [expected[0:3], expected[3:6], expected[6:]]
-    assert walked == expected
+    assert pages == other_pages == [expected[0:3], expected[3:6], expected[6:]]
+    assert walked == other_walked == expected
     assert (bad.value.error.code, bad.value.error.message) == (-32602, "Invalid cursor: 'bogus'")
 
 
@@ -100,6 +117,7 @@ async def test_enable_tools_returns_the_wags_fields_the_new_definitions_and_noti
         listed = await tool_names(wire.client)
         called = await wire.call("get_file", {"path": "README"})
     assert result.is_error is False
+    assert json.loads(text(result)) == structured(result)
     assert structured(result) == {
         "enabled": ["code"],
         "enabled_groups": ["code"],
@@ -352,11 +370,14 @@ async def test_the_call_tool_dispatcher_runs_enabled_tools_and_explains_hidden_o
         await wire.call("enable_tools", {"groups": ["issues"]})
         ran = await wire.call("call_tool", {"name": "list_issues", "arguments": {}})
         host = await wire.call("call_tool", {"name": "status", "arguments": {}})
+        direct = await wire.call("status")
     assert hidden.is_error is True
     assert structured(hidden)["code"] == "tool_hidden"
     assert "Enable group 'issues' first" in structured(hidden)["error"]
     assert (ran.is_error, ran.structured_content) == (False, {"tool": "list_issues", "args": {}})
-    assert (host.is_error, text(host)) == (False, "all systems go")
+    assert (
+        (host.is_error, text(host)) == (direct.is_error, text(direct)) == (False, "all systems go")
+    )
 
 
 # -- stages -------------------------------------------------------------------------------------

@@ -365,17 +365,6 @@ async def test_an_sdk_client_session_declaring_the_extension_gets_groups(mode: s
     assert top == ["ping"]
 
 
-@pytest.mark.parametrize("mode", MODES)
-async def test_a_client_without_the_extension_gets_no_groups_methods(mode: str) -> None:
-    server, _ = groups_server()
-    async with fastmcp.Client(server, mode=mode) as c:
-        with pytest.raises(MCPError) as err:
-            await groups_list(c.session)
-        top = [t.name for t in await c.list_tools()]
-    assert err.value.error.code == mt.METHOD_NOT_FOUND
-    assert "ping" in top and "list_groups" in top  # list_changed / catalog meta-tools
-
-
 # -- start-up warnings ----------------------------------------------------------------------
 def test_lazy_without_auth_warns_at_attach(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="toolgate.fastmcp"):

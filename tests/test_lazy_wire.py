@@ -8,7 +8,6 @@ described tools by the authenticated principal); a FastMCP server through
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -20,6 +19,7 @@ from fastmcp.client.transports import FastMCPTransport, StreamableHttpTransport
 from mcp import Client
 from mcp.server import Server
 
+from _fixtures.gateway import sha256
 from _fixtures.mcp_servers import serve_http
 from data.lazy.tracker import COMMENT_SCHEMA, DOCS, MALFORMED, tracker_toolset
 from toolgate import ConfigError, MemoryStore, Principal
@@ -65,10 +65,6 @@ async def read_json(client: Client, uri: str) -> Any:
     assert isinstance(content, mt.TextResourceContents)
     assert content.mime_type == "application/json"
     return json.loads(content.text)
-
-
-def sha(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 async def test_resources_list_shows_the_descriptions_resource() -> None:
@@ -219,7 +215,7 @@ async def test_the_anonymous_stateless_protocol_has_no_gate() -> None:
 
 async def test_over_http_an_authenticated_principal_keeps_its_authorization() -> None:
     tokens = BearerTokens(
-        {sha("tok-alice"): Principal(id="alice"), sha("tok-bob"): Principal(id="bob")}
+        {sha256("tok-alice"): Principal(id="alice"), sha256("tok-bob"): Principal(id="bob")}
     )
     _, binding = build(identity=tokens)
     async with serve_http(binding.streamable_http_app()) as url:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from _fixtures.core import T
 from toolgate import (
     ConfigError,
     ConfirmationRefused,
@@ -26,14 +27,6 @@ from toolgate import (
     TrustLadder,
 )
 from toolgate.policy import policy_from_mapping
-
-
-def ok(args: Any, ctx: Any) -> str:
-    return "ok"
-
-
-def T(name: str, *groups: str, **kw: Any) -> Tool:
-    return Tool(name, f"{name} tool.", handler=ok, groups=groups, **kw)
 
 
 class Recorder:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import fastmcp
 import mcp_types as mt
 import pytest
+from fastmcp.client.transports import FastMCPTransport
 from mcp import Client, ClientSession
 from mcp.server import MCPServer, Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -39,6 +40,7 @@ from toolgate.strategies.lazy import LazyDescriptions
 
 AdapterName = Literal["lowlevel", "fastmcp", "gateway"]
 Era = Literal["legacy", "2026"]
+ClientKind = Literal["sdk", "fastmcp"]
 ADAPTERS: tuple[AdapterName, ...] = ("lowlevel", "fastmcp", "gateway")
 ERAS: tuple[Era, ...] = ("legacy", "2026")
 GROUPS_EXTENSION = "io.modelcontextprotocol/groups"
@@ -285,18 +287,29 @@ class Served:
     toolset: ToolSet
 
     @asynccontextmanager
-    async def connect(self, era: Era = "legacy", *, groups: bool = False) -> AsyncIterator[Wire]:
+    async def connect(
+        self, era: Era = "legacy", *, groups: bool = False, client: ClientKind | None = None
+    ) -> AsyncIterator[Wire]:
+        """A client on ``era``; ``client`` picks the library (by default ``fastmcp.Client``
+        for the FastMCP server, ``mcp.Client`` for the others)."""
         notes = Notes()
         mode = "legacy" if era == "legacy" else "auto"
         extensions = [GroupsClientExtension()] if groups else None
-        if self.adapter == "fastmcp":
+        kind = client or ("fastmcp" if self.adapter == "fastmcp" else "sdk")
+        if kind == "fastmcp":
+            target = self.target
+            if isinstance(target, Server):  # fastmcp.Client infers no transport for it
+                target = FastMCPTransport(type("Shim", (), {"_mcp_server": target})())
             fm: fastmcp.Client[Any] = fastmcp.Client(
-                self.target, mode=mode, message_handler=notes, extensions=extensions
+                target, mode=mode, message_handler=notes, extensions=extensions
             )
             async with fm:
                 yield Wire(self.adapter, era, fm.session, fm, notes)
             return
-        sdk = Client(self.target, mode=mode, message_handler=notes, extensions=extensions)
+        target = self.target
+        if isinstance(target, fastmcp.FastMCP):
+            target = target._mcp_server
+        sdk = Client(target, mode=mode, message_handler=notes, extensions=extensions)
         async with sdk:
             assert sdk.session.protocol_version == (
                 "2025-11-25" if era == "legacy" else "2026-07-28"
