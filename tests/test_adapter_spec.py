@@ -15,9 +15,8 @@ from typing import Any
 import mcp_types as mt
 import pytest
 from mcp.shared.exceptions import MCPError
-from pydantic import TypeAdapter
 
-from _fixtures.mcp_servers import structured, text, tool_names, tool_pages
+from _fixtures.mcp_servers import raw_request, structured, text, tool_names, tool_pages
 from _fixtures.spec import (
     BY_NAME,
     ERAS,
@@ -38,7 +37,6 @@ CATALOG = sorted([*ROOT, "call_tool", "enable_tools", "get_group", "list_groups"
 LISTED = {"legacy": MENU, "2026": CATALOG}
 LIST_CHANGED = ["notifications/tools/list_changed"]
 GET_FILE = BY_NAME["get_file"].wire()
-RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 
 
 def error_of(caught: pytest.ExceptionInfo[MCPError], name: str) -> str:
@@ -446,7 +444,7 @@ async def test_lazy_a_tool_must_be_described_before_it_is_called(adapter: Adapte
 
 
 async def groups_request(wire: Wire, request: ListGroupsRequest | GetGroupRequest) -> Any:
-    result = await wire.session.send_request(request, RAW)
+    result = await raw_request(wire.session, request)
     return {k: v for k, v in result.items() if k not in ("resultType", "_meta")}
 
 

@@ -194,9 +194,12 @@ class AdapterMachine(RuleBasedStateMachine):
 
 
 def machine(adapter: AdapterName, era: Era) -> type[AdapterMachine]:
-    cls = type(f"{adapter.title()}{era.title()}Machine", (AdapterMachine,), {})
-    cls.adapter, cls.era = adapter, era
-    cls.TestCase.settings = settings(
+    class Machine(AdapterMachine):
+        pass
+
+    Machine.adapter, Machine.era = adapter, era
+    Machine.__name__ = f"{adapter.title()}{era.title()}Machine"
+    Machine.TestCase.settings = settings(
         max_examples=6,
         stateful_step_count=8,
         deadline=None,
@@ -204,7 +207,7 @@ def machine(adapter: AdapterName, era: Era) -> type[AdapterMachine]:
         phases=[Phase.explicit, Phase.reuse, Phase.generate],
         suppress_health_check=[HealthCheck.too_slow],
     )
-    return cls
+    return Machine
 
 
 for _adapter in ADAPTERS:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp_types as mt
@@ -25,11 +26,13 @@ from _fixtures.mcp_servers import (
     serve_http,
     server_script,
     stdio_env,
+    structured,
     text,
     tool_names,
 )
 from servers.fastmcp_github import build
-from toolgate import Group, Principal, Tool, ToolSet
+from toolgate import CallContext, Group, Principal, Tool, ToolSet
+from toolgate.catalog import Handler
 from toolgate.fastmcp import ClaimsIdentity, ToolgateMiddleware
 from toolgate.strategies import DeliveryConfig
 
@@ -151,7 +154,7 @@ async def test_stdio_2026_sdk_client_session_gets_the_catalog() -> None:
 
 # -- streamable HTTP with bearer tokens -----------------------------------------------------
 
-TOKENS = {
+TOKENS: dict[str, dict[str, Any]] = {
     "tok-admin": {"client_id": "ops", "sub": "alice", "trust": "verified", "scope": "*"},
     "tok-intern": {
         "client_id": "ops",
@@ -179,8 +182,7 @@ def authed() -> FastMCP[Any]:
 async def whoami(url: str, token: str, mode: str = "legacy") -> dict[str, Any]:
     async with Client(StreamableHttpTransport(url, auth=token), mode=mode) as client:
         result = await client.call_tool_mcp("whoami", {})
-    assert result.structured_content is not None
-    return result.structured_content
+    return structured(result)
 
 
 async def test_bearer_token_claims_map_to_principals_with_their_scope_and_trust() -> None:
@@ -275,23 +277,31 @@ async def test_a_server_without_auth_warns_that_2026_state_cannot_persist(
 GROUPS = 50
 
 
+def ignoring_arguments(run: Callable[[], str]) -> Handler:
+    def handler(arguments: Mapping[str, Any], ctx: CallContext) -> str:
+        return run()
+
+    return handler
+
+
 def crowded() -> FastMCP[Any]:
     """50 groups with one tool each: even groups hold FastMCP tools, odd ones toolgate's."""
     mcp: FastMCP[Any] = FastMCP("crowded")
     ts = ToolSet()
     ts.add_groups(Group(f"g{i:02d}", f"Group {i}") for i in range(GROUPS))
+
+    def answer(name: str) -> Callable[[], str]:
+        def run() -> str:
+            return f"{name} ran"
+
+        return run
+
     for i in range(GROUPS):
+        name, group = f"t{i:02d}", f"g{i:02d}"
         if i % 2 == 0:
-            mcp.tool(lambda i=i: f"t{i:02d} ran", name=f"t{i:02d}", tags={f"g{i:02d}"})
+            mcp.tool(answer(name), name=name, tags={group})
         else:
-            ts.add_tool(
-                Tool(
-                    f"t{i:02d}",
-                    "",
-                    handler=lambda a, c, i=i: f"t{i:02d} ran",
-                    groups=(f"g{i:02d}",),
-                )
-            )
+            ts.add_tool(Tool(name, "", handler=ignoring_arguments(answer(name)), groups=(group,)))
     ToolgateMiddleware(ts, DeliveryConfig(strategy="list_changed")).attach(mcp)
     return mcp
 

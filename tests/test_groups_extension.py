@@ -492,6 +492,7 @@ async def test_mcpserver_serves_the_extension_through_its_extension_api(mode: st
     async with SDKClient(server, mode=mode, extensions=[advertise(EXT)]) as c:
         caps = c.session.server_capabilities
         listed = await groups_list(c)
+    assert caps is not None
     assert (caps.extensions or {})[EXT] == {"listChanged": True}
     assert [g["name"] for g in listed["groups"]] == ["admin", "issues", "pull-requests"]
 

@@ -195,7 +195,7 @@ async def test_fastmcp_client_follows_the_whole_workflow() -> None:
     async with fastmcp.Client(shim(server), mode="legacy") as client:
         resources = await client.list_resources()
         blocked = await client.call_tool_mcp("whoami", {})
-        text = (await client.read_resource_mcp(f"{URI}?tools=whoami")).contents[0].text  # type: ignore[union-attr]
+        text = (await client.read_resource_mcp(f"{URI}?tools=whoami")).contents[0].text
         allowed = await client.call_tool_mcp("whoami", {})
     assert [str(r.uri) for r in resources] == [URI]
     assert blocked.is_error is True
@@ -286,11 +286,11 @@ async def test_a_fastmcp_server_lists_summaries_and_gates_calls_until_described(
     }
     assert described.structured_content is not None
     assert described.structured_content["add_comment"]["inputSchema"] == dict(COMMENT_SCHEMA)
-    assert (after.is_error, after.content[0].text) == (False, "commented on #7")  # type: ignore[union-attr]
+    assert (after.is_error, after.content[0].text) == (False, "commented on #7")
 
 
 async def test_a_fastmcp_server_on_the_stateless_protocol_without_auth_has_no_gate() -> None:
     async with fastmcp.Client(fastmcp_server()) as client:
         assert client.protocol_version == "2026-07-28"
         result = await client.call_tool_mcp("whoami", {})
-    assert (result.is_error, result.content[0].text) == (False, "ada")  # type: ignore[union-attr]
+    assert (result.is_error, result.content[0].text) == (False, "ada")

@@ -18,7 +18,7 @@ import pytest
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.server import Server
+from mcp.server import MCPServer, Server
 from mcp.shared.exceptions import MCPError
 
 from _fixtures.gateway import sha256
@@ -54,7 +54,7 @@ def legacy(server: Any, notes: Notes | None = None, **options: Any) -> Client:
 def answering(action: str, confirm: bool = True) -> Any:
     async def callback(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
         content = {"confirm": confirm} if action == "accept" else None
-        return mt.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+        return mt.ElicitResult(action=action, content=content)
 
     return callback
 
@@ -98,6 +98,7 @@ async def test_an_mcpserver_serves_the_toolset_and_adopts_its_own_tools_as_root_
     server, _ = build_server(kind="mcpserver")
     notes = Notes()
     async with legacy(server, notes) as client:
+        assert client.session.server_capabilities is not None
         assert client.session.server_capabilities.tools == mt.ToolsCapability(list_changed=True)
         assert await tool_names(client.session) == sorted([*MENU_LIST, "add"])
         added = await client.call_tool("add", {"a": 2, "b": 3})
@@ -109,6 +110,7 @@ async def test_an_mcpserver_serves_the_toolset_and_adopts_its_own_tools_as_root_
 
 async def test_fastmcp_client_drives_an_mcpserver_binding() -> None:
     server, _ = build_server(kind="mcpserver")
+    assert isinstance(server, MCPServer)
     async with fastmcp.Client(server, mode="legacy") as fm:
         result = await fm.call_tool("enable_tools", {"groups": ["issues"]})
         assert result.structured_content is not None

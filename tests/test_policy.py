@@ -11,6 +11,7 @@ import pytest
 
 from _fixtures.core import T
 from toolgate import (
+    CallContext,
     ConfigError,
     ConfirmationRefused,
     ConfirmRequest,
@@ -420,11 +421,16 @@ class Human:
 def confirming() -> tuple[ToolSet, list[Mapping[str, Any]]]:
     ran: list[Mapping[str, Any]] = []
     ts = ToolSet()
+
+    def send(arguments: Mapping[str, Any], ctx: CallContext) -> str:
+        ran.append(arguments)
+        return "sent"
+
     ts.add_tool(
         Tool(
             "wire_money",
             "Send money.",
-            handler=lambda a, c: ran.append(a) or "sent",
+            handler=send,
             policy=Policy(decision="confirm"),
         )
     )

@@ -44,10 +44,10 @@ def shop(*, fail_add: bool = False, error_add: bool = False) -> ToolSet:
     ts = ToolSet(flow=SHOP)
     ts.add_tools(
         [
-            Tool("search", handler=lambda a, c: "found", stages=["browse"]),
-            Tool("cart_add", handler=add, stages=["browse"]),
-            Tool("pay", handler=lambda a, c: "paid", stages=["checkout"]),
-            Tool("receipt", handler=lambda a, c: "r", stages=["done"]),
+            Tool("search", handler=lambda a, c: "found", stages=frozenset({"browse"})),
+            Tool("cart_add", handler=add, stages=frozenset({"browse"})),
+            Tool("pay", handler=lambda a, c: "paid", stages=frozenset({"checkout"})),
+            Tool("receipt", handler=lambda a, c: "r", stages=frozenset({"done"})),
             Tool("help", handler=lambda a, c: "h"),
         ]
     )

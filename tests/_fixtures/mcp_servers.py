@@ -23,6 +23,7 @@ import fastmcp
 import mcp_types as mt
 import uvicorn
 from mcp import Client, ClientSession
+from pydantic import BaseModel, ConfigDict
 
 
 def free_port() -> int:
@@ -128,3 +129,15 @@ async def tool_names(client: ClientSession | Client | fastmcp.Client[Any]) -> li
         return [t.name for t in await client.list_tools()]
     session = client.session if isinstance(client, Client) else client
     return [name for page in await tool_pages(session) for name in page]
+
+
+class AnyResult(BaseModel):
+    """A JSON-RPC result read as it came: every field kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+async def raw_request(session: ClientSession, request: Any) -> dict[str, Any]:
+    """Send a request the SDK has no model for (e.g. ``groups/list``); the raw result."""
+    result = await session.send_request(request, AnyResult)
+    return dict(result.model_extra or {})
