@@ -3,13 +3,14 @@ adapter; only lazy descriptions' ``minimal`` list leaves them for the full defin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import fastmcp
 from mcp_types import Icon
 
 from toolgate import Tool, ToolSet
-from toolgate.catalog import Handler
+from toolgate.catalog import CallContext, Handler
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.gateway.build import BackendTool, build_toolset
 from toolgate.gateway.config import parse_config
@@ -39,10 +40,13 @@ def test_the_gateway_keeps_a_backends_icons() -> None:
         ]
     }
 
-    def unused(tool: BackendTool) -> Handler:
-        raise AssertionError("listing never runs a tool")
+    def handler_for(tool: BackendTool) -> Handler:
+        def unused(arguments: Mapping[str, Any], ctx: CallContext) -> None:
+            raise AssertionError("listing never runs a tool")
 
-    toolset, report = build_toolset(cfg, listed, unused)
+        return unused
+
+    toolset, report = build_toolset(cfg, listed, handler_for)
     assert report.errors == []
     assert toolset.catalog.tools["fork"].wire()["icons"] == [ICON]
 

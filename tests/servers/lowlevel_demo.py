@@ -14,9 +14,8 @@ import anyio
 from mcp.server import MCPServer, Server
 
 from toolgate import CallContext, Group, Policy, Principal, Tool, ToolSet
-from toolgate.lowlevel import Binding, bind
+from toolgate.lowlevel import Binding, IdentityResolver, bind
 from toolgate.strategies import DeliveryConfig
-from toolgate.wire import IdentityResolver
 
 PATH_SCHEMA = {
     "type": "object",
