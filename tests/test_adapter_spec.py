@@ -26,12 +26,13 @@ from _fixtures.spec import (
     Adapter,
     ClientKind,
     Era,
+    Human,
     Wire,
 )
 from toolgate import Principal
 from toolgate.client import GetGroupParams, GetGroupRequest, ListGroupsParams, ListGroupsRequest
 
-ROOT = ["cart_add", "ping", "status"]
+ROOT = ["cart_add", "ping", "status", "wipe"]
 MENU = sorted([*ROOT, "call_tool", "disable_tools", "enable_tools", "list_groups"])
 CATALOG = sorted([*ROOT, "call_tool", "enable_tools", "get_group", "list_groups"])
 LISTED = {"legacy": MENU, "2026": CATALOG}
@@ -119,7 +120,7 @@ async def test_enable_tools_returns_the_wags_fields_the_new_definitions_and_noti
     assert structured(result) == {
         "enabled": ["code"],
         "enabled_groups": ["code"],
-        "available_tools": ["cart_add", "get_file", "ping", "status"],
+        "available_tools": ["cart_add", "get_file", "ping", "status", "wipe"],
         "available_groups": ["repos"],
         "errors": [],
         "tools": [GET_FILE],
@@ -145,7 +146,7 @@ async def test_disable_tools_returns_exactly_the_wags_fields_and_notifies(
     assert result.structured_content == {
         "disabled": ["issues"],
         "enabled_groups": ["code"],
-        "available_tools": ["cart_add", "get_file", "ping", "status"],
+        "available_tools": ["cart_add", "get_file", "ping", "status", "wipe"],
         "errors": [],
     }
     assert notified == LIST_CHANGED
@@ -378,6 +379,43 @@ async def test_the_call_tool_dispatcher_runs_enabled_tools_and_explains_hidden_o
     )
 
 
+# -- confirmation through elicitation (legacy protocol) ------------------------------------
+
+
+async def test_a_confirm_policy_asks_the_human_and_runs_only_on_accept(adapter: Adapter) -> None:
+    yes, no = Human("accept"), Human("decline")
+    async with adapter.serve() as served:
+        async with served.connect(human=yes) as wire:
+            accepted = await wire.call("wipe", {"scope": "all"})
+        async with served.connect(human=no) as wire:
+            declined = await wire.call("wipe")
+        async with served.connect() as wire:
+            unsupported = await wire.call("wipe")
+    assert yes.asked == ["Allow 'local' to run 'wipe' with {'scope': 'all'}?"]
+    assert (accepted.is_error, accepted.structured_content) == (
+        False,
+        {"tool": "wipe", "args": {"scope": "all"}},
+    )
+    assert len(no.asked) == 1
+    assert (declined.is_error, declined.structured_content) == (
+        True,
+        {
+            "error": "The user declined to run 'wipe'. Nothing was run.",
+            "code": "confirmation_refused",
+            "tool": "wipe",
+        },
+    )
+    assert (unsupported.is_error, unsupported.structured_content) == (
+        True,
+        {
+            "error": "Tool 'wipe' needs a human's confirmation, and this client cannot ask "
+            "for it (no elicitation support). Nothing was run.",
+            "code": "confirmation_refused",
+            "tool": "wipe",
+        },
+    )
+
+
 # -- stages -------------------------------------------------------------------------------------
 
 
@@ -414,12 +452,13 @@ URI = "resource:///tool_descriptions"
 
 async def test_lazy_a_tool_must_be_described_before_it_is_called(adapter: Adapter) -> None:
     async with adapter.serve(lazy=True) as served:
-        async with served.connect() as wire:
+        async with served.connect() as wire, served.connect() as other_session:
             listed = await tool_names(wire.client)
             before = await wire.call("ping")
             described = await wire.call("describe_tools", {"tools": ["ping"]})
             after = await wire.call("ping")
-            other = await wire.call("cart_add")
+            other_tool = await wire.call("cart_add")
+            other_session_ping = await other_session.call("ping")
         async with served.connect() as wire:
             await wire.session.read_resource(f"{URI}?tools=cart_add")
             read_first = await wire.call("cart_add")
@@ -433,11 +472,23 @@ async def test_lazy_a_tool_must_be_described_before_it_is_called(adapter: Adapte
     }
     assert described.structured_content == {"ping": BY_NAME["ping"].wire()}
     assert (after.is_error, after.structured_content) == (False, {"tool": "ping", "args": {}})
-    assert structured(other)["code"] == "TOOL_DESCRIPTION_REQUIRED"  # per tool
+    # the authorization is per tool and per session
+    assert structured(other_tool)["code"] == "TOOL_DESCRIPTION_REQUIRED"
+    assert structured(other_session_ping)["code"] == "TOOL_DESCRIPTION_REQUIRED"
     assert (read_first.is_error, read_first.structured_content) == (
         False,
         {"tool": "cart_add", "args": {}},
     )
+
+
+async def test_lazy_on_2026_an_anonymous_caller_meets_no_gate(adapter: Adapter) -> None:
+    async with adapter.connect("2026", lazy=True) as wire:
+        ran = await wire.call("ping")
+        read = await wire.session.read_resource(f"{URI}?tools=ping")
+    [content] = read.contents
+    assert isinstance(content, mt.TextResourceContents)
+    assert (ran.is_error, ran.structured_content) == (False, {"tool": "ping", "args": {}})
+    assert json.loads(content.text) == {"ping": BY_NAME["ping"].wire()}
 
 
 # -- the io.modelcontextprotocol/groups extension ------------------------------------------------

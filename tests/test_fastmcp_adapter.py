@@ -1,4 +1,6 @@
-"""toolgate.fastmcp on a FastMCP 4 server, in memory: DESIGN §3-§5 seen through the wire.
+"""toolgate.fastmcp on a FastMCP 4 server, in memory: what only this adapter does (tools
+from FastMCP's decorators, run-time registration, FastMCP sessions). The scenarios every
+adapter meets are in test_adapter_spec.py.
 
 Real clients only (fastmcp.Client, mcp.ClientSession) against
 tests/servers/fastmcp_github.py, whose tools come from FastMCP's decorators and from

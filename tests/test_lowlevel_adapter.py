@@ -1,4 +1,6 @@
-"""toolgate.lowlevel on the SDK's low-level Server and MCPServer, legacy protocol.
+"""toolgate.lowlevel on the SDK's low-level Server and MCPServer: what only this adapter
+does (MCPServer adoption, add-on resources, bearer identities, stdio and HTTP). The
+scenarios every adapter meets are in test_adapter_spec.py.
 
 Real clients only (mcp.Client, mcp.ClientSession, fastmcp.Client) in memory, over a
 stdio subprocess and over streamable HTTP; the server is tests/servers/lowlevel_demo.py.
@@ -34,61 +36,6 @@ MENU_LIST = ["call_tool", "disable_tools", "enable_tools", "list_groups", "ping"
 
 def legacy(server: Any, notes: Notes | None = None, **options: Any) -> Client:
     return Client(server, mode="legacy", message_handler=notes, **options)
-
-
-# -- listing -------------------------------------------------------------------------
-
-
-# -- activation through the menu -----------------------------------------------------
-
-
-# -- what is hidden, and why ---------------------------------------------------------
-
-
-# -- the activators style --------------------------------------------------------------
-
-
-# -- confirm policies through elicitation ----------------------------------------------
-
-
-def answering(action: str, confirm: bool = True) -> Any:
-    async def callback(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
-        content = {"confirm": confirm} if action == "accept" else None
-        return mt.ElicitResult(action=action, content=content)
-
-    return callback
-
-
-async def test_a_confirm_policy_runs_the_tool_when_the_human_accepts() -> None:
-    server, _ = build_server()
-    async with legacy(server, elicitation_callback=answering("accept")) as client:
-        result = await client.call_tool("wipe", {})
-    assert (result.is_error, result.structured_content) == (False, {"tool": "wipe", "args": {}})
-
-
-async def test_a_confirm_policy_refuses_when_the_human_declines() -> None:
-    server, _ = build_server()
-    async with legacy(server, elicitation_callback=answering("decline")) as client:
-        result = await client.call_tool("wipe", {})
-    assert result.is_error is True
-    assert result.structured_content == {
-        "error": "The user declined to run 'wipe'. Nothing was run.",
-        "code": "confirmation_refused",
-        "tool": "wipe",
-    }
-
-
-async def test_a_confirm_policy_refuses_cleanly_when_the_client_cannot_elicit() -> None:
-    server, _ = build_server()
-    async with legacy(server) as client:
-        result = await client.call_tool("wipe", {})
-    assert result.is_error is True
-    assert result.structured_content == {
-        "error": "Tool 'wipe' needs a human's confirmation, and this client cannot ask "
-        "for it (no elicitation support). Nothing was run.",
-        "code": "confirmation_refused",
-        "tool": "wipe",
-    }
 
 
 # -- MCPServer -------------------------------------------------------------------------

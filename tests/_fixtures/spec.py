@@ -68,6 +68,7 @@ class SpecTool:
     groups: tuple[str, ...] = ()
     schema: Mapping[str, Any] = field(default_factory=lambda: dict(EMPTY_SCHEMA))
     min_trust: str | None = None
+    decision: Literal["allow", "confirm"] = "allow"
     stages: tuple[str, ...] | None = None
     icons: tuple[Mapping[str, Any], ...] | None = None
     meta: Mapping[str, Any] | None = None
@@ -105,6 +106,7 @@ STAGES: dict[str, Any] = {
 SPEC: tuple[SpecTool, ...] = (
     SpecTool("ping", "Answer pong."),
     SpecTool("cart_add", "Put an item in the cart."),
+    SpecTool("wipe", "Wipe the scratch space.", decision="confirm"),
     SpecTool("checkout", "Pay for the cart.", stages=("checkout",)),
     SpecTool(
         "get_file",
@@ -169,7 +171,7 @@ def spec_toolset(
             handler=handler(t.name),
             input_schema=dict(t.schema),
             groups=t.groups,
-            policy=Policy(min_trust=t.min_trust),
+            policy=Policy(min_trust=t.min_trust, decision=t.decision),
             stages=frozenset(t.stages) if t.stages is not None else None,
             icons=t.icons,
             meta=t.meta,
@@ -203,7 +205,9 @@ def gateway_config(
             "groups": groups,
             "exclusive": EXCLUSIVE,
             "policies": [
-                {"tools": [t.name], "min_trust": t.min_trust} for t in SPEC if t.min_trust
+                {"tools": [t.name], "min_trust": t.min_trust, "decision": t.decision}
+                for t in SPEC
+                if t.min_trust or t.decision != "allow"
             ],
             "stages": {
                 **STAGES,
@@ -279,6 +283,28 @@ class Wire:
 
 
 @dataclass
+class Human:
+    """Answers a confirmation question (MCP elicitation) and remembers what was asked,
+    through either client library's elicitation hook."""
+
+    action: Literal["accept", "decline"]
+    asked: list[str] = field(default_factory=list)
+
+    def answer(self, message: str) -> mt.ElicitResult:
+        self.asked.append(message)
+        content = {"confirm": True} if self.action == "accept" else None
+        return mt.ElicitResult(action=self.action, content=content)
+
+    async def sdk_callback(self, context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        return self.answer(params.message)
+
+    async def fastmcp_handler(
+        self, message: str, response_type: Any, params: Any, context: Any
+    ) -> mt.ElicitResult:
+        return self.answer(message)
+
+
+@dataclass
 class Served:
     """One adapter serving the catalog; ``connect`` opens as many clients as a test needs."""
 
@@ -288,10 +314,16 @@ class Served:
 
     @asynccontextmanager
     async def connect(
-        self, era: Era = "legacy", *, groups: bool = False, client: ClientKind | None = None
+        self,
+        era: Era = "legacy",
+        *,
+        groups: bool = False,
+        client: ClientKind | None = None,
+        human: Human | None = None,
     ) -> AsyncIterator[Wire]:
         """A client on ``era``; ``client`` picks the library (by default ``fastmcp.Client``
-        for the FastMCP server, ``mcp.Client`` for the others)."""
+        for the FastMCP server, ``mcp.Client`` for the others); with ``human``, the
+        client supports elicitation and the human answers every question that way."""
         notes = Notes()
         mode = "legacy" if era == "legacy" else "auto"
         extensions = [GroupsClientExtension()] if groups else None
@@ -301,7 +333,11 @@ class Served:
             if isinstance(target, Server):  # fastmcp.Client infers no transport for it
                 target = FastMCPTransport(type("Shim", (), {"_mcp_server": target})())
             fm: fastmcp.Client[Any] = fastmcp.Client(
-                target, mode=mode, message_handler=notes, extensions=extensions
+                target,
+                mode=mode,
+                message_handler=notes,
+                extensions=extensions,
+                elicitation_handler=human.fastmcp_handler if human else None,
             )
             async with fm:
                 yield Wire(self.adapter, era, fm.session, fm, notes)
@@ -309,7 +345,13 @@ class Served:
         target = self.target
         if isinstance(target, fastmcp.FastMCP):
             target = target._mcp_server
-        sdk = Client(target, mode=mode, message_handler=notes, extensions=extensions)
+        sdk = Client(
+            target,
+            mode=mode,
+            message_handler=notes,
+            extensions=extensions,
+            elicitation_callback=human.sdk_callback if human else None,
+        )
         async with sdk:
             assert sdk.session.protocol_version == (
                 "2025-11-25" if era == "legacy" else "2026-07-28"
