@@ -507,8 +507,12 @@ async def test_a_client_declaring_the_groups_extension_gets_groups(
         capabilities = wire.session.server_capabilities
         listed = await groups_request(wire, ListGroupsRequest(params=ListGroupsParams()))
         code = await groups_request(wire, GetGroupRequest(params=GetGroupParams(name="code")))
-        with pytest.raises(MCPError) as missing:
-            await groups_request(wire, GetGroupRequest(params=GetGroupParams(name="nope")))
+        issues = await groups_request(wire, GetGroupRequest(params=GetGroupParams(name="issues")))
+        missing: dict[str, tuple[int, str]] = {}
+        for name in ("nope", "read_mode"):  # read_mode is the catalog's name, not the wire's
+            with pytest.raises(MCPError) as err:
+                await groups_request(wire, GetGroupRequest(params=GetGroupParams(name=name)))
+            missing[name] = (err.value.error.code, err.value.error.message)
         top = await tool_names(wire.client)
         ran = await wire.call("fork_repo")
     assert capabilities is not None
@@ -516,7 +520,7 @@ async def test_a_client_declaring_the_groups_extension_gets_groups(
     assert listed == {
         "groups": [
             {"name": "code", "description": "Code and repositories"},
-            {"name": "issues", "description": "Issue tracker"},
+            {"name": "issues", "title": "Issues", "description": "Issue tracker"},
             {"name": "read-mode", "description": "Read-only notes"},
             {"name": "write-mode", "description": "Writable notes"},
         ]
@@ -527,10 +531,14 @@ async def test_a_client_declaring_the_groups_extension_gets_groups(
             "groups": [{"name": "repos", "description": "Repository admin"}],
         }
     }
-    assert (missing.value.error.code, missing.value.error.message) == (
-        -32002,
-        "Unknown group: nope",
-    )
+    assert issues == {
+        "instructions": "Search before you file.",
+        "contents": {"tools": [BY_NAME["list_issues"].wire()], "groups": []},
+    }
+    assert missing == {
+        "nope": (-32002, "Unknown group: nope"),
+        "read_mode": (-32002, "Unknown group: read_mode"),
+    }
     assert top == ROOT  # grouped tools live only in their groups
     assert ran.structured_content == {"tool": "fork_repo", "args": {}}
 

@@ -91,7 +91,11 @@ class SpecTool:
 GROUPS: dict[str, dict[str, Any]] = {
     "code": {"description": "Code and repositories"},
     "repos": {"description": "Repository admin", "parent": "code"},
-    "issues": {"description": "Issue tracker", "instructions": "Search before you file."},
+    "issues": {
+        "description": "Issue tracker",
+        "title": "Issues",
+        "instructions": "Search before you file.",
+    },
     "read_mode": {"description": "Read-only notes"},
     "write_mode": {"description": "Writable notes"},
 }
@@ -152,7 +156,13 @@ def spec_toolset(
         default_principal=principal,
     )
     ts.add_groups(
-        Group(name, g["description"], parent=g.get("parent"), instructions=g.get("instructions"))
+        Group(
+            name,
+            g["description"],
+            title=g.get("title"),
+            parent=g.get("parent"),
+            instructions=g.get("instructions"),
+        )
         for name, g in GROUPS.items()
     )
     for members in EXCLUSIVE:
