@@ -287,7 +287,9 @@ class Wire:
     def legacy(self) -> bool:
         return self.era == "legacy"
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | None = None
+    ) -> mt.CallToolResult:
         """``tools/call``: the result (errors in it stay results; JSON-RPC errors raise)."""
         return await self.session.call_tool(name, dict(arguments or {}))
 
