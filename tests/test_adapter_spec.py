@@ -190,6 +190,34 @@ async def test_enabling_one_of_an_exclusion_set_disables_the_other(adapter: Adap
     assert notified == LIST_CHANGED * 2
 
 
+BAD_ENABLE_INPUT: list[tuple[dict[str, Any], str]] = [
+    ({"groups": "issues"}, "'groups' must be a list of group names, like [\"issues\"], not str"),
+    ({"groups": []}, "'groups' must name at least one group"),
+    ({"groups": [f"g{i}" for i in range(10_000)]}, "'groups' names 10000 groups; at most 64"),
+    ({}, "Missing required argument 'groups': a list of group names"),
+    ({"groups": ["issues"], "extra": 1}, "Unexpected argument(s): extra; expected only"),
+]
+
+
+async def test_bad_meta_tool_input_is_a_clear_tool_error_and_changes_nothing(
+    adapter: Adapter,
+) -> None:
+    async with adapter.connect() as wire:
+        results = [await wire.call("enable_tools", arguments) for arguments, _ in BAD_ENABLE_INPUT]
+        unknown = [await wire.call("enable_tools", {"groups": [g]}) for g in ("zzz", "ïssues")]
+        notified = await wire.notes.settled()
+        listed = await tool_names(wire.client)
+    for result, (_, error) in zip(results, BAD_ENABLE_INPUT, strict=True):
+        assert result.is_error is True
+        assert structured(result)["error"].startswith(error)
+    assert [(r.is_error, structured(r)["errors"]) for r in unknown] == [
+        (True, ["Unknown group: zzz"]),
+        (True, ["Unknown group: ïssues"]),
+    ]
+    assert notified == []
+    assert listed == MENU
+
+
 async def test_list_changed_is_sent_when_the_list_changes_and_only_then(
     adapter: Adapter,
 ) -> None:

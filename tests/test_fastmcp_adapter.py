@@ -117,37 +117,6 @@ async def test_call_tool_runs_visible_tools_of_either_origin(github: Any) -> Non
         assert "Enable group 'branches' first" in text(hidden)
 
 
-@pytest.mark.parametrize(
-    ("arguments", "error"),
-    [
-        (
-            {"groups": "issues"},
-            "'groups' must be a list of group names, like [\"issues\"], not str",
-        ),
-        ({"groups": []}, "'groups' must name at least one group"),
-        ({"groups": ["zzz"]}, None),
-        ({"groups": ["ïssues"]}, None),
-        ({"groups": [f"g{i}" for i in range(10_000)]}, "'groups' names 10000 groups; at most 64"),
-        ({}, "Missing required argument 'groups': a list of group names"),
-        ({"groups": ["issues"], "extra": 1}, "Unexpected argument(s): extra; expected only"),
-    ],
-)
-async def test_bad_meta_tool_input_is_a_clear_tool_error_and_changes_nothing(
-    github: Any, arguments: dict[str, Any], error: str | None
-) -> None:
-    async with legacy(github) as (client, notes):
-        result = await client.call_tool_mcp("enable_tools", arguments)
-        assert result.is_error is True
-        assert result.structured_content is not None
-        if error is None:
-            [group] = arguments["groups"]
-            assert result.structured_content["errors"] == [f"Unknown group: {group}"]
-        else:
-            assert result.structured_content["error"].startswith(error)
-        assert await notes.settled() == []
-        assert await tool_names(client) == LEGACY_LIST
-
-
 async def test_two_in_memory_clients_are_two_sessions(github: Any) -> None:
     async with legacy(github) as (one, _), legacy(github) as (two, _):
         await one.call_tool_mcp("enable_tools", {"groups": ["issues"]})
