@@ -35,6 +35,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from toolgate.errors import ConfigError
 from toolgate.policy import DEFAULT_TRUST_LEVELS
+from toolgate.strategies.search import DEFAULT_FULL_RESULTS
 
 
 class _Model(BaseModel):
@@ -272,7 +273,7 @@ class SearchConfig(_Model):
     cache: str | None = None
     weight: float | None = Field(None, ge=0.0, le=1.0)
     #: how many of the best matches ``search_tools`` gives in full (the rest in one line)
-    full_results: int = Field(3, ge=0, le=50)
+    full_results: int = Field(DEFAULT_FULL_RESULTS, ge=0, le=50)
 
 
 class DashboardConfig(_Model):
