@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from _fixtures.core import T, visible_names
+from _fixtures.core import T, listing, visible_names
 from toolgate import (
     ConfigError,
     Group,
@@ -457,7 +457,7 @@ async def test_an_ephemeral_session_records_nothing() -> None:
     result = await s.activate(["file_ops"])
     assert result.changed == ("file_ops",)
     assert await visible_names(s) == ["ping"]
-    assert await ts.store.session_count() == 0
+    assert await listing(ts.store).session_count() == 0
 
 
 # -- budgets ---------------------------------------------------------------------------------

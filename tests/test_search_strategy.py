@@ -16,6 +16,7 @@ from fastmcp import FastMCP
 from mcp import Client
 from mcp.server import Server
 
+from _fixtures.core import listing
 from _fixtures.mcp_servers import Notes
 from toolgate import CallContext, Group, Policy, Principal, RegistrationError, Tool, ToolSet
 from toolgate.errors import ToolHidden
@@ -199,7 +200,7 @@ async def test_a_search_result_runs_directly_and_through_call_tool_in_the_search
         assert (direct.list_changed, via.list_changed) == (False, False)
     # the list never moved, and nothing was recorded for the session
     assert await served.names() == SEARCH_LIST
-    assert await served.ts.store.session_count() == 0
+    assert await listing(served.ts.store).session_count() == 0
 
 
 async def test_the_search_strategy_runs_no_tool_the_principal_may_not_access() -> None:
@@ -270,7 +271,7 @@ async def test_search_on_2026_reveals_nothing_yet_the_tool_is_callable() -> None
     ]
     ran = await served.call("create_pull_request", {}, None, protocol=STATELESS)
     assert ran.result.structured == {"tool": "create_pull_request", "args": {}}
-    assert await served.ts.store.session_count() == 0
+    assert await listing(served.ts.store).session_count() == 0
 
 
 # -- the regex variant -----------------------------------------------------------------------
@@ -339,7 +340,7 @@ async def test_bad_search_input_is_a_clear_tool_error_and_changes_nothing(
         False,
     )
     assert await served.names() == MENU_LIST
-    assert await served.ts.store.session_count() == 0
+    assert await listing(served.ts.store).session_count() == 0
 
 
 # -- determinism and a changing catalog ---------------------------------------------------

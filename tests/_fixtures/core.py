@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolgate import CallContext, Session, Tool
+from toolgate.state.base import StateStore
+from toolgate.state.listing import SessionListing
 
 
 def ok(args: Mapping[str, Any], ctx: CallContext) -> str:
@@ -24,3 +26,9 @@ def T(name: str, *groups: str, **kw: Any) -> Tool:
 async def visible_names(session: Session) -> list[str]:
     """The names a core session lists now."""
     return [t.name for t in await session.list_tools()]
+
+
+def listing(store: StateStore) -> SessionListing:
+    """``store`` as the listing interface every built-in store implements."""
+    assert isinstance(store, SessionListing), f"{type(store).__name__} lists no sessions"
+    return store

@@ -398,7 +398,7 @@ async def serve_lowlevel(options: Options) -> AsyncIterator[Served]:
         identity=_no_identity,
         addons=addons,
     )
-    bind_groups(server, binding.delivery, resolver=binding.request_for)
+    bind_groups(server, binding.delivery, facts=binding.facts)
     yield Served("lowlevel", server, ts)
     await ts.close()
 
