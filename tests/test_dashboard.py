@@ -171,7 +171,7 @@ async def test_group_page_draws_the_tree_and_the_flat_vs_disclosed_token_chart(
     page = await logged_in(browser, gateway)
     await page.click("nav >> text=Groups & tokens")
     bars = page.locator("#token-chart svg g.bar")
-    expected = [
+    expected: list[list[str | int]] = [
         ["flat: every tool listed", sum(tokens.values())],
         ["disclosed: a new session", disclosed],
         ["(root: always listed)", tokens["whoami"]],
@@ -186,7 +186,7 @@ async def test_group_page_draws_the_tree_and_the_flat_vs_disclosed_token_chart(
         "rects => rects.map(r => Number(r.getAttribute('width')))"
     )
     # bar lengths follow the numbers (on six tools the meta-tools outweigh the saving)
-    values = [v for _, v in expected]
+    values = [int(v) for _, v in expected]
     assert [round(w / max(widths), 2) for w in widths] == [
         round(v / max(values), 2) for v in values
     ]
