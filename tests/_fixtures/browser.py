@@ -43,6 +43,8 @@ from toolgate.toolset import ToolSet
 from toolgate.webmcp import webmcp_routes
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+#: screenshots the documentation shows (``docs/guides/operators.md``), retaken by the tests
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
 CHROMIUM = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--headless",
@@ -92,11 +94,13 @@ async def browser() -> AsyncIterator[Browser]:
             await chromium.close()
 
 
-async def screenshot(page: Page, name: str) -> Path:
-    """Save a full-page screenshot under ``test-artifacts/`` and return its path."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    await page.screenshot(path=str(path), full_page=True)
+async def screenshot(page: Page, name: str, *, docs: bool = False) -> Path:
+    """Save a full-page screenshot as ``test-artifacts/NAME.png`` (``docs/img/NAME.png``
+    with ``docs``: a picture the documentation shows) and return its path."""
+    folder = DOCS_IMAGES if docs else ARTIFACTS
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    await page.screenshot(path=str(path), full_page=True, animations="disabled")
     return path
 
 

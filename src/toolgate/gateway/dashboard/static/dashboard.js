@@ -41,9 +41,11 @@
     if (r.trust) principal.append(" ", el("span", { class: "tag" }, r.trust));
     const era = el("td", { class: "era" }, r.era || "?");
     if (r.protocol) era.append(" ", el("span", { class: "dim" }, r.protocol));
+    const client = el("td", { class: "client" }, r.client || "?");
+    if (r.client_version) client.append(" ", el("span", { class: "dim" }, r.client_version));
     const link = el("a", { href: base + "/explain?session=" + encodeURIComponent(r.key), title: r.key }, "explain");
     return el("tr", { "data-key": r.key },
-      principal, el("td", {}, r.transport || "?"), era,
+      principal, client, el("td", {}, r.transport || "?"), era,
       el("td", { class: "strategy" }, r.strategy || "?"),
       el("td", { class: "groups" }, ...tags(r.active_groups)),
       el("td", { class: "stage" }, r.stage),
@@ -57,7 +59,7 @@
       const data = await response.json();
       const tbody = document.querySelector("#sessions tbody");
       const rows = data.sessions.map(sessionRow);
-      if (!rows.length) rows.push(el("tr", { class: "empty" }, el("td", { colSpan: 8 }, "No live sessions.")));
+      if (!rows.length) rows.push(el("tr", { class: "empty" }, el("td", { colSpan: 9 }, "No live sessions.")));
       tbody.replaceChildren(...rows);
       document.getElementById("session-count").textContent = String(data.sessions.length);
       stamp(tbody);
@@ -83,10 +85,12 @@
     const form = document.getElementById("filters");
     const kinds = [...form.querySelectorAll("input[name=types]:checked")].map((i) => i.value);
     const q = form.querySelector("#q").value.trim();
+    const who = form.querySelector("#principal").value;
     for (const row of document.querySelectorAll("#events tbody tr")) {
       const typeOk = kinds.some((k) => row.dataset.type.startsWith(k));
       const textOk = !q || row.dataset.session.includes(q) || row.dataset.principal.includes(q);
-      row.hidden = !(typeOk && textOk);
+      const whoOk = !who || row.dataset.principal === who;
+      row.hidden = !(typeOk && textOk && whoOk);
     }
   }
   function streamEvents() {
@@ -94,7 +98,9 @@
     const status = document.getElementById("stream-status");
     const newest = tbody.querySelector("tr[data-id]");
     const after = newest ? newest.dataset.id : "0";
-    const source = new EventSource(base + "/api/events/stream?after=" + after);
+    const form = document.getElementById("filters");
+    const query = form.dataset.query ? "&" + form.dataset.query : "";
+    const source = new EventSource(base + "/api/events/stream?after=" + after + query);
     source.onopen = () => { status.textContent = "live"; status.className = "live"; };
     source.onerror = () => { status.textContent = "reconnecting…"; status.className = "dim"; };
     source.addEventListener("toolgate", (message) => {
@@ -104,7 +110,12 @@
       while (tbody.rows.length > MAX_EVENT_ROWS) tbody.deleteRow(-1);
       applyFilters();
     });
-    document.getElementById("filters").addEventListener("input", applyFilters);
+    // types and principal are filtered by the server (the address says which); the
+    // text filter hides rows as it is typed
+    form.addEventListener("input", applyFilters);
+    form.addEventListener("change", (event) => {
+      if (event.target.name !== "q") form.requestSubmit();
+    });
     applyFilters();
   }
 
