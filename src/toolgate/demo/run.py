@@ -59,11 +59,18 @@ def _fill(value: Any, values: Mapping[str, str]) -> Any:
     return value
 
 
-def demo_config(db: str | Path | None = None) -> GatewayConfig:
-    """The shipped demo config with ``{python}`` and ``{db}`` filled in."""
+def demo_config(
+    db: str | Path | None = None, toolgate: Mapping[str, Any] | None = None
+) -> GatewayConfig:
+    """The shipped demo config with ``{python}`` and ``{db}`` filled in; each key of
+    ``toolgate`` replaces the shipped one (``{"dashboard": {...}}`` turns it on).
+
+    >>> demo_config(toolgate={"dashboard": {"enabled": True, "tokens": [digest]}})
+    """
     data = json.loads(CONFIG_PATH.read_text(encoding="utf-8"))
     values = {"python": sys.executable, "db": str(db or demo_db_path())}
     data["mcpServers"] = _fill(data["mcpServers"], values)
+    data["toolgate"].update(toolgate or {})
     return parse_config(data, source=CONFIG_PATH)
 
 
