@@ -68,6 +68,32 @@
     }
   }
 
+  // -- overview: backends' health and the live session count -----------------------------
+  async function refreshOverview() {
+    try {
+      const response = await fetch(base + "/api/overview", { credentials: "same-origin" });
+      if (response.status === 401) { location.href = base + "/login"; return; }
+      const data = await response.json();
+      const badge = document.getElementById("health-status");
+      if (badge && data.health.status) {
+        badge.textContent = data.health.status;
+        badge.className = "badge status-" + data.health.status;
+      }
+      for (const [name, b] of Object.entries(data.health.backends)) {
+        const row = document.querySelector(`#backends tr[data-backend="${CSS.escape(name)}"]`);
+        if (!row) continue;
+        const status = row.querySelector(".status");
+        status.textContent = b.status;
+        status.className = "status status-" + b.status;
+        row.querySelector(".tools").textContent = String(b.tools);
+        row.querySelector(".error").textContent = b.error || "";
+      }
+      document.getElementById("live-sessions").textContent = String(data.sessions);
+    } catch (err) {
+      console.warn("toolgate dashboard: cannot refresh the overview", err);
+    }
+  }
+
   // -- events ------------------------------------------------------------------------
   function shown(v) {
     if (typeof v === "object") return JSON.stringify(v);
@@ -122,6 +148,7 @@
     stamp(document);
     setInterval(() => stamp(document), 5000);
     if (body.dataset.page === "sessions") setInterval(refreshSessions, refreshMs);
+    if (body.dataset.page === "overview") setInterval(refreshOverview, refreshMs);
     if (body.dataset.page === "events") streamEvents();
   });
 })();
