@@ -1,10 +1,11 @@
 """The operator dashboard, in a real browser: log-in, live sessions, groups and token
 chart, explained views and the event stream; and the store reads it relies on.
 
-A real MCP client (``mcp.ClientSession`` over streamable HTTP, legacy protocol) drives
-the gateway while headless Chromium (Playwright) watches the dashboard. Screenshots go
-to ``test-artifacts/``. The session list is read from the store, tested on memory,
-SQLite and Redis, and across two replicas sharing one Redis.
+Real MCP clients (``mcp.ClientSession`` on the legacy protocol, ``fastmcp.Client`` on
+2026-07-28) drive the gateway while headless Chromium (Playwright) watches the
+dashboard. Screenshots go to ``test-artifacts/``, and those the operators guide shows to
+``docs/img/``. The session list is read from the store, tested on memory, SQLite and
+Redis, and across two replicas sharing one Redis.
 """
 
 from __future__ import annotations

@@ -229,23 +229,24 @@ def dashboard_app(
         data = await describe(snap, ts.default_principal, ts.token_counter)
         return {k: data[k] for k in ("tokenizer", "backends", "root", "groups", "totals")}
 
-    async def health_data(groups: Mapping[str, Any]) -> dict[str, Any]:
-        """Overall status (None when unknown) and each backend's status, tools, error."""
+    async def health_data(groups: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Overall status (None when unknown) and each backend's status, tools, error;
+        without the gateway's health, from what ``groups_data`` says was listed."""
         if source.health is not None:
             health = source.health()
             return {"status": health["status"], "backends": dict(health["backends"])}
+        listed = (groups or await groups_data())["backends"]
         backends = {
             name: {"status": b["status"], "tools": b["tools"], "error": b.get("error")}
-            for name, b in groups["backends"].items()
+            for name, b in listed.items()
         }
         return {"status": None, "backends": backends}
 
-    async def overview_data() -> dict[str, Any]:
-        groups = await groups_data()
+    async def overview_data(groups: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Health and the live session count (cheap: polled by an open overview)."""
         return {
             "health": await health_data(groups),
             "sessions": len(await session_rows(source.toolset)),
-            "groups": groups,
         }
 
     async def explain_data(request: Request) -> dict[str, Any]:
@@ -294,8 +295,9 @@ def dashboard_app(
 
     # -- pages ----------------------------------------------------------------------------
     async def overview_page(request: Request) -> Response:
-        data = await overview_data()
-        values = {"nav": "overview", "data": data, "chart": chart(data["groups"])}
+        groups = await groups_data()
+        data = {**await overview_data(groups), "groups": groups}
+        values = {"nav": "overview", "data": data, "chart": chart(groups)}
         return page(request, "overview.html", values)
 
     async def sessions_page(request: Request) -> Response:
@@ -334,8 +336,7 @@ def dashboard_app(
 
     # -- JSON and the event stream ----------------------------------------------------
     async def api_overview(request: Request) -> Response:
-        data = await overview_data()
-        return JSONResponse({k: data[k] for k in ("health", "sessions")})
+        return JSONResponse(await overview_data())
 
     async def api_sessions(request: Request) -> Response:
         return JSONResponse({"sessions": await sessions_data()})
