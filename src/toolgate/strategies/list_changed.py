@@ -16,7 +16,6 @@ from toolgate.activation import ChangeResult
 from toolgate.catalog import Tool
 from toolgate.errors import ConfigError, InvalidArguments
 from toolgate.strategies.base import (
-    EMPTY_OBJECT,
     GROUPS_SCHEMA,
     OPEN_GROUPS_SCHEMA,
     Addon,
@@ -38,6 +37,9 @@ from toolgate.view import View
 MetaStyle = Literal["menu", "activators"]
 GroupedList = Literal["summary", "full"]
 ACTIVATOR_WORDS = 8  # an activator's description: the group's first clause, this long
+#: an activator's schema: one per group is listed, so every token counts; the run
+#: refuses any argument itself
+NO_ARGUMENTS: Mapping[str, Any] = {"type": "object"}
 
 
 class ListChangedStrategy(Strategy):
@@ -112,8 +114,8 @@ class ListChangedStrategy(Strategy):
 
         return MetaTool(
             f"{group}{self.sep}{action}",
-            f"{verb} the {group} tools: {few_words(what, ACTIVATOR_WORDS)}",
-            EMPTY_OBJECT,
+            f"{verb} {group}: {few_words(what, ACTIVATOR_WORDS)}",
+            NO_ARGUMENTS,
             run,
         )
 
