@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+#: DESIGN 3: group names have at most this many characters (checked at registration,
+#: and the bound every error message about a group name keeps to)
+MAX_GROUP_NAME = 64
+
 
 class ToolgateError(Exception):
     """Base of every toolgate error. ``code`` is a stable machine-readable name."""
@@ -42,6 +46,14 @@ class GroupNotFound(ToolgateError):
     code = "group_not_found"
 
     def __init__(self, name: str) -> None:
+        if isinstance(name, str) and len(name) > MAX_GROUP_NAME:
+            # no group has such a name: say the limit, never echo a caller's 10 KB back
+            super().__init__(
+                f"Unknown group: group names are at most {MAX_GROUP_NAME} characters; "
+                f"this one has {len(name)}",
+                group=f"{name[:MAX_GROUP_NAME]}…",
+            )
+            return
         super().__init__(f"Unknown group: {name}", group=name)
 
 
