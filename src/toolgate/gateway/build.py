@@ -314,4 +314,5 @@ def delivery_config(cfg: GatewayConfig) -> DeliveryConfig:
         search=tg.search,
         names=MetaNames(**tg.meta_tool_names),
         grouped_list=tg.grouped_list,
+        activators=tg.activators,
     )
