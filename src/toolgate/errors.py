@@ -7,11 +7,32 @@ module is the base layer: it imports nothing from toolgate.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: DESIGN 3: group names have at most this many characters (checked at registration,
 #: and the bound every error message about a group name keeps to)
 MAX_GROUP_NAME = 64
+
+
+def json_type(value: Any) -> str:
+    """What ``value`` is, in JSON's words (``null``, ``boolean``, ``integer``,
+    ``number``, ``string``, ``array``, ``object``): a caller sent JSON, not Python."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, Sequence):
+        return "array"
+    return type(value).__name__
 
 
 class ToolgateError(Exception):

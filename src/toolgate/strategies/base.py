@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from toolgate.activation import ChangeResult
 from toolgate.catalog import CallContext, Tool, ToolResult
-from toolgate.errors import MAX_GROUP_NAME, InvalidArguments, ToolgateError
+from toolgate.errors import MAX_GROUP_NAME, InvalidArguments, ToolgateError, json_type
 from toolgate.policy import Confirmer
 from toolgate.tokens import wire_text
 from toolgate.toolset import CallOutcome, Session, ToolSet
@@ -128,26 +128,6 @@ def groups_note(view: View) -> str:
     more = len(groups) - MAX_NAMED_GROUPS
     tail = f"; and {more} more (list_groups)" if more > 0 else ""
     return "Groups: " + "; ".join(parts) + tail + "."
-
-
-def json_type(value: Any) -> str:
-    """What ``value`` is, in JSON's words (``null``, ``boolean``, ``integer``,
-    ``number``, ``string``, ``array``, ``object``): a caller sent JSON, not Python."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, Sequence):
-        return "array"
-    return type(value).__name__
 
 
 def unexpected_arguments(

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from toolgate.catalog import Tool, ToolResult
 from toolgate.docs import ToolDocs
-from toolgate.errors import ConfigError, DescriptionRequired, InvalidArguments
+from toolgate.errors import ConfigError, DescriptionRequired, InvalidArguments, json_type
 from toolgate.strategies.base import (
     OPEN_SCHEMA,
     READ_ONLY,
@@ -26,7 +26,6 @@ from toolgate.strategies.base import (
     Reply,
     Request,
     Strategy,
-    json_type,
     summary_wire,
     unexpected_arguments,
 )
