@@ -332,24 +332,28 @@ async def test_bad_meta_tool_input_is_a_clear_tool_error_and_changes_nothing(
         assert await names(client) == LEGACY_LIST
 
 
-async def test_activators_style_lists_one_activator_per_available_group() -> None:
+async def test_activators_style_lists_one_activator_per_group() -> None:
     mcp, _ = build(meta_tools="activators")
     async with legacy(mcp) as (client, notes):
         listed = await names(client)
-        assert [n for n in listed if "." in n] == [
+        # every group's activator, nested ones too (tmcp); no deactivator while off
+        activators = [
             "admin.activate",
+            "branches.activate",
             "code.activate",
             "issues.activate",
             "read_mode.activate",
+            "repos.activate",
             "write_mode.activate",
         ]
+        assert [n for n in listed if "." in n] == activators
         result = await client.call_tool_mcp("code.activate", {})
         assert result.structured_content is not None
         assert result.structured_content["enabled"] == ["code"]
         assert await notes.settled() == ["notifications/tools/list_changed"]
         listed = await names(client)
         assert {"code.deactivate", "repos.activate", "get_file"} <= set(listed)
-        assert "code.activate" not in listed
+        assert [n for n in listed if n.endswith(".activate")] == activators
 
 
 async def test_two_in_memory_clients_are_two_sessions(github: Any) -> None:
