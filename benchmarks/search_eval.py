@@ -1,37 +1,63 @@
-"""Retrieval quality of tool search on MetaTool (199 tools, 20,544 queries).
+"""Retrieval quality of tool search on two public sets: MetaTool (199 tools) and the
+MCP-Manager catalog (2,656 tools of 293 MCP servers, one task query per tool).
 
-Compares toolgate's ``SearchIndex`` with FastMCP's ``BM25SearchTransform`` and
-``RegexSearchTransform`` over the same tools and queries in one run, and writes the
-table to ``benchmarks/RESULTS.md`` between the ``search-eval`` markers. A benchmark,
-not a test: it may import fastmcp; nothing in ``src/`` imports it.
+Compares toolgate's ``SearchIndex`` (lexical and hybrid) with FastMCP's
+``BM25SearchTransform`` and plain ``bm25s`` over the same tools and queries in one
+run, and writes the tables to ``benchmarks/RESULTS.md`` between the ``search-eval``
+markers. Queries are split in halves by a hash of their text: ``dev`` (used to choose
+``HYBRID_WEIGHT`` with ``--tune`` and to derive ``TASK_WORDS``) and ``test``. A
+benchmark, not a test: it may import fastmcp and bm25s; nothing in ``src/`` imports it.
 
-Run: ``.venv/bin/python benchmarks/search_eval.py [--limit-queries N]``
+Run: ``python benchmarks/search_eval.py [--limit-queries N] [--tune] [--no-write]``
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import logging
 import re
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "retrieval"
+CACHE = ROOT / "benchmarks" / ".cache"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 BEGIN, END = "<!-- search-eval:begin -->", "<!-- search-eval:end -->"
 DEPTH = 10  # results asked of every engine; MRR is MRR@10
 
+# The MCP-Manager catalog (see benchmarks/data/README.md): fetched at a pinned commit
+# and checked by hash, never committed (its repository states no licence).
+MCP_MANAGER_COMMIT = "516c411fbf7e39970a69653b1b630627c1082aac"
+MCP_MANAGER_PATH = "python/data/mcp-manager/manager_server_with_task_general.jsonl"
+MCP_MANAGER_URL = (
+    f"https://raw.githubusercontent.com/tianhaolin1991/MCP-Manager/{MCP_MANAGER_COMMIT}/"
+    f"{MCP_MANAGER_PATH}"
+)
+MCP_MANAGER_SHA256 = "60dc91d54863b9b0baf7342d1d80e707ffe3006028a96fd9aa972354c247c877"
+
 sys.path.insert(0, str(ROOT / "src"))
 
 from toolgate.catalog import Catalog, Tool  # noqa: E402
-from toolgate.search import SearchIndex  # noqa: E402
+from toolgate.search import SearchIndex, SearchSettings  # noqa: E402
 
 Ranker = Callable[[str], Sequence[str]]
+Queries = list[tuple[str, frozenset[str]]]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    tools: list[Tool]
+    queries: Queries
+    servers: dict[str, str]  # server key -> title
 
 
 def write_section(path: Path, begin: str, end: str, body: str) -> None:
@@ -49,14 +75,19 @@ def write_section(path: Path, begin: str, end: str, body: str) -> None:
     path.write_text(text, "utf-8")
 
 
+def split(query: str) -> str:
+    """``dev`` or ``test``: a stable half of any query set, by a hash of the text."""
+    return "dev" if hashlib.sha256(query.encode()).digest()[0] % 2 == 0 else "test"
+
+
 def mcp_name(name: str) -> str:
-    """MetaTool has one name MCP rejects (``PDF&URLTool``); every engine sees this one."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", name)
+    """Names as MCP allows them (``PDF&URLTool`` and ``Team Members`` are not)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", name.strip())
 
 
-def load() -> tuple[list[dict[str, str]], list[tuple[str, frozenset[str]]]]:
-    tools = json.loads((DATA / "metatool_tools.json").read_text("utf-8"))
-    tools = [{"name": mcp_name(t["name"]), "description": t["description"]} for t in tools]
+def load_metatool() -> tuple[list[Tool], Queries]:
+    raw = json.loads((DATA / "metatool_tools.json").read_text("utf-8"))
+    tools = [Tool(name=mcp_name(t["name"]), description=t["description"]) for t in raw]
     queries = []
     with (DATA / "metatool_queries.jsonl").open(encoding="utf-8") as f:
         for line in f:
@@ -65,44 +96,112 @@ def load() -> tuple[list[dict[str, str]], list[tuple[str, frozenset[str]]]]:
     return tools, queries
 
 
-def toolgate_ranker(tools: list[dict[str, str]]) -> Ranker:
+def mcp_manager_file(path: Path | None) -> Path:
+    if path is not None:
+        return path
+    target = CACHE / f"mcp-manager-{MCP_MANAGER_COMMIT[:12]}.jsonl"
+    if not target.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with urllib.request.urlopen(MCP_MANAGER_URL, timeout=60) as response:
+            target.write_bytes(response.read())
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    if digest != MCP_MANAGER_SHA256:
+        raise SystemExit(f"{target}: sha256 {digest} is not the pinned {MCP_MANAGER_SHA256}")
+    return target
+
+
+def server_key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def load_mcp_manager(path: Path | None) -> Dataset:
+    """Each server's tools exposed as ``server-key.tool`` (the gateway's namespacing)
+    with the server as ``Tool.source``; each tool's task query has that tool as gold."""
+    tools: dict[str, Tool] = {}
+    servers: dict[str, str] = {}
+    gold: dict[str, set[str]] = {}
+    for line in mcp_manager_file(path).read_text("utf-8").splitlines():
+        server = json.loads(line)
+        key = server_key(server["name"])
+        servers[key] = server["name"]
+        for t in server["tools"]:
+            name = f"{key}.{mcp_name(t['name'])}"
+            params = t.get("parameter") or {}
+            schema = {
+                "type": "object",
+                "properties": {
+                    mcp_name(p): {"type": "string", "description": str(d)}
+                    for p, d in params.items()
+                },
+            }
+            tools[name] = Tool(
+                name=name, description=t.get("description") or "", input_schema=schema, source=key
+            )
+            task = t.get("task") or {}
+            query = task.get("query", "").strip() if isinstance(task, dict) else ""
+            if query:
+                gold.setdefault(query, set()).add(name)
+    queries = [(q, frozenset(g)) for q, g in gold.items()]
+    return Dataset("MCP-Manager", list(tools.values()), queries, servers)
+
+
+def toolgate_ranker(data: Dataset, settings: SearchSettings) -> tuple[Ranker, float]:
     catalog = Catalog()
-    catalog.add_tools(Tool(name=t["name"], description=t["description"]) for t in tools)
-    index = SearchIndex(catalog)
+    catalog.add_tools(data.tools)
+    started = time.perf_counter()
+    index = SearchIndex(catalog, settings)
     index.refresh()
-    return lambda q: [h.name for h in index.search(q, limit=DEPTH)]
+    built = time.perf_counter() - started
+    return (lambda q: [h.name for h in index.search(q, limit=DEPTH)]), built
 
 
-def fastmcp_rankers(tools: list[dict[str, str]]) -> dict[str, Ranker]:
+def fastmcp_ranker(data: Dataset) -> Ranker:
     logging.getLogger("fastmcp").setLevel(logging.ERROR)
-    from fastmcp.server.transforms.search import BM25SearchTransform, RegexSearchTransform
+    from fastmcp.server.transforms.search import BM25SearchTransform
     from fastmcp.tools.base import Tool as FastMCPTool
 
     fm_tools = [
         FastMCPTool(
-            name=t["name"],
-            description=t["description"],
-            parameters={"type": "object", "properties": {}},
+            name=t.name,
+            description=t.description,
+            parameters=dict(t.input_schema) or {"type": "object", "properties": {}},
         )
-        for t in tools
+        for t in data.tools
     ]
     loop = asyncio.new_event_loop()
-    out: dict[str, Ranker] = {}
-    for label, transform in (
-        ("FastMCP BM25SearchTransform", BM25SearchTransform(max_results=DEPTH)),
-        ("FastMCP RegexSearchTransform", RegexSearchTransform(max_results=DEPTH)),
-    ):
-        # _search(tools, query) is the ranking the transform's search_tools tool runs
-        # after its auth filtering; calling it directly skips only the MCP plumbing.
-        def rank(q: str, transform: object = transform) -> list[str]:
-            found = loop.run_until_complete(transform._search(fm_tools, q))  # type: ignore[attr-defined]
-            return [t.name for t in found]
+    transform = BM25SearchTransform(max_results=DEPTH)
 
-        out[label] = rank
-    return out
+    # _search(tools, query) is the ranking the transform's search_tools tool runs
+    # after its auth filtering; calling it directly skips only the MCP plumbing.
+    def rank(q: str) -> list[str]:
+        found = loop.run_until_complete(transform._search(fm_tools, q))
+        return [t.name for t in found]
+
+    return rank
 
 
-def evaluate(rank: Ranker, queries: list[tuple[str, frozenset[str]]]) -> dict[str, float]:
+def bm25s_ranker(data: Dataset) -> Ranker:
+    """Plain ``bm25s``: name and description, its English stop words and stemmer."""
+    import bm25s
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer("english")
+    corpus = [f"{t.name} {t.description}" for t in data.tools]
+    names = [t.name for t in data.tools]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(corpus, stopwords="en", stemmer=stemmer, show_progress=False))
+
+    def rank(q: str) -> list[str]:
+        tokens = bm25s.tokenize([q], stopwords="en", stemmer=stemmer, show_progress=False)
+        if not tokens.vocab:
+            return []
+        docs, scores = retriever.retrieve(tokens, k=min(DEPTH, len(names)), show_progress=False)
+        return [names[int(d)] for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+    return rank
+
+
+def evaluate(rank: Ranker, queries: Queries) -> dict[str, float]:
     r1 = r3 = r5 = 0
     rr = 0.0
     started = time.perf_counter()
@@ -114,7 +213,7 @@ def evaluate(rank: Ranker, queries: list[tuple[str, frozenset[str]]]) -> dict[st
             r3 += first < 3
             r5 += first < 5
             rr += 1 / (first + 1)
-    n = len(queries)
+    n = len(queries) or 1
     return {
         "recall@1": r1 / n,
         "recall@3": r3 / n,
@@ -124,39 +223,94 @@ def evaluate(rank: Ranker, queries: list[tuple[str, frozenset[str]]]) -> dict[st
     }
 
 
-def table(rows: dict[str, dict[str, float]], n_tools: int, n_queries: int) -> str:
+def table(data: Dataset, rows: dict[str, dict[str, float]]) -> str:
+    n_dev = sum(split(q) == "dev" for q, _ in data.queries)
     lines = [
-        f"Tool retrieval on MetaTool: {n_tools} tools (name + description), "
-        f"{n_queries:,} queries; a hit is any gold tool. `benchmarks/search_eval.py`.",
+        f"**{data.name}**: {len(data.tools):,} tools, {len(data.queries):,} queries "
+        f"({n_dev:,} dev, {len(data.queries) - n_dev:,} test); a hit is any gold tool.",
         "",
-        "| engine | recall@1 | recall@3 | recall@5 | MRR@10 | ms/query |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| engine | recall@1 | recall@3 | recall@5 | MRR@10 | recall@5 (test half) | ms/query |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for label, m in rows.items():
         lines.append(
             f"| {label} | {m['recall@1']:.3f} | {m['recall@3']:.3f} | {m['recall@5']:.3f} "
-            f"| {m['mrr@10']:.3f} | {m['ms/query']:.2f} |"
+            f"| {m['mrr@10']:.3f} | {m['test recall@5']:.3f} | {m['ms/query']:.2f} |"
         )
     return "\n".join(lines)
+
+
+def datasets(args: argparse.Namespace) -> list[Dataset]:
+    tools, queries = load_metatool()
+    out = [Dataset("MetaTool", tools, queries, {}), load_mcp_manager(args.mcp_manager)]
+    if args.limit_queries:
+        out = [Dataset(d.name, d.tools, d.queries[: args.limit_queries], d.servers) for d in out]
+    return out
+
+
+def tune(sets: list[Dataset]) -> None:
+    """recall@5 on each set's dev half, lexical and hybrid at a range of weights.
+
+    The rule for ``HYBRID_WEIGHT``: the best mean among weights that beat lexical
+    search on every set (a weight that helps one catalog and hurts another is not
+    chosen).
+    """
+    rows: dict[str, list[float]] = {}
+    for d in sets:
+        dev = [(q, g) for q, g in d.queries if split(q) == "dev"]
+        lexical, _ = toolgate_ranker(d, SearchSettings("lexical", servers=d.servers))
+        rows.setdefault("lexical", []).append(evaluate(lexical, dev)["recall@5"])
+        for w in (0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6):
+            rank, _ = toolgate_ranker(d, SearchSettings("hybrid", weight=w, servers=d.servers))
+            rows.setdefault(f"{w:.2f}", []).append(evaluate(rank, dev)["recall@5"])
+    base = rows["lexical"]
+    print("weight | " + " | ".join(d.name for d in sets) + " | mean | beats lexical on all")
+    for label, scores in rows.items():
+        wins = all(s > b for s, b in zip(scores, base, strict=True))
+        cells = " | ".join(f"{s:.4f}" for s in scores)
+        verdict = "" if label == "lexical" else ("yes" if wins else "no")
+        print(f"{label} | {cells} | {sum(scores) / len(scores):.4f} | {verdict}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit-queries", type=int, default=None)
+    parser.add_argument("--mcp-manager", type=Path, default=None, help="a local copy")
+    parser.add_argument("--tune", action="store_true", help="sweep the hybrid weight (dev)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
-    tools, queries = load()
-    queries = queries[: args.limit_queries]
-    rankers = {"toolgate SearchIndex": toolgate_ranker(tools), **fastmcp_rankers(tools)}
-    rows = {label: evaluate(rank, queries) for label, rank in rankers.items()}
-    md = table(rows, len(tools), len(queries))
-    print(md)
-    gain = (
-        rows["toolgate SearchIndex"]["recall@5"] - rows["FastMCP BM25SearchTransform"]["recall@5"]
-    )
-    print(f"\ntoolgate recall@5 - FastMCP BM25 recall@5 = {100 * gain:+.1f} points")
+    sets = datasets(args)
+    if args.tune:
+        tune(sets)
+        return
+    sections = []
+    for data in sets:
+        lexical, _ = toolgate_ranker(data, SearchSettings("lexical", servers=data.servers))
+        hybrid, _ = toolgate_ranker(data, SearchSettings("hybrid", servers=data.servers))
+        rankers = {
+            "toolgate lexical": lexical,
+            "toolgate hybrid (WordLlama 256)": hybrid,
+            "FastMCP BM25SearchTransform": fastmcp_ranker(data),
+            "bm25s": bm25s_ranker(data),
+        }
+        test = [(q, g) for q, g in data.queries if split(q) == "test"]
+        rows = {}
+        for label, rank in rankers.items():
+            rows[label] = evaluate(rank, data.queries)
+            rows[label]["test recall@5"] = evaluate(rank, test)["recall@5"]
+        md = table(data, rows)
+        print(md + "\n")
+        base = rows["FastMCP BM25SearchTransform"]["recall@5"]
+        for label in ("toolgate lexical", "toolgate hybrid (WordLlama 256)"):
+            gain = 100 * (rows[label]["recall@5"] - base)
+            print(f"{data.name}: {label} recall@5 - FastMCP BM25 = {gain:+.1f} points")
+        sections.append(md)
     if not args.no_write and args.limit_queries is None:
-        write_section(RESULTS, BEGIN, END, md)
+        body = (
+            "Tool retrieval, one run: `python benchmarks/search_eval.py` "
+            "(data and provenance: `benchmarks/data/README.md`).\n\n" + "\n\n".join(sections)
+        )
+        write_section(RESULTS, BEGIN, END, body)
         print(f"wrote {RESULTS.relative_to(ROOT)}")
 
 

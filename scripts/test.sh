@@ -24,6 +24,7 @@ export PATH="$root/.venv/bin:$PATH"
 echo "== ruff check";        ruff check src tests benchmarks examples
 echo "== ruff format";       ruff format --check src tests benchmarks examples
 echo "== mypy --strict src"; mypy --strict src
+echo "== mypy tests";        mypy tests  # strict: settings in pyproject.toml
 echo "== import layers";     lint-imports
 # not -q: quiet mode hides the warnings that --strict counts, so a broken link passed
 echo "== mkdocs --strict";   NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir "$(mktemp -d)"

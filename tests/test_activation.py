@@ -8,28 +8,16 @@ from typing import Any
 
 import pytest
 
+from _fixtures.core import T, listing, visible_names
 from toolgate import (
     ConfigError,
     Group,
     HookContext,
     ParentInactive,
-    Tool,
     ToolNotFound,
     ToolSet,
 )
 from toolgate.errors import ToolHidden
-
-
-def ok(args: Any, ctx: Any) -> str:
-    return "ok"
-
-
-def T(name: str, *groups: str, **kw: Any) -> Tool:
-    return Tool(name, f"{name} tool.", handler=ok, groups=groups, **kw)
-
-
-async def names(session: Any) -> list[str]:
-    return [t.name for t in await session.list_tools()]
 
 
 async def active(session: Any) -> list[str]:
@@ -61,7 +49,7 @@ def hub() -> ToolSet:
 
 async def test_progressive_activation_reveals_a_groups_tools() -> None:
     s = hub().session("s")
-    assert await names(s) == ["ping"]
+    assert await visible_names(s) == ["ping"]
     with pytest.raises(ToolHidden) as err:
         await s.call("read_file")
     assert err.value.message == (
@@ -72,7 +60,7 @@ async def test_progressive_activation_reveals_a_groups_tools() -> None:
     assert result.errors == ()
     assert result.visible_changed is True
     assert [t.name for t in result.newly_visible] == ["read_file", "write_file"]
-    assert await names(s) == ["ping", "read_file", "write_file"]
+    assert await visible_names(s) == ["ping", "read_file", "write_file"]
     assert (await s.call("read_file")).result.text_content == "ok"
 
 
@@ -120,7 +108,7 @@ async def test_deactivation_hides_the_groups_tools_again() -> None:
     result = await s.deactivate(["file_ops"])
     assert result.changed == ("file_ops",)
     assert result.newly_hidden == ("read_file", "write_file")
-    assert await names(s) == ["ping"]
+    assert await visible_names(s) == ["ping"]
     assert await active(s) == []
 
 
@@ -210,13 +198,13 @@ async def test_root_group_is_not_listed_and_cannot_be_switched() -> None:
         ]
     result = await s.deactivate(["default"])
     assert [e.code for e in result.errors] == ["group_not_found"]
-    assert await names(s) == ["ping"]
+    assert await visible_names(s) == ["ping"]
 
 
 async def test_list_tools_is_sorted_by_name() -> None:
     ts = ToolSet()
     ts.add_tools([T("b_tool"), T("a_tool"), T("B_upper"), T("a.dot")])
-    assert await names(ts.session("s")) == ["B_upper", "a.dot", "a_tool", "b_tool"]
+    assert await visible_names(ts.session("s")) == ["B_upper", "a.dot", "a_tool", "b_tool"]
 
 
 async def test_concurrent_activations_of_one_session_end_in_an_exact_state() -> None:
@@ -268,7 +256,7 @@ async def test_failing_activate_hook_leaves_state_unchanged_and_others_succeed()
         }
     ]
     assert await active(s) == ["good"]
-    assert await names(s) == ["g"]
+    assert await visible_names(s) == ["g"]
 
 
 async def test_failing_async_deactivate_hook_leaves_the_group_active() -> None:
@@ -291,7 +279,7 @@ async def test_failing_async_deactivate_hook_leaves_the_group_active() -> None:
         }
     ]
     assert await active(s) == ["stuck"]
-    assert await names(s) == ["s1"]
+    assert await visible_names(s) == ["s1"]
     assert (await s.state()).version == before.version + 1
 
 
@@ -353,7 +341,7 @@ async def test_one_request_may_name_the_child_before_the_parent() -> None:
     result = await s.activate(["admin", "write", "db"])
     assert result.changed == ("db", "write", "admin")
     assert result.errors == ()
-    assert await names(s) == ["drop", "insert", "query"]
+    assert await visible_names(s) == ["drop", "insert", "query"]
 
 
 async def test_a_grandchild_without_its_chain_is_refused_but_the_rest_applies() -> None:
@@ -374,7 +362,7 @@ async def test_reactivating_the_parent_does_not_bring_the_children_back() -> Non
     result = await s.activate(["db"])
     assert result.changed == ("db",)
     assert await active(s) == ["db"]
-    assert await names(s) == ["query"]
+    assert await visible_names(s) == ["query"]
 
 
 async def test_deactivating_parent_and_child_together_reports_the_child_as_cascaded() -> None:
@@ -455,12 +443,12 @@ async def test_two_sessions_are_isolated() -> None:
     a, b = ts.session("a"), ts.session("b")
     await a.activate(["file_ops"])
     await b.activate(["network"])
-    assert await names(a) == ["ping", "read_file", "write_file"]
-    assert await names(b) == ["http_get", "ping"]
+    assert await visible_names(a) == ["ping", "read_file", "write_file"]
+    assert await visible_names(b) == ["http_get", "ping"]
     with pytest.raises(ToolHidden):
         await b.call("read_file")
     await a.deactivate(["file_ops"])
-    assert await names(b) == ["http_get", "ping"]
+    assert await visible_names(b) == ["http_get", "ping"]
 
 
 async def test_an_ephemeral_session_records_nothing() -> None:
@@ -468,8 +456,8 @@ async def test_an_ephemeral_session_records_nothing() -> None:
     s = ts.session(None)
     result = await s.activate(["file_ops"])
     assert result.changed == ("file_ops",)
-    assert await names(s) == ["ping"]
-    assert await ts.store.session_count() == 0
+    assert await visible_names(s) == ["ping"]
+    assert await listing(ts.store).session_count() == 0
 
 
 # -- budgets ---------------------------------------------------------------------------------
@@ -491,7 +479,7 @@ async def test_max_tools_refuses_an_activation_with_the_numbers() -> None:
             "(the activation adds 3; the budget leaves 2)",
         }
     ]
-    assert await names(s) == ["ping", "s1"]
+    assert await visible_names(s) == ["ping", "s1"]
 
 
 async def test_max_tokens_refuses_an_activation_with_the_numbers() -> None:
@@ -507,7 +495,7 @@ async def test_max_tokens_refuses_an_activation_with_the_numbers() -> None:
         "Cannot enable group 'big': 67 tokens would be visible (chars/4), over max_tokens=60 "
         "(the activation adds 44; the budget leaves 37)"
     )
-    assert await names(s) == ["ping"]
+    assert await visible_names(s) == ["ping"]
 
 
 async def test_a_displacing_activation_is_measured_after_the_displacement() -> None:
@@ -553,10 +541,10 @@ async def test_valid_initial_groups_start_every_session_active() -> None:
     ts = hub()
     ts.initial_groups = ("file_ops",)
     a, b = ts.session("a"), ts.session("b")
-    assert await names(a) == ["ping", "read_file", "write_file"]
+    assert await visible_names(a) == ["ping", "read_file", "write_file"]
     await a.deactivate(["file_ops"])
-    assert await names(a) == ["ping"]
-    assert await names(b) == ["ping", "read_file", "write_file"]
+    assert await visible_names(a) == ["ping"]
+    assert await visible_names(b) == ["ping", "read_file", "write_file"]
 
 
 async def test_budget_exceeded_is_not_raised_when_no_budget_is_set() -> None:

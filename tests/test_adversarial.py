@@ -169,7 +169,7 @@ async def test_a_catastrophic_regex_pattern_answers_and_other_sessions_keep_work
             alice.call_tool("search_tools_regex", {"pattern": CATASTROPHIC + "|^spell$"}),
             other.call_tool("add", {"a": 2, "b": 3}),
         )
-    assert [r["name"] for r in found.structured_content["results"]] == ["spell"]  # type: ignore[index]
+    assert [r["name"] for r in found.structured_content["results"]] == ["spell"]
     assert added.structured_content == {"result": 5}
 
 
@@ -179,7 +179,7 @@ async def test_regex_search_never_reaches_a_tool_the_caller_cannot_see(
 ) -> None:
     async with client(gateway, BOB_TOKEN) as bob:
         found = await bob.call_tool("search_tools_regex", {"pattern": CATASTROPHIC})
-    assert found.structured_content["results"] == []  # type: ignore[index]
+    assert found.structured_content["results"] == []
 
 
 async def test_a_regex_outside_re2_syntax_is_a_clear_error(gateway: HttpGateway) -> None:

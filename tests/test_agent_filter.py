@@ -16,9 +16,12 @@ def names(tools: list[Any]) -> list[str]:
     return [t["name"] if isinstance(t, dict) else t.name for t in tools]
 
 
-KNOWLEDGE = {"name": "knowledge-query", "group": ["read-only", "knowledge", "basic"]}
-UNGROUPED = {"name": "calculator"}
-WRITER = {"name": "graph-update", "group": ["write"]}
+KNOWLEDGE: dict[str, Any] = {
+    "name": "knowledge-query",
+    "group": ["read-only", "knowledge", "basic"],
+}
+UNGROUPED: dict[str, Any] = {"name": "calculator"}
+WRITER: dict[str, Any] = {"name": "graph-update", "group": ["write"]}
 TOOLS = [KNOWLEDGE, UNGROUPED, WRITER]
 
 
@@ -172,8 +175,13 @@ def test_a_tool_must_match_both_the_groups_and_the_state(
 TG_TOOLS = [
     Tool("search", groups=("catalog",)),
     Tool("ping"),
-    Tool("pay", groups=("cart",), stages=["checkout"], next_stage="done"),
-    Tool("add", groups=("cart", "catalog"), stages=["browse", "checkout"], next_stage="checkout"),
+    Tool("pay", groups=("cart",), stages=frozenset({"checkout"}), next_stage="done"),
+    Tool(
+        "add",
+        groups=("cart", "catalog"),
+        stages=frozenset({"browse", "checkout"}),
+        next_stage="checkout",
+    ),
 ]
 
 

@@ -7,7 +7,6 @@ Every number below is a count of real BPE tokens over a tool's exact MCP wire fo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,9 @@ import pytest
 from mcp import Client
 from mcp.server import Server
 
+from _fixtures.core import ok
 from _fixtures.mcp_servers import Notes
-from toolgate import CallContext, ConfigError, Group, Principal, Tool, ToolSet
+from toolgate import ConfigError, Group, Principal, Tool, ToolSet
 from toolgate.events import Event
 from toolgate.lowlevel import bind
 from toolgate.strategies import Delivery, DeliveryConfig
@@ -44,10 +44,6 @@ O200K = "tiktoken:o200k_base"
 @pytest.fixture(scope="module")
 def o200k(shared_data: Path) -> TiktokenCounter:
     return TiktokenCounter("o200k_base", shared_data / "tokenizers")
-
-
-def ok(args: Mapping[str, Any], ctx: CallContext) -> str:
-    return "ok"
 
 
 def build(counter: TiktokenCounter, **options: Any) -> ToolSet:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from _fixtures.core import T
 from toolgate import (
     Catalog,
     Flow,
@@ -18,15 +19,6 @@ from toolgate import (
     ToolNotFound,
     ToolSet,
 )
-
-
-def ok(args: Any, ctx: Any) -> str:
-    return "ok"
-
-
-def T(name: str, *groups: str, **kw: Any) -> Tool:
-    return Tool(name, f"{name} tool.", handler=ok, groups=groups, **kw)
-
 
 # -- tool names ------------------------------------------------------------------------
 

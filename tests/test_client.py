@@ -16,7 +16,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
-from test_groups_extension import build_toolset, connect, fastmcp_app, serve, serve_tools
+from _fixtures.mcp_servers import serve
+from test_groups_extension import build_toolset, connect, fastmcp_app, serve_tools
 from toolgate.client import (
     GetGroupParams,
     GroupsClient,

@@ -303,7 +303,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         made = RedisStore(
             url=url, idle_ttl=100, clock=lambda: clock[0], prefix=f"t{time.time_ns()}:"
         )
-    made.clock_cell = clock  # type: ignore[attr-defined]
+    made.clock_cell = clock  # type: ignore[union-attr]
     yield made
     await made.close()
 

@@ -24,7 +24,7 @@ def write(folder: Path, name: str, data: Any) -> Path:
 
 
 def with_(**changes: Any) -> dict[str, Any]:
-    data = json.loads(json.dumps(GOOD))
+    data: dict[str, Any] = json.loads(json.dumps(GOOD))
     for key, value in changes.items():
         if value is None:
             data.pop(key, None)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from _fixtures.core import ok
 from toolgate import (
     Event,
     EventBus,
@@ -25,10 +26,6 @@ from toolgate import (
 from toolgate.errors import ToolHidden
 from toolgate.events import EVENT_TYPES
 from toolgate.strategies import Delivery, DeliveryConfig
-
-
-def ok(args: Any, ctx: Any) -> str:
-    return "ok"
 
 
 def boom(args: Any, ctx: Any) -> str:

@@ -1,4 +1,6 @@
-"""toolgate.fastmcp on a FastMCP 4 server, in memory: DESIGN §3-§5 seen through the wire.
+"""toolgate.fastmcp on a FastMCP 4 server, in memory: what only this adapter does (tools
+from FastMCP's decorators, run-time registration, FastMCP sessions). The scenarios every
+adapter meets are in test_adapter_spec.py.
 
 Real clients only (fastmcp.Client, mcp.ClientSession) against
 tests/servers/fastmcp_github.py, whose tools come from FastMCP's decorators and from
@@ -8,7 +10,6 @@ toolgate in one catalog. Other eras and transports: test_fastmcp_eras.py.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,12 +17,11 @@ from typing import Any
 import mcp_types as mt
 import pytest
 from fastmcp import Client, Context, FastMCP
-from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from _fixtures.mcp_servers import Notes, text
+from _fixtures.mcp_servers import Notes, text, tool_names
 from servers.fastmcp_github import build
-from toolgate import Group, Principal, Tool, ToolSet
+from toolgate import Group, Tool, ToolSet
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.state.memory import MemoryStore
 from toolgate.strategies import DeliveryConfig
@@ -44,22 +44,10 @@ async def legacy(mcp: FastMCP[Any], **options: Any) -> AsyncIterator[tuple[Clien
         yield client, notes
 
 
-async def names(client: Client[Any]) -> list[str]:
-    return [t.name for t in await client.list_tools()]
-
-
 @pytest.fixture
 def github() -> FastMCP[Any]:
     mcp, _ = build()
     return mcp
-
-
-async def test_initial_list_has_root_tools_and_menu_meta_tools_name_sorted(github: Any) -> None:
-    async with legacy(github) as (client, _):
-        assert await names(client) == LEGACY_LIST
-        assert client.initialize_result is not None
-        caps = client.initialize_result.capabilities
-        assert caps.tools is not None and caps.tools.list_changed is True
 
 
 async def test_fastmcp_tools_keep_their_fastmcp_definition_in_the_catalog(github: Any) -> None:
@@ -77,26 +65,6 @@ async def test_fastmcp_tools_keep_their_fastmcp_definition_in_the_catalog(github
     assert listed.model_dump(exclude_none=True) == expected.model_dump(exclude_none=True)
 
 
-async def test_enable_tools_returns_the_wags_fields_and_the_new_definitions(github: Any) -> None:
-    async with legacy(github) as (client, notes):
-        result = await client.call_tool_mcp("enable_tools", {"groups": ["code"]})
-        assert result.is_error is False
-        data = result.structured_content
-        assert data is not None
-        assert {k: v for k, v in data.items() if k != "tools"} == {
-            "enabled": ["code"],
-            "enabled_groups": ["code"],
-            "available_tools": ["drop_table", "get_file", "ping", "whoami"],
-            "available_groups": ["repos"],
-            "errors": [],
-        }
-        assert [t["name"] for t in data["tools"]] == ["get_file"]
-        assert data["tools"][0]["inputSchema"]["required"] == ["path"]
-        assert json.loads(text(result)) == data
-        assert await notes.settled() == ["notifications/tools/list_changed"]
-        assert await names(client) == sorted([*LEGACY_LIST, "get_file"])
-
-
 async def test_fastmcp_runs_an_enabled_fastmcp_tool_with_context_and_output_schema(
     github: Any,
 ) -> None:
@@ -106,35 +74,6 @@ async def test_fastmcp_runs_an_enabled_fastmcp_tool_with_context_and_output_sche
         assert result.is_error is False
         assert text(result).startswith("contents of README.md (FastMCP session ")
         assert result.structured_content == {"result": text(result)}
-
-
-async def test_enabling_an_active_group_changes_nothing_and_sends_no_notification(
-    github: Any,
-) -> None:
-    async with legacy(github) as (client, notes):
-        await client.call_tool_mcp("enable_tools", {"groups": ["issues"]})
-        assert await notes.settled() == ["notifications/tools/list_changed"]
-        again = await client.call_tool_mcp("enable_tools", {"groups": ["issues"]})
-        assert again.is_error is True
-        assert again.structured_content is not None
-        assert again.structured_content["enabled"] == []
-        assert again.structured_content["errors"] == ["Group 'issues' is already enabled"]
-        assert await notes.settled() == []
-
-
-async def test_disable_tools_returns_the_wags_fields_and_notifies(github: Any) -> None:
-    async with legacy(github) as (client, notes):
-        await client.call_tool_mcp("enable_tools", {"groups": ["issues"]})
-        await notes.settled()
-        result = await client.call_tool_mcp("disable_tools", {"groups": ["issues"]})
-        assert result.structured_content == {
-            "disabled": ["issues"],
-            "enabled_groups": [],
-            "available_tools": ["drop_table", "ping", "whoami"],
-            "errors": [],
-        }
-        assert await notes.settled() == ["notifications/tools/list_changed"]
-        assert await names(client) == LEGACY_LIST
 
 
 async def test_a_child_group_needs_its_parent_and_disabling_the_parent_cascades(
@@ -152,135 +91,12 @@ async def test_a_child_group_needs_its_parent_and_disabling_the_parent_cascades(
         both = await client.call_tool_mcp("enable_tools", {"groups": ["branches", "repos", "code"]})
         assert both.structured_content is not None
         assert both.structured_content["enabled"] == ["code", "repos", "branches"]
-        assert "create_repository" in await names(client)
-        assert "delete_branch" in await names(client)
+        assert "create_repository" in await tool_names(client)
+        assert "delete_branch" in await tool_names(client)
         off = await client.call_tool_mcp("disable_tools", {"groups": ["code"]})
         assert off.structured_content is not None
         assert off.structured_content["enabled_groups"] == []
-        assert await names(client) == LEGACY_LIST
-
-
-async def test_enabling_one_of_an_exclusion_set_disables_the_other(github: Any) -> None:
-    async with legacy(github) as (client, notes):
-        await client.call_tool_mcp("enable_tools", {"groups": ["read_mode"]})
-        assert "read_db" in await names(client)
-        swap = await client.call_tool_mcp("enable_tools", {"groups": ["write_mode"]})
-        assert swap.structured_content is not None
-        assert swap.structured_content["enabled_groups"] == ["write_mode"]
-        listed = await names(client)
-        assert "write_db" in listed and "read_db" not in listed
-        assert await notes.settled() == [
-            "notifications/tools/list_changed",
-            "notifications/tools/list_changed",
-        ]
-
-
-async def test_calling_a_tool_of_an_inactive_group_gets_a_hint_error(github: Any) -> None:
-    async with legacy(github) as (client, _):
-        result = await client.call_tool_mcp("create_repository", {"name": "x"})
-        assert result.is_error is True
-        assert result.structured_content == {
-            "error": "Tool 'create_repository' is not enabled. Enable group 'repos' first "
-            "(and its parents ['code']), then call it again.",
-            "code": "tool_hidden",
-            "tool": "create_repository",
-            "reason": "group-inactive:repos",
-            "groups": ["repos"],
-            "enable": ["code", "repos"],
-        }
-
-
-async def test_opaque_hidden_tool_errors_answer_unknown_tool() -> None:
-    mcp, _ = build(hidden_tool_errors="opaque")
-    async with legacy(mcp) as (client, _):
-        with pytest.raises(MCPError) as hidden:
-            await client.call_tool_mcp("create_repository", {"name": "x"})
-        assert (hidden.value.error.code, hidden.value.error.message) == (
-            -32602,
-            "Unknown tool: create_repository",
-        )
-
-
-def scoped(principal: Principal) -> Any:
-    async def identity(caller: Any) -> Principal:
-        return principal
-
-    return identity
-
-
-async def test_a_tool_hidden_by_access_is_indistinguishable_from_an_unknown_tool() -> None:
-    low = Principal(id="intern", trust="declared", scope=("default", "issues", "admin"))
-    mcp, _ = build(identity=scoped(low))
-    async with legacy(mcp) as (client, _):
-        await client.call_tool_mcp("enable_tools", {"groups": ["admin"]})
-        errors = {}
-        for name in ("rotate_keys", "get_file", "no_such_tool"):
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool_mcp(name, {})
-            errors[name] = caught.value.error
-        for name, error in errors.items():
-            assert error.code == -32602
-            assert error.message == f"Unknown tool: {name}"
-            assert error.data is None
-        through_dispatcher = await client.call_tool_mcp(
-            "call_tool", {"name": "rotate_keys", "arguments": {}}
-        )
-        unknown_through_dispatcher = await client.call_tool_mcp(
-            "call_tool", {"name": "no_such_tool", "arguments": {}}
-        )
-        assert text(through_dispatcher).replace("rotate_keys", "X") == text(
-            unknown_through_dispatcher
-        ).replace("no_such_tool", "X")
-
-
-async def test_groups_outside_the_principal_scope_are_unknown_groups() -> None:
-    mcp, _ = build(identity=scoped(Principal(id="intern", scope=("default", "issues"))))
-    async with legacy(mcp) as (client, _):
-        listed = await client.call_tool_mcp("list_groups", {})
-        assert listed.structured_content is not None
-        assert [g["name"] for g in listed.structured_content["groups"]] == ["issues"]
-        result = await client.call_tool_mcp("enable_tools", {"groups": ["code"]})
-        assert result.structured_content is not None
-        assert result.structured_content["errors"] == ["Unknown group: code"]
-
-
-async def test_a_real_client_walks_small_pages_to_the_end() -> None:
-    mcp, _ = build(page_size=2)
-    async with legacy(mcp) as (client, _):
-        pages: list[tuple[list[str], str | None]] = []
-        cursor = None
-        while True:
-            page = await client.list_tools_mcp(cursor=cursor)
-            pages.append(([t.name for t in page.tools], page.next_cursor))
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        assert [p[0] for p in pages] == [LEGACY_LIST[i : i + 2] for i in range(0, 7, 2)]
-        assert await names(client) == LEGACY_LIST  # fastmcp.Client walks cursors itself
-        with pytest.raises(MCPError) as bad:
-            await client.list_tools_mcp(cursor="not-a-cursor")
-        assert (bad.value.error.code, bad.value.error.message) == (
-            -32602,
-            "Invalid cursor: 'not-a-cursor'",
-        )
-
-
-async def test_the_sdk_client_session_walks_the_same_pages() -> None:
-    from mcp import Client as SdkClient
-
-    mcp, _ = build(page_size=3)
-    async with SdkClient(mcp._mcp_server, mode="legacy") as client:
-        session: ClientSession = client.session
-        seen: list[list[str]] = []
-        cursor = None
-        while True:
-            params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            seen.append([t.name for t in page.tools])
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-    assert seen == [LEGACY_LIST[0:3], LEGACY_LIST[3:6], LEGACY_LIST[6:]]
+        assert await tool_names(client) == LEGACY_LIST
 
 
 async def test_call_tool_runs_visible_tools_of_either_origin(github: Any) -> None:
@@ -301,66 +117,11 @@ async def test_call_tool_runs_visible_tools_of_either_origin(github: Any) -> Non
         assert "Enable group 'branches' first" in text(hidden)
 
 
-@pytest.mark.parametrize(
-    ("arguments", "error"),
-    [
-        (
-            {"groups": "issues"},
-            "'groups' must be a list of group names, like [\"issues\"], not str",
-        ),
-        ({"groups": []}, "'groups' must name at least one group"),
-        ({"groups": ["zzz"]}, None),
-        ({"groups": ["ïssues"]}, None),
-        ({"groups": [f"g{i}" for i in range(10_000)]}, "'groups' names 10000 groups; at most 64"),
-        ({}, "Missing required argument 'groups': a list of group names"),
-        ({"groups": ["issues"], "extra": 1}, "Unexpected argument(s): extra; expected only"),
-    ],
-)
-async def test_bad_meta_tool_input_is_a_clear_tool_error_and_changes_nothing(
-    github: Any, arguments: dict[str, Any], error: str | None
-) -> None:
-    async with legacy(github) as (client, notes):
-        result = await client.call_tool_mcp("enable_tools", arguments)
-        assert result.is_error is True
-        assert result.structured_content is not None
-        if error is None:
-            [group] = arguments["groups"]
-            assert result.structured_content["errors"] == [f"Unknown group: {group}"]
-        else:
-            assert result.structured_content["error"].startswith(error)
-        assert await notes.settled() == []
-        assert await names(client) == LEGACY_LIST
-
-
-async def test_activators_style_lists_one_activator_per_group() -> None:
-    mcp, _ = build(meta_tools="activators")
-    async with legacy(mcp) as (client, notes):
-        listed = await names(client)
-        # every group's activator, nested ones too (tmcp); no deactivator while off
-        activators = [
-            "admin.activate",
-            "branches.activate",
-            "code.activate",
-            "issues.activate",
-            "read_mode.activate",
-            "repos.activate",
-            "write_mode.activate",
-        ]
-        assert [n for n in listed if "." in n] == activators
-        result = await client.call_tool_mcp("code.activate", {})
-        assert result.structured_content is not None
-        assert result.structured_content["enabled"] == ["code"]
-        assert await notes.settled() == ["notifications/tools/list_changed"]
-        listed = await names(client)
-        assert {"code.deactivate", "repos.activate", "get_file"} <= set(listed)
-        assert [n for n in listed if n.endswith(".activate")] == activators
-
-
 async def test_two_in_memory_clients_are_two_sessions(github: Any) -> None:
     async with legacy(github) as (one, _), legacy(github) as (two, _):
         await one.call_tool_mcp("enable_tools", {"groups": ["issues"]})
-        assert "list_issues" in await names(one)
-        assert await names(two) == LEGACY_LIST
+        assert "list_issues" in await tool_names(one)
+        assert await tool_names(two) == LEGACY_LIST
         a = (await one.call_tool_mcp("whoami", {})).structured_content
         b = (await two.call_tool_mcp("whoami", {})).structured_content
         assert a is not None and b is not None
@@ -383,12 +144,12 @@ async def test_the_session_key_is_fastmcps_session_id() -> None:
 async def test_a_tool_registered_at_run_time_notifies_sessions_that_see_it() -> None:
     mcp, middleware = build()
     async with legacy(mcp) as (root_viewer, notes_a), legacy(mcp) as (other, notes_b):
-        await names(root_viewer)
-        await names(other)
+        await tool_names(root_viewer)
+        await tool_names(other)
         middleware.toolset.add_tool(Tool("status", "Server status.", handler=lambda a, c: "ok"))
         assert await notes_a.settled() == ["notifications/tools/list_changed"]
         assert await notes_b.settled() == ["notifications/tools/list_changed"]
-        assert "status" in await names(root_viewer)
+        assert "status" in await tool_names(root_viewer)
         # a tool in a group nobody enabled changes no one's list
         middleware.toolset.add_tool(
             Tool("label", "Label an issue.", handler=lambda a, c: "ok", groups=("issues",))
@@ -396,7 +157,7 @@ async def test_a_tool_registered_at_run_time_notifies_sessions_that_see_it() -> 
         assert await notes_a.settled() == []
         await other.call_tool_mcp("enable_tools", {"groups": ["issues"]})
         await notes_b.settled()
-        await names(other)
+        await tool_names(other)
         middleware.toolset.remove_tool("label")
         assert await notes_a.settled() == []
         assert await notes_b.settled() == ["notifications/tools/list_changed"]
@@ -405,7 +166,7 @@ async def test_a_tool_registered_at_run_time_notifies_sessions_that_see_it() -> 
 async def test_a_fastmcp_tool_added_at_run_time_is_imported_and_announced() -> None:
     mcp, _ = build()
     async with legacy(mcp) as (client, notes):
-        await names(client)
+        await tool_names(client)
 
         @mcp.tool
         def late() -> str:
@@ -413,11 +174,11 @@ async def test_a_fastmcp_tool_added_at_run_time_is_imported_and_announced() -> N
             return "late"
 
         assert await notes.settled() == ["notifications/tools/list_changed"]
-        assert "late" in await names(client)
+        assert "late" in await tool_names(client)
         assert text(await client.call_tool_mcp("late", {})) == "late"
         mcp.local_provider.remove_tool("late")
         assert await notes.settled() == ["notifications/tools/list_changed"]
-        assert "late" not in await names(client)
+        assert "late" not in await tool_names(client)
 
 
 async def test_a_fastmcp_tool_named_like_a_meta_tool_is_a_registration_error() -> None:
@@ -459,7 +220,7 @@ async def test_a_store_failure_is_a_retryable_json_rpc_error_and_runs_nothing() 
             assert caught.value.error.message == "Session store unavailable: store down"
             assert caught.value.error.data == {"code": "store_unavailable", "retryable": True}
         store.broken = False
-        assert "list_issues" in await names(client)
+        assert "list_issues" in await tool_names(client)
 
 
 async def test_confirm_policy_asks_the_human_through_elicitation() -> None:
@@ -512,7 +273,12 @@ async def test_add_middleware_alone_binds_at_the_first_request() -> None:
 
     mcp.add_middleware(ToolgateMiddleware(ts, DeliveryConfig(strategy="list_changed")))
     async with legacy(mcp) as (client, _):
-        assert await names(client) == ["call_tool", "disable_tools", "enable_tools", "list_groups"]
+        assert await tool_names(client) == [
+            "call_tool",
+            "disable_tools",
+            "enable_tools",
+            "list_groups",
+        ]
         page = await client.list_tools_mcp()
         assert page.next_cursor is not None  # toolgate's own page size from now on
         await client.call_tool_mcp("enable_tools", {"groups": ["extra"]})
@@ -522,7 +288,7 @@ async def test_add_middleware_alone_binds_at_the_first_request() -> None:
 async def test_a_closed_session_leaves_the_notification_registry() -> None:
     mcp, middleware = build()
     async with legacy(mcp) as (client, _):
-        await names(client)
+        await tool_names(client)
         assert middleware.live_sessions == 1
     await asyncio.sleep(0.05)
     assert middleware.live_sessions == 0

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fastmcp import Client, FastMCP
 
-from _fixtures.mcp_servers import Notes, text
+from _fixtures.mcp_servers import Notes, text, tool_names
 from toolgate import ConfigError, declare
 from toolgate.fastmcp import (
     DisableToolsResult,
@@ -48,10 +48,6 @@ async def connect(mcp: FastMCP[Any]) -> AsyncIterator[tuple[Client[Any], Notes]]
         yield client, notes
 
 
-async def names(client: Client[Any]) -> list[str]:
-    return [t.name for t in await client.list_tools()]
-
-
 def seed_server(**options: Any) -> FastMCP[Any]:
     """The seed's main.py: tools registered on the server, groups from the handlers."""
     mcp = FastMCP("github")
@@ -79,7 +75,7 @@ def without_tools(d: dict[str, Any] | None) -> dict[str, Any]:
 async def test_the_seed_example_starts_with_issues_enabled_and_repos_hidden() -> None:
     mcp = seed_server(initial_groups=["issues"], max_tools=10)
     async with connect(mcp) as (client, _):
-        assert await names(client) == sorted([*META, "create_issue", "list_issues"])
+        assert await tool_names(client) == sorted([*META, "create_issue", "list_issues"])
         result = await client.call_tool_mcp(
             "create_issue", {"owner": "o", "repo": "r", "title": "bug"}
         )
@@ -88,7 +84,7 @@ async def test_the_seed_example_starts_with_issues_enabled_and_repos_hidden() ->
 
 async def test_enable_tools_answers_exactly_the_seed_json() -> None:
     async with connect(seed_server()) as (client, notes):
-        assert await names(client) == META
+        assert await tool_names(client) == META
         result = await client.call_tool_mcp("enable_tools", {"groups": ["issues"]})
         assert without_tools(result.structured_content) == {
             "enabled": ["issues"],
@@ -113,7 +109,7 @@ async def test_disable_tools_answers_exactly_the_seed_json() -> None:
         }
         assert DisableToolsResult.model_validate(result.structured_content).disabled == ["issues"]
         assert await notes.settled() == ["notifications/tools/list_changed"]
-        assert await names(client) == META
+        assert await tool_names(client) == META
 
 
 def test_the_result_models_have_exactly_the_wags_fields() -> None:
@@ -215,7 +211,7 @@ async def test_hierarchical_groups_reveal_children_one_level_at_a_time() -> None
             "errors": [],
         }
         assert await notes.settled() == ["notifications/tools/list_changed"] * 4
-        assert await names(client) == META
+        assert await tool_names(client) == META
 
 
 async def test_calling_a_tool_of_a_disabled_group_gets_a_hint() -> None:
@@ -269,6 +265,6 @@ async def test_each_session_has_its_own_groups_unlike_wags() -> None:
     mcp = seed_server()
     async with connect(mcp) as (one, _), connect(mcp) as (two, notes_two):
         await one.call_tool_mcp("enable_tools", {"groups": ["issues"]})
-        assert "create_issue" in await names(one)
-        assert await names(two) == META
+        assert "create_issue" in await tool_names(one)
+        assert await tool_names(two) == META
         assert await notes_two.settled() == []

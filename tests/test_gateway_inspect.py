@@ -111,3 +111,30 @@ def test_inspect_without_as_has_no_explained_view(config: Path) -> None:
     data = inspect(config)
     assert "explain" not in data
     assert data["totals"]["tools"] == 8
+
+
+def test_inspect_search_ranks_tools_with_scores_per_signal_and_field(config: Path) -> None:
+    data = inspect(config, "--search", "multiply two numbers")
+    found = data["search"]
+    assert found["query"] == "multiply two numbers"
+    assert found["mode"] == "lexical"
+    first = found["results"][0]
+    assert first["name"] == "multiply"
+    assert first["semantic"] is None
+    assert "name" in first["fields"]
+    for row in found["results"]:
+        assert sum(row["fields"].values()) == pytest.approx(row["bm25"], rel=1e-4)
+
+
+def test_inspect_search_indexes_the_backend_server_key(config: Path) -> None:
+    # "math" is the backend's key (and its group): every tool it serves matches it
+    data = inspect(config, "--search", "math")
+    names = {r["name"] for r in data["search"]["results"]}
+    assert {"add", "echo", "multiply"} <= names
+    assert all("server" in r["fields"] for r in data["search"]["results"] if r["name"] in names)
+
+
+def test_inspect_search_never_ranks_tools_the_principal_may_not_access(config: Path) -> None:
+    data = inspect(config, "--as", "alice", "--search", "add numbers note")
+    names = [r["name"] for r in data["search"]["results"]]
+    assert names and all(n.startswith("note_") for n in names)

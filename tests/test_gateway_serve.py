@@ -34,7 +34,7 @@ from _fixtures.gateway import (
     gateway_config,
     toolgate_argv,
 )
-from _fixtures.mcp_servers import text
+from _fixtures.mcp_servers import text, tool_names
 from toolgate.gateway.config import parse_config
 from toolgate.gateway.serve import Gateway
 
@@ -81,10 +81,6 @@ async def stdio_gateway(
             yield session
 
 
-async def names(session: ClientSession) -> list[str]:
-    return [t.name for t in (await session.list_tools()).tools]
-
-
 async def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
@@ -106,11 +102,11 @@ async def test_stdio_gateway_discloses_both_backends_runs_their_tools_and_hides_
     tmp_path: Path,
 ) -> None:
     async with stdio_gateway(gateway_config(tmp_path)) as session:
-        assert await names(session) == sorted([*META, "crash", "grow"])
+        assert await tool_names(session) == sorted([*META, "crash", "grow"])
         enabled = await session.call_tool("enable_tools", {"groups": ["notes", "math"]})
         assert enabled.structured_content is not None
         assert enabled.structured_content["enabled"] == ["math", "notes"]
-        assert await names(session) == sorted(
+        assert await tool_names(session) == sorted(
             [*META, "crash", "grow", "add", "echo", "multiply", "note_add", "note_list"]
         )
         added = await session.call_tool("add", {"a": 2, "b": 40})
@@ -149,7 +145,7 @@ async def test_backend_list_changed_is_followed_and_the_session_notified(tmp_pat
         assert text(grown) == "note_count added"
 
         async def has_count() -> bool:
-            return "note_count" in await names(session)
+            return "note_count" in await tool_names(session)
 
         await eventually(has_count)
         assert "notifications/tools/list_changed" in heard.methods
@@ -309,7 +305,7 @@ async def test_search_strategy_finds_backend_tools_and_runs_them_through_call_to
     tmp_path: Path,
 ) -> None:
     async with stdio_gateway(gateway_config(tmp_path, strategy="search")) as session:
-        assert await names(session) == sorted(
+        assert await tool_names(session) == sorted(
             ["call_tool", "crash", "grow", "list_groups", "search_tools", "search_tools_regex"]
         )
         found = await session.call_tool("search_tools", {"query": "multiply", "limit": 1})
@@ -334,14 +330,14 @@ async def test_search_flag_adds_search_tools_that_reveal_results_in_the_session(
 ) -> None:
     heard = Notifications()
     async with stdio_gateway(gateway_config(tmp_path, search=True), heard) as session:
-        assert await names(session) == sorted(
+        assert await tool_names(session) == sorted(
             [*META, "crash", "grow", "search_tools", "search_tools_regex"]
         )
         found = await session.call_tool("search_tools", {"query": "echo text", "limit": 1})
         assert found.structured_content is not None
         assert found.structured_content["revealed"] == ["echo"]
         await eventually(lambda: _true("notifications/tools/list_changed" in heard.methods))
-        assert "echo" in await names(session)
+        assert "echo" in await tool_names(session)
         echoed = await session.call_tool("echo", {"text": "hi"})
         assert (echoed.is_error, text(echoed)) == (False, "hi")
 
@@ -355,13 +351,13 @@ async def test_renamed_meta_tools_are_served_under_their_configured_names(tmp_pa
         tmp_path, meta_tool_names={"enable_tools": "open_groups", "list_groups": "groups"}
     )
     async with stdio_gateway(config) as session:
-        assert await names(session) == sorted(
+        assert await tool_names(session) == sorted(
             ["call_tool", "crash", "disable_tools", "groups", "grow", "open_groups"]
         )
         opened = await session.call_tool("open_groups", {"groups": ["math"]})
         assert opened.structured_content is not None
         assert opened.structured_content["enabled"] == ["math"]
-        assert "add" in await names(session)
+        assert "add" in await tool_names(session)
 
 
 async def test_the_http_app_mounts_each_of_the_gateways_apps_in_order() -> None:

@@ -11,7 +11,8 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from test_groups_extension import build_toolset, fastmcp_app, lowlevel_app, serve
+from _fixtures.mcp_servers import serve
+from test_groups_extension import build_toolset, fastmcp_app, lowlevel_app
 from toolgate.strategies import Delivery
 
 EXT = "io.modelcontextprotocol/groups"

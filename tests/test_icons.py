@@ -4,7 +4,8 @@ leaves them for the full definition."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import fastmcp
 from mcp import Client
@@ -12,8 +13,9 @@ from mcp.server import MCPServer
 from mcp_types import Icon
 
 from toolgate import Tool, ToolSet
+from toolgate.catalog import CallContext, Handler
 from toolgate.fastmcp import ToolgateMiddleware
-from toolgate.gateway.build import build_toolset
+from toolgate.gateway.build import BackendTool, build_toolset
 from toolgate.gateway.config import parse_config
 from toolgate.lowlevel import bind
 from toolgate.strategies import Delivery, DeliveryConfig
@@ -41,13 +43,21 @@ def test_the_gateway_keeps_a_backends_icons() -> None:
             }
         ]
     }
-    toolset, report = build_toolset(cfg, listed, lambda t: None)
+
+    def handler_for(tool: BackendTool) -> Handler:
+        def unused(arguments: Mapping[str, Any], ctx: CallContext) -> None:
+            raise AssertionError("listing never runs a tool")
+
+        return unused
+
+    toolset, report = build_toolset(cfg, listed, handler_for)
     assert report.errors == []
     assert toolset.catalog.tools["fork"].wire()["icons"] == [ICON]
 
 
 async def test_minimal_lazy_lists_drop_icons_and_full_lists_keep_them() -> None:
-    for schema, expected in (("full", [ICON]), ("minimal", None)):
+    cases: list[tuple[Literal["full", "minimal"], Any]] = [("full", [ICON]), ("minimal", None)]
+    for schema, expected in cases:
         toolset = ToolSet()
         toolset.add_tool(Tool("fork", "Fork a repository. Long text.", icons=(ICON,)))
         lazy = LazyDescriptions(toolset, schema=schema)
@@ -61,7 +71,7 @@ async def test_minimal_lazy_lists_drop_icons_and_full_lists_keep_them() -> None:
 async def test_the_fastmcp_adapter_lists_a_fastmcp_tools_icons() -> None:
     server = fastmcp.FastMCP("icons")
 
-    @server.tool(icons=[Icon(**ICON)])  # type: ignore[misc]
+    @server.tool(icons=[Icon(**ICON)])
     def fork(repo: str) -> str:
         """Fork a repository."""
         return repo

@@ -298,7 +298,7 @@ def test_a_bad_grouped_list_setting_is_a_config_error() -> None:
         DeliveryConfig(grouped_list="lazy")
 
 
-# -- search: the best in full, the rest in one line ------------------------------------------------
+# -- search: the best in full, the rest in one line --------------------------------------
 async def test_search_gives_the_best_matches_in_full_and_the_rest_in_one_line() -> None:
     ts = build()
     delivery = Delivery(ts, DeliveryConfig(strategy="search", search_full_results=1))
@@ -314,7 +314,7 @@ async def test_search_gives_the_best_matches_in_full_and_the_rest_in_one_line() 
     assert all("tool" in r for r in full.result.structured["results"])
 
 
-# -- views per request ------------------------------------------------------------------------------
+# -- views per request ---------------------------------------------------------------------
 def test_toolsets_are_parsed_from_header_or_query_values() -> None:
     assert parse_toolsets(["issues, repos", "issues"]) == ("issues", "repos")
     assert parse_toolsets([" , "]) is None
@@ -338,8 +338,8 @@ async def test_unknown_and_out_of_scope_toolsets_get_the_same_clear_error() -> N
         with pytest.raises(UnknownToolsets) as caught:
             await listed(delivery, toolsets=(name,))
         errors.append(caught.value.message.replace(name, "X"))
-    assert errors[0] == errors[1] == (
-        "Unknown toolset(s): X. Known toolsets: issues, labels, repos"
+    assert (
+        errors[0] == errors[1] == ("Unknown toolset(s): X. Known toolsets: issues, labels, repos")
     )
     with pytest.raises(UnknownToolsets):
         await call(delivery, "ping", toolsets=("nonesuch",))

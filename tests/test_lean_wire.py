@@ -29,7 +29,7 @@ ERAS = pytest.mark.parametrize("mode", ["legacy", "auto"])
 
 def client(url: str, mode: str, headers: dict[str, str] | None = None) -> fastmcp.Client[Any]:
     transport = StreamableHttpTransport(url, headers=headers or {})
-    return fastmcp.Client(transport, mode=mode)  # type: ignore[arg-type]
+    return fastmcp.Client(transport, mode=mode)
 
 
 @asynccontextmanager

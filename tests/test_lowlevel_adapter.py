@@ -1,4 +1,6 @@
-"""toolgate.lowlevel on the SDK's low-level Server and MCPServer, legacy protocol.
+"""toolgate.lowlevel on the SDK's low-level Server and MCPServer: what only this adapter
+does (MCPServer adoption, add-on resources, bearer identities, stdio and HTTP). The
+scenarios every adapter meets are in test_adapter_spec.py.
 
 Real clients only (mcp.Client, mcp.ClientSession, fastmcp.Client) in memory, over a
 stdio subprocess and over streamable HTTP; the server is tests/servers/lowlevel_demo.py.
@@ -6,7 +8,6 @@ stdio subprocess and over streamable HTTP; the server is tests/servers/lowlevel_
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import sys
 from pathlib import Path
@@ -16,13 +17,14 @@ import fastmcp
 import httpx2
 import mcp_types as mt
 import pytest
-from fastmcp.client.transports import FastMCPTransport, StdioTransport, StreamableHttpTransport
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.server import Server
+from mcp.server import MCPServer, Server
 from mcp.shared.exceptions import MCPError
 
-from _fixtures.mcp_servers import Notes, serve_http
+from _fixtures.gateway import sha256
+from _fixtures.mcp_servers import Notes, serve_http, tool_names
 from servers.lowlevel_demo import build_server, build_toolset
 from toolgate import ConfigError, Principal
 from toolgate.lowlevel import BearerTokens, bind
@@ -30,287 +32,10 @@ from toolgate.strategies import Addon, DeliveryConfig, Request
 
 SERVER_SCRIPT = str(Path(__file__).parent / "servers" / "lowlevel_demo.py")
 MENU_LIST = ["call_tool", "disable_tools", "enable_tools", "list_groups", "ping", "whoami", "wipe"]
-GET_FILE = {
-    "name": "get_file",
-    "description": "Get a file.",
-    "inputSchema": {
-        "type": "object",
-        "properties": {"path": {"type": "string"}},
-        "required": ["path"],
-    },
-}
-
-
-async def names(session: ClientSession) -> list[str]:
-    """Every tool name, walking the cursor to the end."""
-    return [n for page in await pages(session) for n in page]
-
-
-async def pages(session: ClientSession) -> list[list[str]]:
-    out: list[list[str]] = []
-    cursor = None
-    while True:
-        params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-        result = await session.list_tools(params=params)
-        out.append([t.name for t in result.tools])
-        cursor = result.next_cursor
-        if cursor is None:
-            return out
 
 
 def legacy(server: Any, notes: Notes | None = None, **options: Any) -> Client:
     return Client(server, mode="legacy", message_handler=notes, **options)
-
-
-def shim(server: Server[Any]) -> Any:
-    """fastmcp.Client cannot infer a transport for a raw low-level Server."""
-    return FastMCPTransport(type("Shim", (), {"_mcp_server": server})())
-
-
-# -- listing -------------------------------------------------------------------------
-
-
-async def test_initial_list_shows_root_tools_and_menu_meta_tools() -> None:
-    server, _ = build_server()
-    async with legacy(server) as client:
-        assert await names(client.session) == MENU_LIST
-
-
-async def test_bound_server_advertises_tools_list_changed_on_the_legacy_protocol() -> None:
-    server, _ = build_server()
-    async with legacy(server) as client:
-        assert client.session.protocol_version == "2025-11-25"
-        assert client.session.server_capabilities.tools == mt.ToolsCapability(list_changed=True)
-
-
-async def test_real_clients_walk_every_page_to_the_end() -> None:
-    server, _ = build_server(page_size=3)
-    async with legacy(server) as client:
-        assert await pages(client.session) == [
-            ["call_tool", "disable_tools", "enable_tools"],
-            ["list_groups", "ping", "whoami"],
-            ["wipe"],
-        ]
-    async with fastmcp.Client(shim(server), mode="legacy") as fm:
-        assert [t.name for t in await fm.list_tools()] == MENU_LIST
-
-
-async def test_a_bad_cursor_is_invalid_params() -> None:
-    server, _ = build_server(page_size=3)
-    async with legacy(server) as client:
-        with pytest.raises(MCPError) as err:
-            await client.session.list_tools(params=mt.PaginatedRequestParams(cursor="bogus"))
-    assert (err.value.error.code, err.value.error.message) == (-32602, "Invalid cursor: 'bogus'")
-
-
-# -- activation through the menu -----------------------------------------------------
-
-
-async def test_enable_tools_returns_the_wags_fields_and_the_new_definitions() -> None:
-    server, _ = build_server()
-    async with legacy(server) as client:
-        result = await client.call_tool("enable_tools", {"groups": ["code"]})
-        assert result.is_error is False
-        assert result.structured_content == {
-            "enabled": ["code"],
-            "enabled_groups": ["code"],
-            "available_tools": ["get_file", "ping", "whoami", "wipe"],
-            "available_groups": ["repos"],
-            "errors": [],
-            "tools": [GET_FILE],
-        }
-        assert await names(client.session) == sorted([*MENU_LIST, "get_file"])
-        called = await client.call_tool("get_file", {"path": "README"})
-        assert called.structured_content == {"tool": "get_file", "args": {"path": "README"}}
-
-
-async def test_disable_tools_returns_exactly_the_wags_fields() -> None:
-    server, _ = build_server()
-    async with legacy(server) as client:
-        await client.call_tool("enable_tools", {"groups": ["code", "issues"]})
-        result = await client.call_tool("disable_tools", {"groups": ["issues"]})
-        assert result.is_error is False
-        assert result.structured_content == {
-            "disabled": ["issues"],
-            "enabled_groups": ["code"],
-            "available_tools": ["get_file", "ping", "whoami", "wipe"],
-            "errors": [],
-        }
-
-
-async def test_a_child_group_needs_its_parent_enabled_first_or_in_the_same_call() -> None:
-    server, _ = build_server()
-    async with legacy(server) as client:
-        refused = await client.call_tool("enable_tools", {"groups": ["repos"]})
-        assert refused.is_error is True
-        assert refused.structured_content is not None
-        assert refused.structured_content["errors"] == [
-            "Cannot enable group 'repos': its parent group 'code' is not enabled. "
-            "Enable 'code' first, or both in one request."
-        ]
-        both = await client.call_tool("enable_tools", {"groups": ["repos", "code"]})
-        assert both.structured_content is not None
-        assert both.structured_content["enabled"] == ["code", "repos"]
-        assert "fork_repo" in await names(client.session)
-
-
-async def test_disabling_a_parent_hides_the_tools_of_its_children() -> None:
-    server, _ = build_server()
-    async with legacy(server) as client:
-        await client.call_tool("enable_tools", {"groups": ["code", "repos"]})
-        await client.call_tool("disable_tools", {"groups": ["code"]})
-        assert await names(client.session) == MENU_LIST
-
-
-async def test_enabling_one_exclusive_group_disables_the_other() -> None:
-    server, _ = build_server()
-    async with legacy(server) as client:
-        await client.call_tool("enable_tools", {"groups": ["read_mode"]})
-        result = await client.call_tool("enable_tools", {"groups": ["write_mode"]})
-        assert result.structured_content is not None
-        assert result.structured_content["enabled_groups"] == ["write_mode"]
-        listed = await names(client.session)
-        assert ("write_notes" in listed, "read_notes" in listed) == (True, False)
-
-
-async def test_list_changed_is_sent_when_the_list_changes_and_only_then() -> None:
-    server, _ = build_server()
-    notes = Notes()
-    async with legacy(server, notes) as client:
-        await client.call_tool("enable_tools", {"groups": ["code"]})
-        assert await notes.settled() == ["notifications/tools/list_changed"]
-        again = await client.call_tool("enable_tools", {"groups": ["code"]})
-        assert again.is_error is True
-        await client.call_tool("ping", {})
-        await client.call_tool("list_groups", {})
-        assert await notes.settled() == []
-
-
-async def test_sessions_never_see_each_others_activation() -> None:
-    server, _ = build_server()
-    async with legacy(server) as first, legacy(server) as second:
-        await first.call_tool("enable_tools", {"groups": ["issues"]})
-        assert "list_issues" in await names(first.session)
-        assert await names(second.session) == MENU_LIST
-
-
-# -- what is hidden, and why ---------------------------------------------------------
-
-
-async def test_a_tool_hidden_by_access_is_indistinguishable_from_an_unknown_tool() -> None:
-    server, _ = build_server()  # the default principal is only "declared"
-    async with legacy(server) as client:
-        await client.call_tool("enable_tools", {"groups": ["code", "repos"]})
-        errors = []
-        for name in ("delete_repo", "no_such_tool"):
-            with pytest.raises(MCPError) as err:
-                await client.call_tool(name, {})
-            errors.append((err.value.error.code, err.value.error.message, err.value.error.data))
-    assert errors == [
-        (-32602, "Unknown tool: delete_repo", None),
-        (-32602, "Unknown tool: no_such_tool", None),
-    ]
-
-
-async def test_calling_a_tool_of_an_inactive_group_gets_a_hint_naming_the_group() -> None:
-    server, _ = build_server()
-    async with legacy(server) as client:
-        result = await client.call_tool("fork_repo", {})
-    assert result.is_error is True
-    assert result.structured_content == {
-        "error": "Tool 'fork_repo' is not enabled. Enable group 'repos' first "
-        "(and its parents ['code']), then call it again.",
-        "code": "tool_hidden",
-        "tool": "fork_repo",
-        "reason": "group-inactive:repos",
-        "groups": ["repos"],
-        "enable": ["code", "repos"],
-    }
-
-
-async def test_the_call_tool_dispatcher_runs_enabled_tools_and_explains_hidden_ones() -> None:
-    server, _ = build_server()
-    async with legacy(server) as client:
-        hidden = await client.call_tool("call_tool", {"name": "list_issues"})
-        assert hidden.is_error is True
-        await client.call_tool("enable_tools", {"groups": ["issues"]})
-        ran = await client.call_tool("call_tool", {"name": "list_issues", "arguments": {}})
-    assert hidden.structured_content is not None
-    assert hidden.structured_content["code"] == "tool_hidden"
-    assert (ran.is_error, ran.structured_content) == (False, {"tool": "list_issues", "args": {}})
-
-
-# -- the activators style --------------------------------------------------------------
-
-
-async def test_activators_style_lists_one_activator_per_group_and_swaps_it() -> None:
-    server, _ = build_server(meta_tools="activators")
-    notes = Notes()
-    async with legacy(server, notes) as client:
-        assert await names(client.session) == [
-            "call_tool",
-            "code.activate",
-            "issues.activate",
-            "list_groups",
-            "ping",
-            "read_mode.activate",
-            "whoami",
-            "wipe",
-            "write_mode.activate",
-        ]
-        result = await client.call_tool("code.activate", {})
-        assert await notes.settled() == ["notifications/tools/list_changed"]
-        assert result.structured_content is not None
-        assert result.structured_content["enabled"] == ["code"]
-        listed = await names(client.session)
-    assert [n for n in listed if n.startswith(("code.", "repos.", "get_"))] == [
-        "code.deactivate",
-        "get_file",
-        "repos.activate",
-    ]
-
-
-# -- confirm policies through elicitation ----------------------------------------------
-
-
-def answering(action: str, confirm: bool = True) -> Any:
-    async def callback(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
-        content = {"confirm": confirm} if action == "accept" else None
-        return mt.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
-
-    return callback
-
-
-async def test_a_confirm_policy_runs_the_tool_when_the_human_accepts() -> None:
-    server, _ = build_server()
-    async with legacy(server, elicitation_callback=answering("accept")) as client:
-        result = await client.call_tool("wipe", {})
-    assert (result.is_error, result.structured_content) == (False, {"tool": "wipe", "args": {}})
-
-
-async def test_a_confirm_policy_refuses_when_the_human_declines() -> None:
-    server, _ = build_server()
-    async with legacy(server, elicitation_callback=answering("decline")) as client:
-        result = await client.call_tool("wipe", {})
-    assert result.is_error is True
-    assert result.structured_content == {
-        "error": "The user declined to run 'wipe'. Nothing was run.",
-        "code": "confirmation_refused",
-        "tool": "wipe",
-    }
-
-
-async def test_a_confirm_policy_refuses_cleanly_when_the_client_cannot_elicit() -> None:
-    server, _ = build_server()
-    async with legacy(server) as client:
-        result = await client.call_tool("wipe", {})
-    assert result.is_error is True
-    assert result.structured_content == {
-        "error": "Tool 'wipe' needs a human's confirmation, and this client cannot ask "
-        "for it (no elicitation support). Nothing was run.",
-        "code": "confirmation_refused",
-        "tool": "wipe",
-    }
 
 
 # -- MCPServer -------------------------------------------------------------------------
@@ -320,17 +45,19 @@ async def test_an_mcpserver_serves_the_toolset_and_adopts_its_own_tools_as_root_
     server, _ = build_server(kind="mcpserver")
     notes = Notes()
     async with legacy(server, notes) as client:
+        assert client.session.server_capabilities is not None
         assert client.session.server_capabilities.tools == mt.ToolsCapability(list_changed=True)
-        assert await names(client.session) == sorted([*MENU_LIST, "add"])
+        assert await tool_names(client.session) == sorted([*MENU_LIST, "add"])
         added = await client.call_tool("add", {"a": 2, "b": 3})
         assert (added.is_error, added.structured_content) == (False, {"result": 5})
         await client.call_tool("enable_tools", {"groups": ["code"]})
         assert await notes.settled() == ["notifications/tools/list_changed"]
-        assert "get_file" in await names(client.session)
+        assert "get_file" in await tool_names(client.session)
 
 
 async def test_fastmcp_client_drives_an_mcpserver_binding() -> None:
     server, _ = build_server(kind="mcpserver")
+    assert isinstance(server, MCPServer)
     async with fastmcp.Client(server, mode="legacy") as fm:
         result = await fm.call_tool("enable_tools", {"groups": ["issues"]})
         assert result.structured_content is not None
@@ -388,14 +115,10 @@ def test_bearer_tokens_refuse_a_plain_token_in_configuration() -> None:
     )
 
 
-def sha(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 TOKENS = BearerTokens(
     {
-        sha("tok-ci"): Principal(id="ci-bot", trust="verified", scope=("code",)),
-        sha("tok-dev"): Principal(id="dev", trust="declared", scope=("*",)),
+        sha256("tok-ci"): Principal(id="ci-bot", trust="verified", scope=("code",)),
+        sha256("tok-dev"): Principal(id="dev", trust="declared", scope=("*",)),
     }
 )
 
@@ -460,7 +183,7 @@ async def test_an_unknown_bearer_token_is_a_json_rpc_error_when_anonymous_caller
     None
 ):
     anonymous = Principal(id="guest", trust="detected", scope=("default",))
-    tokens = BearerTokens({sha("tok-dev"): Principal(id="dev")}, anonymous=anonymous)
+    tokens = BearerTokens({sha256("tok-dev"): Principal(id="dev")}, anonymous=anonymous)
     _, binding = build_server(identity=tokens)
     async with serve_http(binding.streamable_http_app()) as url:
         async with fastmcp.Client(StreamableHttpTransport(url), mode="legacy") as guest:
@@ -494,7 +217,7 @@ async def test_mcp_client_session_over_streamable_http_gets_list_changed_on_its_
         await session.initialize()
         await session.call_tool("enable_tools", {"groups": ["issues"]})
         assert await notes.settled() == ["notifications/tools/list_changed"]
-        assert "list_issues" in await names(session)
+        assert "list_issues" in await tool_names(session)
 
 
 async def test_a_stdio_server_serves_mcp_client_session_and_fastmcp_client() -> None:
@@ -505,7 +228,7 @@ async def test_a_stdio_server_serves_mcp_client_session_and_fastmcp_client() -> 
         ClientSession(read, write, message_handler=notes) as session,
     ):
         await session.initialize()
-        assert await names(session) == MENU_LIST
+        assert await tool_names(session) == MENU_LIST
         await session.call_tool("enable_tools", {"groups": ["code", "repos"]})
         assert await notes.settled() == ["notifications/tools/list_changed"]
         # the script's identity is a verified operator: delete_repo is in reach

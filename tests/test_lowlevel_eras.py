@@ -7,17 +7,16 @@ authenticated principal only. Real clients, in memory, over stdio and over HTTP.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from pathlib import Path
 from typing import Any
 
 import fastmcp
 import mcp_types as mt
-from fastmcp.client.transports import FastMCPTransport, StdioTransport, StreamableHttpTransport
-from mcp import Client, ClientSession
-from mcp.server import Server
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+from mcp import Client
 
+from _fixtures.gateway import sha256
 from _fixtures.mcp_servers import Notes, serve_http
 from servers.lowlevel_demo import build_server
 from toolgate import Principal
@@ -25,85 +24,6 @@ from toolgate.lowlevel import BearerTokens
 
 SERVER_SCRIPT = str(Path(__file__).parent / "servers" / "lowlevel_demo.py")
 CATALOG_LIST = ["call_tool", "enable_tools", "get_group", "list_groups", "ping", "whoami", "wipe"]
-
-
-async def names(session: ClientSession) -> list[str]:
-    out: list[str] = []
-    cursor = None
-    while True:
-        params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-        result = await session.list_tools(params=params)
-        out += [t.name for t in result.tools]
-        cursor = result.next_cursor
-        if cursor is None:
-            return out
-
-
-def shim(server: Server[Any]) -> Any:
-    return FastMCPTransport(type("Shim", (), {"_mcp_server": server})())
-
-
-def sha(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-async def test_a_2026_client_gets_the_catalog_list() -> None:
-    server, _ = build_server()
-    async with Client(server, mode="auto") as client:
-        assert client.session.protocol_version == "2026-07-28"
-        assert await names(client.session) == CATALOG_LIST
-
-
-async def test_on_2026_activation_leaves_the_list_unchanged_and_tools_still_run() -> None:
-    server, _ = build_server()
-    notes = Notes()
-    async with Client(server, mode="auto", message_handler=notes) as client:
-        enabled = await client.call_tool("enable_tools", {"groups": ["code"]})
-        group = await client.call_tool("get_group", {"name": "code"})
-        assert await notes.settled() == []
-        assert await names(client.session) == CATALOG_LIST
-        direct = await client.call_tool("get_file", {"path": "a.txt"})
-        dispatched = await client.call_tool("call_tool", {"name": "list_issues"})
-    assert enabled.structured_content is not None
-    assert enabled.structured_content["enabled"] == ["code"]
-    assert group.structured_content == {
-        "name": "code",
-        "description": "Code and repositories",
-        "tools": [
-            {
-                "name": "get_file",
-                "description": "Get a file.",
-                "inputSchema": {
-                    "type": "object",
-                    "properties": {"path": {"type": "string"}},
-                    "required": ["path"],
-                },
-            }
-        ],
-        "groups": [{"name": "repos", "description": "Repository admin"}],
-    }
-    assert direct.structured_content == {"tool": "get_file", "args": {"path": "a.txt"}}
-    assert dispatched.structured_content == {"tool": "list_issues", "args": {}}
-
-
-async def test_fastmcp_client_on_2026_walks_the_catalog_pages() -> None:
-    server, _ = build_server(page_size=3)
-    assert isinstance(server, Server)
-    async with fastmcp.Client(shim(server)) as fm:
-        assert fm.protocol_version == "2026-07-28"
-        page = await fm.list_tools_mcp()
-        assert [t.name for t in page.tools] == ["call_tool", "enable_tools", "get_group"]
-        assert [t.name for t in await fm.list_tools()] == CATALOG_LIST
-
-
-async def test_on_2026_an_unknown_group_is_an_error_result_and_nothing_changes() -> None:
-    server, _ = build_server()
-    async with Client(server, mode="auto") as client:
-        result = await client.call_tool("get_group", {"name": "nope"})
-    assert (result.is_error, result.structured_content) == (
-        True,
-        {"error": "Unknown group: nope", "code": "group_not_found"},
-    )
 
 
 async def test_on_2026_a_confirm_policy_is_refused_without_asking() -> None:
@@ -122,7 +42,7 @@ async def test_on_2026_a_confirm_policy_is_refused_without_asking() -> None:
 
 
 async def test_one_http_server_serves_legacy_and_2026_clients_side_by_side() -> None:
-    tokens = BearerTokens({sha("tok-dev"): Principal(id="dev")})
+    tokens = BearerTokens({sha256("tok-dev"): Principal(id="dev")})
     _, binding = build_server(identity=tokens)
     notes = Notes()
     async with serve_http(binding.streamable_http_app()) as url:

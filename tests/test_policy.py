@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from _fixtures.core import T
 from toolgate import (
+    CallContext,
     ConfigError,
     ConfirmationRefused,
     ConfirmRequest,
@@ -26,14 +28,6 @@ from toolgate import (
     TrustLadder,
 )
 from toolgate.policy import policy_from_mapping
-
-
-def ok(args: Any, ctx: Any) -> str:
-    return "ok"
-
-
-def T(name: str, *groups: str, **kw: Any) -> Tool:
-    return Tool(name, f"{name} tool.", handler=ok, groups=groups, **kw)
 
 
 class Recorder:
@@ -427,11 +421,16 @@ class Human:
 def confirming() -> tuple[ToolSet, list[Mapping[str, Any]]]:
     ran: list[Mapping[str, Any]] = []
     ts = ToolSet()
+
+    def send(arguments: Mapping[str, Any], ctx: CallContext) -> str:
+        ran.append(arguments)
+        return "sent"
+
     ts.add_tool(
         Tool(
             "wire_money",
             "Send money.",
-            handler=lambda a, c: ran.append(a) or "sent",
+            handler=send,
             policy=Policy(decision="confirm"),
         )
     )

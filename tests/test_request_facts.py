@@ -11,6 +11,7 @@ from mcp import Client
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
+from _fixtures.core import listing
 from toolgate import BudgetExceeded, Group, GroupNotFound, Principal, Tool, ToolSet
 from toolgate.client import GroupsClient, GroupsClientExtension
 from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
@@ -55,7 +56,7 @@ async def test_each_request_resolves_its_principal_once_for_every_part_that_serv
     assert (searched.is_error, searched.content[0].text) == (False, "found")  # type: ignore[union-attr]
     assert {"tools/list", "groups/list", "tools/call"} <= set(requests)
     assert resolved == ["local"] * len(requests)  # one per request, not one per reader
-    infos = [info async for info in toolset.store.infos()]
+    infos = [info async for info in listing(toolset.store).infos()]
     assert [(i.principal, i.key.startswith("conn:")) for i in infos] == [("ada", True)]
 
 

@@ -3,11 +3,21 @@ ties, access filtering, following catalog changes, the regex variant and bad inp
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from toolgate.catalog import Catalog, Group, Tool
-from toolgate.errors import InvalidArguments, ToolgateError
-from toolgate.search import SearchHit, SearchIndex, name_parts, schema_text, words
+from toolgate.errors import ConfigError, InvalidArguments, ToolgateError
+from toolgate.search import (
+    SearchHit,
+    SearchIndex,
+    SearchSettings,
+    char_ngrams,
+    name_parts,
+    schema_text,
+    words,
+)
 
 
 def schema(**props: dict[str, object]) -> dict[str, object]:
@@ -304,3 +314,85 @@ def test_limit_outside_one_to_fifty_is_invalid_arguments(index: SearchIndex, lim
 def test_limits_one_and_fifty_are_accepted(index: SearchIndex) -> None:
     assert len(index.search("issue", limit=1)) == 1
     assert len(index.search("issue", limit=50)) == 2
+
+
+# -- query hygiene, servers, scripts without spaces ----------------------------------
+
+
+def test_a_repeated_query_word_counts_once(index: SearchIndex) -> None:
+    once = index.search("create issue", limit=10)
+    repeated = index.search("create create create issue issue", limit=10)
+    assert repeated == once
+
+
+def test_task_boilerplate_and_one_letter_tokens_leave_the_query(index: SearchIndex) -> None:
+    assert index.analyzer.query_terms("Could you help me provide a detailed x issue?") == ["issu"]
+    plain = index.search("refund", limit=10)
+    assert index.search("Can you help me with a specific refund, like x?", limit=10) == plain
+
+
+def test_a_query_of_only_task_words_returns_no_hits(index: SearchIndex) -> None:
+    assert index.search("help, I'm looking for specific details like these") == []
+
+
+def test_the_backend_server_key_and_title_are_searchable() -> None:
+    catalog = Catalog()
+    catalog.add_tools(
+        [
+            Tool("list_items", "List the items.", source="acme_crm"),
+            Tool("list_rows", "List the rows.", source="sheets"),
+        ]
+    )
+    settings = SearchSettings(servers={"acme_crm": "Customer relationships", "sheets": ""})
+    index = SearchIndex(catalog, settings)
+    assert names(index.search("crm")) == ["list_items"]
+    assert names(index.search("customer relationships")) == ["list_items"]
+    assert names(index.search("sheets")) == ["list_rows"]
+    [why] = index.explain("acme items")
+    assert why.name == "list_items"
+    assert set(why.fields) == {"name", "description", "server"}
+    assert sum(why.fields.values()) == pytest.approx(why.bm25, rel=1e-4)
+
+
+def test_unspaced_scripts_are_split_into_character_ngrams() -> None:
+    assert char_ngrams("天气预报") == ["天", "气", "预", "报", "天气", "气预", "预报"]
+    assert words("查询天气API") == ["查", "询", "天", "气", "查询", "询天", "天气", "api"]
+
+
+def test_a_chinese_catalog_is_searchable() -> None:
+    catalog = Catalog()
+    catalog.add_tools(
+        [
+            Tool("weather", "查询城市的天气预报"),
+            Tool("route", "规划两地之间的驾车路线"),
+            Tool("translate", "翻訳: 日本語のテキストを英語に翻訳します"),
+        ]
+    )
+    index = SearchIndex(catalog)
+    assert names(index.search("北京明天的天气"))[0] == "weather"
+    assert names(index.search("驾车路线规划"))[0] == "route"
+    assert names(index.search("テキストを翻訳"))[0] == "translate"
+
+
+def test_bad_search_settings_are_refused() -> None:
+    with pytest.raises(ConfigError, match="lexical"):
+        SearchSettings(mode="semantic")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="from 0 to 1"):
+        SearchSettings(weight=1.5)
+
+
+def test_the_best_allowed_tools_are_found_far_down_the_ranking() -> None:
+    catalog = Catalog()
+    catalog.add_tools(
+        Tool(f"report_{i:03d}", "Export a report." + " Export." * (i % 7)) for i in range(300)
+    )
+    index = SearchIndex(catalog)
+    everything = index.search("export report", limit=50)
+    allowed = {h.name for h in everything[40:]} | {"report_299"}
+    expected = [h for h in everything if h.name in allowed][:5]
+    found = index.search("export report", limit=5, allowed=allowed.__contains__)
+    assert found == expected
+    ties = index.search("export report", limit=3, allowed=lambda n: n >= "report_290")
+    assert [h.score for h in ties] == sorted((h.score for h in ties), reverse=True)
+    for a, b in itertools.pairwise(ties):
+        assert a.score > b.score or a.name < b.name

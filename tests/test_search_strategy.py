@@ -16,11 +16,13 @@ from fastmcp import FastMCP
 from mcp import Client
 from mcp.server import Server
 
+from _fixtures.core import listing
 from _fixtures.mcp_servers import Notes
 from toolgate import CallContext, Group, Policy, Principal, RegistrationError, Tool, ToolSet
 from toolgate.errors import ToolHidden
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.lowlevel import Caller, bind
+from toolgate.search import SearchSettings
 from toolgate.strategies import Delivery, DeliveryConfig, Reply, Request, Strategy
 
 LEGACY = "2025-11-25"
@@ -54,9 +56,9 @@ def T(name: str, description: str, groups: tuple[str, ...], **options: Any) -> T
     return Tool(name, description, handler=echo(name), groups=groups, policy=policy, **options)
 
 
-def build() -> ToolSet:
+def build(search: SearchSettings | None = None) -> ToolSet:
     """Pull-request tools a member may use, and better matches it may not."""
-    ts = ToolSet("search-demo")
+    ts = ToolSet("search-demo", search=search)
     ts.add_groups(
         [
             Group("code", "Code and repositories"),
@@ -198,7 +200,7 @@ async def test_a_search_result_runs_directly_and_through_call_tool_in_the_search
         assert (direct.list_changed, via.list_changed) == (False, False)
     # the list never moved, and nothing was recorded for the session
     assert await served.names() == SEARCH_LIST
-    assert await served.ts.store.session_count() == 0
+    assert await listing(served.ts.store).session_count() == 0
 
 
 async def test_the_search_strategy_runs_no_tool_the_principal_may_not_access() -> None:
@@ -269,7 +271,7 @@ async def test_search_on_2026_reveals_nothing_yet_the_tool_is_callable() -> None
     ]
     ran = await served.call("create_pull_request", {}, None, protocol=STATELESS)
     assert ran.result.structured == {"tool": "create_pull_request", "args": {}}
-    assert await served.ts.store.session_count() == 0
+    assert await listing(served.ts.store).session_count() == 0
 
 
 # -- the regex variant -----------------------------------------------------------------------
@@ -338,7 +340,7 @@ async def test_bad_search_input_is_a_clear_tool_error_and_changes_nothing(
         False,
     )
     assert await served.names() == MENU_LIST
-    assert await served.ts.store.session_count() == 0
+    assert await listing(served.ts.store).session_count() == 0
 
 
 # -- determinism and a changing catalog ---------------------------------------------------
@@ -425,9 +427,9 @@ async def test_search_meta_tool_definitions_never_change_with_state() -> None:
 # -- end to end: real clients on real servers ------------------------------------------------
 
 
-def sdk_server(config: DeliveryConfig) -> Server[Any]:
+def sdk_server(config: DeliveryConfig, search: SearchSettings | None = None) -> Server[Any]:
     server: Server[Any] = Server("search-demo")
-    bind(server, build(), config, identity=lambda caller: member_for(caller))
+    bind(server, build(search), config, identity=lambda caller: member_for(caller))
     return server
 
 
@@ -484,6 +486,32 @@ async def test_mcp_client_on_2026_gets_results_only_and_calls_the_tool_directly(
         "create_pull_request",
         "list_pull_requests",
     ]
+
+
+async def test_hybrid_search_through_a_real_client_never_returns_an_inaccessible_tool() -> None:
+    server = sdk_server(DeliveryConfig(strategy="search"), SearchSettings("hybrid"))
+    async with Client(server, mode="auto") as client:
+        matched = await client.call_tool("search_tools", {"query": "pull request", "limit": 10})
+        meaning = await client.call_tool("search_tools", {"query": "propose my code changes"})
+    assert matched.structured_content is not None and meaning.structured_content is not None
+    names = [r["name"] for r in matched.structured_content["results"]]
+    # hybrid ranks every tool by meaning too: more results than lexical search finds,
+    # yet only tools the member may reach
+    assert names[:2] == ["create_pull_request", "list_pull_requests"]
+    assert len(names) > 2
+    assert set(names) <= {
+        "ping",
+        "get_file",
+        "create_pull_request",
+        "list_pull_requests",
+        "create_issue",
+    }
+    assert meaning.structured_content["results"]
+    assert not {r["name"] for r in meaning.structured_content["results"]} & {
+        "merge_pull_request",
+        "close_pull_request",
+        "pull_request_secret",
+    }
 
 
 async def test_mcp_client_gets_a_tool_error_for_bad_search_input() -> None:

@@ -371,7 +371,7 @@ async def test_redis_keeps_state_as_json_under_the_prefix(redis_url: str) -> Non
         await store.rate_check("p:tool", 2, 30.0)
         assert 0 < await client.pttl("app:r:p:tool") <= 30_000
     finally:
-        await client.aclose()
+        await client.aclose()  # type: ignore[attr-defined]  # types-redis predates aclose
         await store.close()
 
 
@@ -399,7 +399,7 @@ async def test_redis_drops_an_idle_session_by_key_expiry(redis_url: str) -> None
         assert await store.session_count() == 0
         assert await store.load("k") == EMPTY
     finally:
-        await client.aclose()
+        await client.aclose()  # type: ignore[attr-defined]  # types-redis predates aclose
         await store.close()
 
 

@@ -4,10 +4,9 @@ Core only."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from _fixtures.core import T, visible_names
 from toolgate import (
     Always,
     Flow,
@@ -17,7 +16,6 @@ from toolgate import (
     Principal,
     Stage,
     StateSnapshot,
-    Tool,
     ToolNotFound,
     ToolSet,
     When,
@@ -36,19 +34,6 @@ from toolgate.view import (
     paginate,
 )
 
-
-def ok(args: Any, ctx: Any) -> str:
-    return "ok"
-
-
-def T(name: str, *groups: str, **kw: Any) -> Tool:
-    return Tool(name, f"{name} tool.", handler=ok, groups=groups, **kw)
-
-
-async def names(session: Any) -> list[str]:
-    return [t.name for t in await session.list_tools()]
-
-
 # -- When visibility ------------------------------------------------------------------------
 
 
@@ -57,14 +42,14 @@ async def test_when_predicate_reading_an_external_flag_is_seen_after_touch() -> 
     ts = ToolSet()
     ts.add_tool(T("conditional_tool", visibility=When(lambda snap: flag["on"])))
     s = ts.session("s")
-    assert await names(s) == []
+    assert await visible_names(s) == []
     flag["on"] = True
     ts.catalog.touch()  # predicates are pure in the snapshot: outside state is announced
-    assert await names(s) == ["conditional_tool"]
+    assert await visible_names(s) == ["conditional_tool"]
     assert (await s.call("conditional_tool")).result.text_content == "ok"
     flag["on"] = False
     ts.catalog.touch()
-    assert await names(s) == []
+    assert await visible_names(s) == []
     with pytest.raises(ToolHidden) as err:
         await s.call("conditional_tool")
     assert err.value.message == "Tool 'conditional_tool' is not available in the current state."
@@ -84,23 +69,23 @@ async def test_when_predicate_reads_groups_stage_and_principal_from_the_snapshot
     ts.add_tool(T("pay", visibility=When(lambda snap: snap.stage == "checkout")))
     ts.add_tool(T("mine", visibility=When(lambda snap: snap.principal.id == "alice")))
     alice = ts.session("s", Principal(id="alice"))
-    assert await names(alice) == ["mine"]
+    assert await visible_names(alice) == ["mine"]
     await alice.activate(["a"])
-    assert await names(alice) == ["mine"]
+    assert await visible_names(alice) == ["mine"]
     await alice.activate(["b"])
-    assert await names(alice) == ["combo", "mine"]
+    assert await visible_names(alice) == ["combo", "mine"]
     assert seen[-1].active_groups == frozenset({"a", "b"})
     await alice.set_stage("checkout")
-    assert await names(alice) == ["combo", "mine", "pay"]
+    assert await visible_names(alice) == ["combo", "mine", "pay"]
     bob = ts.session("t", Principal(id="bob"))
-    assert await names(bob) == []
+    assert await visible_names(bob) == []
 
 
 async def test_always_tools_of_an_inactive_group_stay_visible() -> None:
     ts = ToolSet()
     ts.add_group(Group("files"))
     ts.add_tools([T("help", "files", visibility=Always()), T("read", "files")])
-    assert await names(ts.session("s")) == ["help"]
+    assert await visible_names(ts.session("s")) == ["help"]
 
 
 # -- the pipeline ---------------------------------------------------------------------------
@@ -158,7 +143,7 @@ async def test_explain_gives_every_tool_the_first_failing_reason_in_design_order
         ("stage_then_group", "stage-locked:checkout"),
         ("webmcp_only", "class-not-allowed:none"),
     ]
-    assert await names(s) == ["root_tool"]
+    assert await visible_names(s) == ["root_tool"]
 
 
 async def test_access_rules_are_marked_as_access_and_the_rest_as_discovery() -> None:
@@ -195,7 +180,7 @@ async def test_view_is_the_same_for_listing_and_dispatch() -> None:
     s = ts.session("s", Principal(trust="linked", agent_class="webmcp"))
     await s.activate(["shop", "vip"])
     await s.set_stage("checkout")
-    visible = await names(s)
+    visible = await visible_names(s)
     assert visible == [
         "at_checkout",
         "in_vip",

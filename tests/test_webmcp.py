@@ -33,7 +33,7 @@ META_TOOLS = ["call_tool", "disable_tools", "enable_tools", "list_groups"]
 async def shop_page(browser: Browser, gateway: DashboardGateway, token: str, **query: str) -> Page:
     context = await browser.new_context()
     page = await context.new_page()
-    page.on("console", lambda message: page.console.append(message.text))  # type: ignore[attr-defined]
+    page.on("console", lambda message: page.console.append(message.text))  # type: ignore[attr-defined,call-overload]
     page.console = []  # type: ignore[attr-defined]
     await page.goto(
         f"{gateway.url}/shop?" + "&".join(f"{k}={v}" for k, v in {"token": token, **query}.items())

@@ -77,6 +77,13 @@ def _parser() -> argparse.ArgumentParser:
         help="explain the view of a principal: a token principal's id, 'default', "
         "or inline 'id=x,trust=verified,scope=code+repos'",
     )
+    inspect.add_argument(
+        "--search",
+        default=None,
+        metavar="QUERY",
+        help="rank the tools for QUERY as search_tools would (for --as, or the default "
+        "principal), with each tool's score per signal and per field",
+    )
     inspect.add_argument("--format", choices=("table", "json"), default=None)
 
     check = sub.add_parser("check", help="validate CONFIG (exit code 0 when it is fine)")
@@ -144,7 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             configure_logging("error")
             fmt = args.format or ("table" if sys.stdout.isatty() else "json")
-            return asyncio.run(run_inspect(args.config, principal=args.principal, fmt=fmt))
+            return asyncio.run(
+                run_inspect(args.config, principal=args.principal, fmt=fmt, search=args.search)
+            )
         if args.command == "check":
             from toolgate.gateway.check import run_check
 

@@ -1,9 +1,11 @@
-"""Tool search over a catalog: BM25 over name parts, title, description, arguments and
-group text, plus a regex variant run by RE2 (linear time, no catastrophic patterns).
+"""Tool search over a catalog: BM25 over name parts, title, description, arguments,
+group text and the backend server, optionally fused with embeddings; plus a regex variant
+run by RE2 (linear time, no catastrophic patterns).
 
-``SearchIndex`` owns the analysis (name-part splitting, stop words, stemming) and an
-index that follows the catalog's version, re-analysing only tools that changed.
-Access is the caller's: ``allowed(name)`` filters every result. Core: no MCP imports.
+``SearchIndex`` owns the analysis (name-part splitting, CJK n-grams, stop words,
+stemming), an index that follows the catalog's version re-analysing only tools that
+changed, and the fusion with ``toolgate.embedding`` vectors in hybrid mode. Access is
+the caller's: ``allowed(name)`` filters every result. Core: no MCP imports.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
 
 import re2  # type: ignore[import-untyped]
 
 from toolgate.catalog import Catalog, Group, Tool
+from toolgate.embedding import Embedder, VectorCache, load_embedder
 from toolgate.errors import ConfigError, InvalidArguments
 
 MAX_LIMIT = 50
@@ -33,6 +37,7 @@ FIELD_WEIGHTS: Mapping[str, int] = {
     "description": 1,
     "arguments": 1,
     "groups": 1,
+    "server": 1,
 }
 
 # A general English stop list: function words, pronouns and auxiliaries that say
@@ -50,6 +55,27 @@ STOP_WORDS = frozenset(
     """.split()  # noqa: SIM905 -- a word list reads better as words
 )
 
+# Words of task-shaped queries that say how a request is phrased, not which tool it
+# needs ("I'm looking for ...", "could you provide some ..."): dropped from queries only.
+# Derived, not hand-picked: benchmarks/derive_task_words.py keeps the frequent query
+# words whose gold tools are spread evenly (normalised entropy >= 0.9) on the
+# development half of MetaTool (never the evaluation halves or other sets).
+TASK_WORDS = frozenset(
+    """
+    detailed help including like looking provide specific specifically
+    """.split()  # noqa: SIM905 -- a word list reads better as words
+)
+
+# Scripts written without spaces between words (Han, kana, Hangul syllables, Thai, Lao,
+# Tibetan, Myanmar, Khmer): their runs are indexed as character unigrams and bigrams,
+# the usual CJK analysis, since there are no word boundaries to split on.
+_UNSPACED = (
+    "\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+)
+_SEGMENT = re.compile(f"([{_UNSPACED}]+)|([^{_UNSPACED}]+)")
+_UNSPACED_RUN = re.compile(f"[{_UNSPACED}]+")
+
 _RUN = re.compile(r"[^\W_]+")  # letters and digits; "_", "-", ".", "&", ... separate
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
@@ -61,12 +87,34 @@ def name_parts(text: str) -> list[str]:
     ['get', 'http', 'response', '2', 'xx', 'list', 'items', 'v', '2']
     """
     out: list[str] = []
-    for run in _RUN.findall(text):
+    for run in _runs(text):
         if (run.isalpha() and run.islower()) or run.isdigit() or not run.isascii():
             out.append(run.lower())
         else:
             out.extend(p.lower() for p in _PART.findall(run))
     return out
+
+
+def _runs(text: str) -> Iterable[str]:
+    """Letter-and-digit runs of ``text``; runs of unspaced scripts become n-grams."""
+    for run in _RUN.findall(text):
+        if run.isascii():
+            yield run
+            continue
+        for unspaced, spaced in _SEGMENT.findall(run):
+            if spaced:
+                yield spaced
+            else:
+                yield from char_ngrams(unspaced)
+
+
+def char_ngrams(text: str) -> list[str]:
+    """Character unigrams and bigrams of a run without word boundaries.
+
+    >>> char_ngrams("搜索网页")
+    ['搜', '索', '网', '页', '搜索', '索网', '网页']
+    """
+    return list(text) + [text[i : i + 2] for i in range(len(text) - 1)]
 
 
 def words(text: str) -> list[str]:
@@ -76,7 +124,7 @@ def words(text: str) -> list[str]:
     spelled either way meets a document spelled either way.
     """
     out: list[str] = []
-    for run in _RUN.findall(text):
+    for run in _runs(text):
         out.append(run.lower())
         if (run.isalpha() and run.islower()) or run.isdigit() or not run.isascii():
             continue
@@ -97,7 +145,9 @@ class SearchHit:
 class Analyzer:
     """Text to index terms: stop words dropped, Snowball English stems (PyStemmer)."""
 
-    def __init__(self, stop_words: Iterable[str] = STOP_WORDS) -> None:
+    def __init__(
+        self, stop_words: Iterable[str] = STOP_WORDS, task_words: Iterable[str] = TASK_WORDS
+    ) -> None:
         try:
             stemmer_module = importlib.import_module("Stemmer")  # PyStemmer ships no types
         except ImportError as exc:
@@ -106,6 +156,7 @@ class Analyzer:
             ) from exc
         self._stemmer: Any = stemmer_module.Stemmer("english")
         self._stop = frozenset(stop_words)
+        self._task_words = frozenset(task_words)
         self._stems: dict[str, str] = {}
         # Catalogs repeat texts (argument docs, group text per member): analyse each once.
         self._texts: dict[tuple[bool, str], list[str]] = {}
@@ -122,14 +173,27 @@ class Analyzer:
         return cached
 
     def terms(self, tokens: Iterable[str]) -> list[str]:
-        kept = [t for t in tokens if t not in self._stop]
+        """Stems of ``tokens`` less stop words and one-letter tokens (a lone CJK
+        character is a word, so it stays)."""
+        kept = [t for t in tokens if t not in self._stop and (len(t) > 1 or _is_unspaced(t))]
         missing = [t for t in dict.fromkeys(kept) if t not in self._stems]
         if missing:
             self._stems.update(zip(missing, self._stemmer.stemWords(missing), strict=True))
         return [self._stems[t] for t in kept]
 
     def query_terms(self, query: str) -> list[str]:
-        return self.terms(words(query))
+        """A query's terms, each once, less task boilerplate (``TASK_WORDS``).
+
+        Counting a term once keeps a word repeated in a long task from outweighing the
+        rest; dropping phrasing words keeps "could you find me ..." from matching
+        every tool that says "find".
+        """
+        tokens = [t for t in words(query) if t not in self._task_words]
+        return list(dict.fromkeys(self.terms(tokens)))
+
+
+def _is_unspaced(token: str) -> bool:
+    return _UNSPACED_RUN.fullmatch(token) is not None
 
 
 def schema_text(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
@@ -144,9 +208,9 @@ def schema_text(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
             names.append(str(key))
             if not isinstance(spec, Mapping):
                 continue
-            for field in ("title", "description"):
-                if isinstance(spec.get(field), str):
-                    descriptions.append(spec[field])
+            for key_ in ("title", "description"):
+                if isinstance(spec.get(key_), str):
+                    descriptions.append(spec[key_])
             if depth == 0:
                 inner = spec.get("items", spec)
                 if isinstance(inner, Mapping):
@@ -156,19 +220,37 @@ def schema_text(schema: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     return names, descriptions
 
 
-def tool_fields(tool: Tool, groups: Iterable[Group]) -> dict[str, list[tuple[str, bool]]]:
-    """Each searchable field of ``tool`` as ``(text, is_identifier)`` pieces."""
+def tool_fields(
+    tool: Tool, groups: Iterable[Group], server_title: str = ""
+) -> dict[str, list[tuple[str, bool]]]:
+    """Each searchable field of ``tool`` as ``(text, is_identifier)`` pieces.
+
+    ``server`` is the backend the tool comes from (``Tool.source``, the gateway's
+    server key) and that server's title, when known.
+    """
     arg_names, arg_descriptions = schema_text(tool.input_schema)
     group_texts: list[tuple[str, bool]] = []
     for g in groups:
         group_texts += [(g.name, True), (g.title or "", False), (g.description, False)]
+    server: list[tuple[str, bool]] = []
+    if tool.source:
+        server = [(tool.source, True), (server_title, False)]
     return {
         "name": [(tool.name, True)],
         "title": [(tool.title or "", False)],
         "description": [(tool.description, False)],
         "arguments": [(n, True) for n in arg_names] + [(d, False) for d in arg_descriptions],
         "groups": group_texts,
+        "server": server,
     }
+
+
+def embedding_text(tool: Tool, server_title: str = "", max_chars: int = 2000) -> str:
+    """The text a tool's vector is made of: name words, title, description, server."""
+    parts = [" ".join(name_parts(tool.name)), tool.title or "", tool.description]
+    if tool.source:
+        parts += [" ".join(name_parts(tool.source)), server_title]
+    return " ".join(p.strip() for p in parts if p and p.strip())[:max_chars]
 
 
 class Postings:
@@ -224,6 +306,16 @@ class Postings:
         self._lengths[slot] = 0
         self._free.append(slot)
 
+    def term_score(self, term: str, slot: int) -> float:
+        """One term's BM25 contribution to one slot's score (0 when absent)."""
+        posting = self._postings.get(term)
+        if not posting or slot not in posting:
+            return 0.0
+        n, df, tf = len(self._terms), len(posting), posting[slot]
+        norm = self.k1 * (1 - self.b + self.b * self._lengths[slot] * n / self._total)
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        return float(idf * tf * (self.k1 + 1) / (tf + norm))
+
     def scores(self, terms: list[str]) -> Any:
         """BM25 score of every slot for ``terms`` (a repeated term counts again)."""
         np = self._np
@@ -250,20 +342,69 @@ class Postings:
         return out
 
 
+SearchMode = Literal["lexical", "hybrid"]
+
+# Hybrid score = HYBRID_WEIGHT * z(BM25) + (1 - HYBRID_WEIGHT) * z(cosine). Chosen on the
+# development halves of both evaluation sets (benchmarks/search_eval.py --tune): the
+# weight with the best mean recall@5 among those that beat lexical search on each set.
+HYBRID_WEIGHT = 0.4
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How ``search_tools`` ranks: ``lexical`` (BM25) or ``hybrid`` (BM25 + embeddings).
+
+    ``embedder`` is an ``Embedder`` or a spec for ``load_embedder`` (default: the
+    WordLlama model the ``semantic`` extra ships); ``cache`` a file for tool vectors
+    (none: vectors live in memory only); ``servers`` maps a backend's key to its title.
+
+    >>> ToolSet(search=SearchSettings("hybrid", cache="~/.cache/toolgate/vectors.sqlite"))
+    """
+
+    mode: SearchMode = "lexical"
+    embedder: Embedder | str | None = None
+    cache: str | Path | None = None
+    weight: float = HYBRID_WEIGHT
+    servers: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("lexical", "hybrid"):
+            raise ConfigError(
+                f"search mode must be 'lexical' or 'hybrid', got {self.mode!r}", key="search.mode"
+            )
+        if isinstance(self.weight, bool) or not isinstance(self.weight, int | float):
+            raise ConfigError(f"search weight must be a number, got {self.weight!r}")
+        if not 0.0 <= self.weight <= 1.0:
+            raise ConfigError(f"search weight must be from 0 to 1, got {self.weight!r}")
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a tool ranks where it does: its fused score, each signal, each BM25 field."""
+
+    name: str
+    score: float
+    bm25: float
+    semantic: float | None
+    fields: Mapping[str, float]
+
+
 class SearchIndex:
-    """BM25 search over a catalog's tools; follows the catalog as it changes.
+    """BM25 (and, in hybrid mode, embedding) search over a catalog's tools; follows
+    the catalog as it changes.
 
     >>> index = SearchIndex(catalog)
     >>> index.search("open a pull request", limit=3, allowed=view.is_accessible)
     [SearchHit(name='create_pull_request', score=...), ...]
 
     On each search the index compares the catalog's version with its own and
-    re-analyses only the tools whose definition or groups changed.
+    re-analyses (and re-embeds) only the tools whose definition or groups changed.
     """
 
     def __init__(
         self,
         catalog: Catalog,
+        settings: SearchSettings | None = None,
         *,
         field_weights: Mapping[str, int] = FIELD_WEIGHTS,
         k1: float = 1.2,
@@ -277,8 +418,10 @@ class SearchIndex:
             ) from exc
         self._np: Any = numpy
         self.catalog = catalog
+        self.settings = settings = settings or SearchSettings()
         self.analyzer = Analyzer()
         self._weights = dict(field_weights)
+        self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
         self._postings = Postings(numpy, k1, b)
@@ -286,7 +429,21 @@ class SearchIndex:
         self._docs: dict[str, tuple[Tool, tuple[Group, ...], int]] = {}
         self._slot_names: list[str] = []
         self._name_rank: Any = numpy.zeros(0, dtype=numpy.int64)  # slot -> rank by name
+        self._live: Any = numpy.zeros(0, dtype=bool)
         self.reanalysed = 0  # tools re-analysed by the last refresh (for tests and stats)
+        self.embedded = 0  # texts the embedder ran on in the last refresh (cache misses)
+        self.embedder: Embedder | None = None
+        self._cache: VectorCache | None = None
+        self._vectors: Any = None  # slot -> unit vector (hybrid mode)
+        self._texts: dict[int, str] = {}  # slot -> embedded text (hybrid mode)
+        if settings.mode == "hybrid":
+            self.embedder = load_embedder(settings.embedder)
+            if settings.cache is not None:
+                self._cache = VectorCache(Path(settings.cache).expanduser())
+
+    @property
+    def mode(self) -> SearchMode:
+        return self.settings.mode
 
     # -- index maintenance -----------------------------------------------------------
     def refresh(self) -> None:
@@ -299,8 +456,11 @@ class SearchIndex:
             group_of = self.catalog.groups
             postings = self._postings
             for name in [n for n in self._docs if n not in tools]:
-                postings.remove(self._docs.pop(name)[2])
+                slot = self._docs.pop(name)[2]
+                postings.remove(slot)
+                self._texts.pop(slot, None)
             reanalysed = 0
+            changed: list[tuple[int, Tool]] = []
             for name, tool in tools.items():
                 groups = tuple(group_of[g] for g in tool.groups if g in group_of)
                 old = self._docs.get(name)
@@ -308,12 +468,60 @@ class SearchIndex:
                     if old[0] is tool and _same(old[1], groups):
                         continue
                     postings.remove(old[2])
+                    self._texts.pop(old[2], None)
                 slot = postings.add(self._document(tool, groups))
                 self._docs[name] = (tool, groups, slot)
+                changed.append((slot, tool))
                 reanalysed += 1
+            if self.embedder is not None:
+                self._embed(changed)
             self._reorder()
             self.reanalysed = reanalysed
             self._version = version
+
+    def _embed(self, changed: list[tuple[int, Tool]]) -> None:
+        """Vectors for the changed tools' slots: from the cache, else from the embedder."""
+        np = self._np
+        assert self.embedder is not None
+        model = self.embedder.model_id
+        texts = {
+            slot: embedding_text(t, self._servers.get(t.source or "", "")) for slot, t in changed
+        }
+        keys = {slot: VectorCache.key(model, text) for slot, text in texts.items()}
+        cached = self._cache.get(list(dict.fromkeys(keys.values()))) if self._cache else {}
+        vectors: dict[int, Any] = {}
+        for slot, key in keys.items():
+            if key in cached:
+                vectors[slot] = np.frombuffer(cached[key], dtype=np.float32)
+        missing = list(dict.fromkeys(texts[s] for s in texts if s not in vectors))
+        fresh: dict[str, Any] = {}
+        if missing:
+            rows = _unit(np, np.asarray(self.embedder.embed(missing), dtype=np.float32))
+            if rows.shape[0] != len(missing):
+                raise ConfigError(
+                    f"embedder {model!r} returned {rows.shape[0]} vectors for {len(missing)} texts"
+                )
+            fresh = dict(zip(missing, rows, strict=True))
+            if self._cache is not None:
+                self._cache.put(
+                    [(VectorCache.key(model, t), v.tobytes()) for t, v in fresh.items()]
+                )
+        self.embedded = len(missing)
+        for slot in texts:
+            if slot not in vectors:
+                vectors[slot] = fresh[texts[slot]]
+        capacity = self._postings.capacity
+        if vectors:
+            dim = next(iter(vectors.values())).shape[0]
+            if self._vectors is None or self._vectors.shape[1] != dim:
+                self._vectors = np.zeros((capacity, dim), dtype=np.float32)
+        if self._vectors is not None and self._vectors.shape[0] < capacity:
+            grown = np.zeros((capacity, self._vectors.shape[1]), dtype=np.float32)
+            grown[: self._vectors.shape[0]] = self._vectors
+            self._vectors = grown
+        for slot, vector in vectors.items():
+            self._vectors[slot] = vector
+        self._texts.update(texts)
 
     def _reorder(self) -> None:
         """Slot -> name and slot -> rank of the name, for results and name-ordered ties."""
@@ -325,13 +533,22 @@ class SearchIndex:
             names[slot] = name
             rank[slot] = i
         self._slot_names, self._name_rank = names, rank
+        self._live = rank < len(self._docs)  # slots holding a tool (not freed)
+
+    def _field_terms(self, tool: Tool, groups: tuple[Group, ...]) -> dict[str, list[str]]:
+        server_title = self._servers.get(tool.source or "", "")
+        out: dict[str, list[str]] = {}
+        for field_name, pieces in tool_fields(tool, groups, server_title).items():
+            terms: list[str] = []
+            for text, is_name in pieces:
+                terms += self.analyzer.text_terms(text, name=is_name)
+            out[field_name] = terms
+        return out
 
     def _document(self, tool: Tool, groups: tuple[Group, ...]) -> list[str]:
         terms: list[str] = []
-        for field, pieces in tool_fields(tool, groups).items():
-            weight = self._weights.get(field, 1)
-            for text, is_name in pieces:
-                terms += self.analyzer.text_terms(text, name=is_name) * weight
+        for field_name, field_terms in self._field_terms(tool, groups).items():
+            terms += field_terms * self._weights.get(field_name, 1)
         return terms
 
     def __len__(self) -> int:
@@ -339,6 +556,62 @@ class SearchIndex:
         return len(self._docs)
 
     # -- querying --------------------------------------------------------------------
+    def _scores(self, query: str) -> tuple[Any, Any, Any, Any, list[str], Any]:
+        """(fused, bm25, cosine or None, candidate slots, slot names, slot name ranks).
+
+        Lexical: the BM25 score; candidates are the tools matching a query term. Hybrid:
+        ``w * z(BM25) + (1 - w) * z(cosine)``, each signal standardised over the
+        catalog (z-scores put a model's cosine range and BM25's unbounded scale on
+        one footing); every tool is a candidate, so a query sharing no word with a
+        tool can still find it.
+        """
+        np = self._np
+        with self._lock:
+            terms = self.analyzer.query_terms(query)
+            bm25 = self._postings.scores(terms)
+            names, rank = self._slot_names, self._name_rank
+            vectors, live = self._vectors, self._live
+        if self.embedder is None or vectors is None or not live.any():
+            return bm25, bm25, None, np.flatnonzero(bm25 > 0), names, rank
+        q = _unit(np, np.asarray(self.embedder.embed([query]), dtype=np.float32))[0]
+        cosine = vectors[: len(names)] @ q
+        w = self.settings.weight
+        fused = w * _standard(np, bm25, live) + (1 - w) * _standard(np, cosine, live)
+        return fused, bm25, cosine, np.flatnonzero(live), names, rank
+
+    def _ranked(
+        self, query: str, limit: int, allowed: Callable[[str], bool] | None
+    ) -> tuple[list[int], Any, Any, Any, list[str]]:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidArguments("Search query must be a non-empty string", query=query)
+        _check_limit(limit)
+        self.refresh()
+        np = self._np
+        fused, bm25, semantic, hits, names, rank = self._scores(query)
+        out: list[int] = []
+        seen = 0
+        # Sort only the best few (every tool scores in hybrid mode); widen while the
+        # caller's access check leaves fewer than ``limit``.
+        want = 4 * limit + 16
+        while seen < len(hits) and len(out) < limit:
+            want = min(len(hits), want)
+            if want < len(hits):
+                cut = np.partition(fused[hits], len(hits) - want)[len(hits) - want]
+                batch = hits[fused[hits] >= cut]  # ties at the cut come along: exact order
+            else:
+                batch = hits
+            ranked = batch[np.lexsort((rank[batch], -fused[batch]))]
+            for slot in ranked[seen:]:
+                seen += 1
+                if allowed is None or allowed(names[slot]):
+                    out.append(int(slot))
+                    if len(out) == limit:
+                        break
+            if len(batch) == len(hits):
+                break
+            want *= 4
+        return out, fused, bm25, semantic, names
+
     def search(
         self,
         query: str,
@@ -347,25 +620,59 @@ class SearchIndex:
     ) -> list[SearchHit]:
         """The ``limit`` best tools for ``query`` that ``allowed(name)`` accepts.
 
-        Ranked by BM25 score, ties broken by name; tools scoring 0 are never returned.
+        Ranked by score (BM25, or BM25 fused with embedding similarity in hybrid
+        mode), ties broken by name. Lexical search never returns a tool that matches
+        no query term; hybrid search may, when its meaning is close.
         """
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidArguments("Search query must be a non-empty string", query=query)
-        _check_limit(limit)
-        self.refresh()
-        np = self._np
-        with self._lock:
-            scores = self._postings.scores(self.analyzer.query_terms(query))
-            names, rank = self._slot_names, self._name_rank
-        hits = np.flatnonzero(scores > 0)
-        ranked = hits[np.lexsort((rank[hits], -scores[hits]))]
-        out: list[SearchHit] = []
-        for slot in ranked:
+        slots, fused, _, _, names = self._ranked(query, limit, allowed)
+        return [SearchHit(names[s], round(float(fused[s]), 6)) for s in slots]
+
+    def explain(
+        self,
+        query: str,
+        limit: int = 5,
+        allowed: Callable[[str], bool] | None = None,
+    ) -> list[Explanation]:
+        """``search``'s ranking with each tool's BM25 score split by field, and its
+        embedding similarity (cosine) in hybrid mode.
+
+        A field's share of a query term's BM25 score is its share of that term's
+        (weighted) frequency in the tool's document, so the fields add up to ``bm25``.
+        """
+        slots, fused, bm25, semantic, names = self._ranked(query, limit, allowed)
+        terms = set(self.analyzer.query_terms(query))
+        out: list[Explanation] = []
+        for slot in slots:
             name = names[slot]
-            if allowed is None or allowed(name):
-                out.append(SearchHit(name, round(float(scores[slot]), 6)))
-                if len(out) == limit:
-                    break
+            with self._lock:
+                tool, groups, _ = self._docs[name]
+                per_field = self._field_terms(tool, groups)
+            counts = {f: Counter(t for t in ts if t in terms) for f, ts in per_field.items()}
+            total: Counter[str] = Counter()
+            for f, c in counts.items():
+                for term, n in c.items():
+                    total[term] += n * self._weights.get(f, 1)
+            term_scores = {t: self._postings.term_score(t, slot) for t in total}
+            fields = {
+                f: round(
+                    sum(
+                        term_scores[t] * n * self._weights.get(f, 1) / total[t]
+                        for t, n in c.items()
+                    ),
+                    6,
+                )
+                for f, c in counts.items()
+                if c
+            }
+            out.append(
+                Explanation(
+                    name=name,
+                    score=round(float(fused[slot]), 6),
+                    bm25=round(float(bm25[slot]), 6),
+                    semantic=None if semantic is None else round(float(semantic[slot]), 6),
+                    fields=fields,
+                )
+            )
         return out
 
     def search_regex(
@@ -444,6 +751,22 @@ def compile_linear(pattern: str) -> LinearRegex:
             "backreferences or lookaround)",
             pattern=pattern[:64],
         ) from None
+
+
+def _standard(np: Any, x: Any, live: Any) -> Any:
+    """``x`` as z-scores over the live slots (all zero when ``x`` is constant there)."""
+    n = int(live.sum())
+    mean = float((x * live).sum()) / n
+    std = float(np.sqrt((((x - mean) ** 2) * live).sum() / n))
+    return (x - mean) / std if std > 0 else np.zeros(len(x))
+
+
+def _unit(np: Any, rows: Any) -> Any:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    if rows.ndim != 2:
+        raise ConfigError(f"an embedder must return a 2-D array, got shape {rows.shape}")
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms > 0, norms, 1.0)
 
 
 def _same(a: tuple[Group, ...], b: tuple[Group, ...]) -> bool:

@@ -52,7 +52,7 @@ from toolgate.errors import (
 from toolgate.events import EventBus
 from toolgate.flow import Flow
 from toolgate.policy import DEFAULT_TRUST_LEVELS, Confirmer, ConfirmRequest, Principal, TrustLadder
-from toolgate.search import SearchIndex
+from toolgate.search import SearchIndex, SearchSettings
 from toolgate.state.base import EMPTY, SessionState, StateStore
 from toolgate.state.memory import MemoryStore
 from toolgate.tokens import TokenCounter, default_counter, estimate_tokens, wire_text
@@ -169,7 +169,10 @@ class ToolSet:
         default_principal: Principal | None = None,
         events: EventBus | None = None,
         clock: Callable[[], float] = time.time,
+        search: SearchSettings | None = None,
     ) -> None:
+        if search is not None and not isinstance(search, SearchSettings):
+            raise ConfigError(f"search must be a SearchSettings, got {type(search).__name__}")
         if hidden_tool_errors not in ("hint", "opaque"):
             raise ConfigError(
                 f"hidden_tool_errors must be 'hint' or 'opaque', got {hidden_tool_errors!r}",
@@ -207,6 +210,7 @@ class ToolSet:
         self._token_cache: dict[str, tuple[Tool, int]] = {}
         self._validated_version = -1
         self._validators: dict[str, tuple[Tool, Any]] = {}
+        self.search_settings = search or SearchSettings()
         self._search_index: SearchIndex | None = None
 
     # -- registration ----------------------------------------------------------------
@@ -358,10 +362,11 @@ class ToolSet:
     @property
     def search_index(self) -> SearchIndex:
         """The catalog's search index, created on first use; it follows the catalog's
-        version, re-analysing only the tools that changed. ``ConfigError`` when the
-        ``search`` extra is not installed."""
+        version, re-analysing only the tools that changed; lexical or hybrid as
+        ``search_settings`` say. ``ConfigError`` when the ``search`` extra (or, for
+        hybrid, the ``semantic`` extra) is not installed."""
         if self._search_index is None:
-            self._search_index = SearchIndex(self.catalog)
+            self._search_index = SearchIndex(self.catalog, self.search_settings)
         return self._search_index
 
     def _budget_problem(

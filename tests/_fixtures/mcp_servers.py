@@ -3,7 +3,9 @@
 ``serve_http`` (alias ``serve``) runs uvicorn (lifespan on, so the SDK/FastMCP session
 manager starts) on a free 127.0.0.1 port inside the test's event loop and stops it
 cleanly; ``server_script``/``stdio_env`` run ``tests/servers/*.py`` as subprocesses.
-Imports only the stdlib and uvicorn; nothing from toolgate.
+Also the client-side helpers every adapter test shares (``text``, ``structured``,
+``tool_names``, ``tool_pages``, the ``Notes`` recorder). Imports the stdlib, uvicorn and
+the MCP clients; nothing from toolgate.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import fastmcp
 import mcp_types as mt
 import uvicorn
+from mcp import Client, ClientSession
+from pydantic import BaseModel, ConfigDict
 
 
 def free_port() -> int:
@@ -95,3 +100,44 @@ class Notes:
 def text(result: Any) -> str:
     """The text content of a tool result, joined."""
     return "".join(c.text for c in result.content if isinstance(c, mt.TextContent))
+
+
+def structured(result: Any) -> dict[str, Any]:
+    """The structured content of a tool result; fails when there is none."""
+    data = result.structured_content
+    assert isinstance(data, dict), f"no structured content in {result!r}"
+    return data
+
+
+async def tool_pages(session: ClientSession) -> list[list[str]]:
+    """The tool names of every ``tools/list`` page, walking the cursor to the end."""
+    out: list[list[str]] = []
+    cursor: str | None = None
+    while True:
+        params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        out.append([t.name for t in page.tools])
+        cursor = page.next_cursor
+        if cursor is None:
+            return out
+
+
+async def tool_names(client: ClientSession | Client | fastmcp.Client[Any]) -> list[str]:
+    """Every tool name a client sees: ``fastmcp.Client`` walks the pages itself; for an
+    ``mcp.Client`` or ``mcp.ClientSession`` the cursor is walked here."""
+    if isinstance(client, fastmcp.Client):
+        return [t.name for t in await client.list_tools()]
+    session = client.session if isinstance(client, Client) else client
+    return [name for page in await tool_pages(session) for name in page]
+
+
+class AnyResult(BaseModel):
+    """A JSON-RPC result read as it came: every field kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+async def raw_request(session: ClientSession, request: Any) -> dict[str, Any]:
+    """Send a request the SDK has no model for (e.g. ``groups/list``); the raw result."""
+    result = await session.send_request(request, AnyResult)
+    return dict(result.model_extra or {})

@@ -92,7 +92,7 @@ def test_audio_content() -> ToolResult:
 def test_embedded_resource() -> ToolResult:
     """Returns one embedded text resource."""
     resource = mt.TextResourceContents(
-        uri="test://embedded-resource",  # type: ignore[arg-type]
+        uri="test://embedded-resource",
         mimeType="text/plain",
         text=EMBEDDED_TEXT,
     )
@@ -103,7 +103,7 @@ def test_embedded_resource() -> ToolResult:
 def test_multiple_content_types() -> ToolResult:
     """Returns a text, an image and an embedded resource block."""
     resource = mt.TextResourceContents(
-        uri="test://mixed-content-resource",  # type: ignore[arg-type]
+        uri="test://mixed-content-resource",
         mimeType="application/json",
         text=MIXED_JSON,
     )
@@ -216,7 +216,7 @@ _SEP1330_SCHEMA: dict[str, Any] = {
 
 
 async def _elicit_raw(ctx: Context, message: str, schema: dict[str, Any]) -> str:
-    answer = await ctx.session.elicit_form(message, schema)  # type: ignore[arg-type]
+    answer = await ctx.session.elicit_form(message, schema)
     return f"Elicitation completed: action={answer.action}, content={answer.content}"
 
 

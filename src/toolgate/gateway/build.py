@@ -19,6 +19,7 @@ from toolgate.events import EventBus
 from toolgate.flow import Flow
 from toolgate.gateway.config import GatewayConfig, PolicyConfig
 from toolgate.policy import Policy, Principal, RateLimit, TrustLadder
+from toolgate.search import HYBRID_WEIGHT, SearchSettings
 from toolgate.state.base import StateStore
 from toolgate.state.open import open_store
 from toolgate.strategies import DeliveryConfig, MetaNames
@@ -212,6 +213,7 @@ def build_toolset(
         separator=tg.separator,
         default_principal=default,
         events=events,
+        search=search_settings(cfg),
     )
     # groups
     groups = [
@@ -304,6 +306,19 @@ def build_toolset(
     return toolset, report
 
 
+def search_settings(cfg: GatewayConfig) -> SearchSettings:
+    """How the gateway ranks ``search_tools``: the ``search`` key, plus each backend's
+    key and title, indexed as the tools' ``server`` field."""
+    sc = cfg.toolgate.search
+    return SearchSettings(
+        mode=sc.mode,
+        embedder=sc.embedder,
+        cache=sc.cache,
+        weight=HYBRID_WEIGHT if sc.weight is None else sc.weight,
+        servers={key: spec.title or "" for key, spec in cfg.mcp_servers.items()},
+    )
+
+
 def delivery_config(cfg: GatewayConfig) -> DeliveryConfig:
     """The delivery settings of a gateway config's ``toolgate`` block."""
     tg = cfg.toolgate
@@ -311,7 +326,8 @@ def delivery_config(cfg: GatewayConfig) -> DeliveryConfig:
         strategy=tg.strategy,
         meta_tools=tg.meta_tools,
         groups_fallback=tg.groups_fallback,
-        search=tg.search,
+        search=tg.search.enabled,
+        search_full_results=tg.search.full_results,
         names=MetaNames(**tg.meta_tool_names),
         grouped_list=tg.grouped_list,
         activators=tg.activators,

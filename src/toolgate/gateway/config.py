@@ -35,6 +35,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from toolgate.errors import ConfigError
 from toolgate.policy import DEFAULT_TRUST_LEVELS
+from toolgate.strategies.search import DEFAULT_FULL_RESULTS
 
 
 class _Model(BaseModel):
@@ -74,6 +75,7 @@ class StdioServer(_Backend):
     )
     cwd: str | None = None
     prefix: str | None = None
+    title: str | None = None  # indexed for search with the server's key
     type: Literal["stdio"] | None = None
 
     @field_validator("env_passthrough")
@@ -91,6 +93,7 @@ class HttpServer(_Backend):
     url: str
     headers: dict[str, str] = Field(default_factory=dict)
     prefix: str | None = None
+    title: str | None = None  # indexed for search with the server's key
     type: Literal["http", "streamable-http", "streamableHttp"] | None = None
 
     @field_validator("url")
@@ -256,6 +259,23 @@ class MetricsConfig(_Model):
     enabled: bool = True
 
 
+class SearchConfig(_Model):
+    """The ``search`` key: ``search_tools`` for every strategy, and how it ranks.
+
+    ``true`` is ``{mode: "lexical"}``. ``embedder`` names the hybrid mode's model
+    (``wordllama``, ``wordllama:DIM[:FOLDER]`` or ``package.module:factory``);
+    ``cache`` is a file for tool vectors, so a restart re-embeds nothing unchanged.
+    """
+
+    enabled: bool = True
+    mode: Literal["lexical", "hybrid"] = "lexical"
+    embedder: str | None = None
+    cache: str | None = None
+    weight: float | None = Field(None, ge=0.0, le=1.0)
+    #: how many of the best matches ``search_tools`` gives in full (the rest in one line)
+    full_results: int = Field(DEFAULT_FULL_RESULTS, ge=0, le=50)
+
+
 class DashboardConfig(_Model):
     enabled: bool = False
     tokens: list[str] = Field(default_factory=list)
@@ -306,8 +326,14 @@ class ToolgateConfig(_Model):
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
-    search: bool = False
+    search: SearchConfig = Field(default_factory=lambda: SearchConfig(enabled=False))
     meta_tool_names: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("search", mode="before")
+    @classmethod
+    def _search(cls, v: Any) -> Any:
+        """``true``/``false`` are lexical search, on or off; a block turns it on."""
+        return {"enabled": v} if isinstance(v, bool) else v
 
     @field_validator("meta_tool_names")
     @classmethod

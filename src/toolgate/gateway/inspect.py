@@ -3,7 +3,9 @@
 Builds the catalog from one listing of every backend (``check.snapshot``), counts each
 tool's wire form with ``best_counter()``, and compares flat (every tool listed) with
 disclosed (what a new session lists). ``--as`` explains one principal's view, tool by
-tool. Rich tables in a terminal, JSON for scripts. Edge layer.
+tool; ``--search QUERY`` ranks that principal's tools for a query, with each tool's
+score per signal (BM25, embedding) and per BM25 field. Rich tables in a terminal,
+JSON for scripts. Edge layer.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from toolgate.errors import ConfigError
+from toolgate.errors import ConfigError, ToolgateError
 from toolgate.gateway.build import principal_from
 from toolgate.gateway.check import Snapshot, snapshot
 from toolgate.gateway.config import GatewayConfig, PrincipalConfig, load_config
@@ -57,13 +59,45 @@ def parse_principal(cfg: GatewayConfig, spec: str | None) -> Principal:
 
 
 async def report(
-    cfg: GatewayConfig, principal: Principal, counter: TokenCounter | None = None
+    cfg: GatewayConfig,
+    principal: Principal,
+    counter: TokenCounter | None = None,
+    *,
+    search: str | None = None,
 ) -> dict[str, Any]:
     snap = await snapshot(cfg)
-    return await describe(snap, principal, counter or best_counter())
+    return await describe(snap, principal, counter or best_counter(), search=search)
 
 
-async def describe(snap: Snapshot, principal: Principal, counter: TokenCounter) -> dict[str, Any]:
+def search_report(snap: Snapshot, principal: Principal, query: str) -> dict[str, Any]:
+    """How ``search_tools`` ranks ``query`` for ``principal``: the first 10 tools it may
+    access, each with its score, BM25 score, embedding similarity and BM25 per field."""
+    toolset = snap.toolset
+    view = toolset.view(principal, toolset.initial_state())
+    index = toolset.search_index
+    try:
+        ranked = index.explain(query, limit=10, allowed=view.is_accessible)
+    except ToolgateError as exc:
+        raise ConfigError(f"--search: {exc.message}", key="--search") from exc
+    return {
+        "query": query,
+        "mode": index.mode,
+        "results": [
+            {
+                "name": e.name,
+                "score": e.score,
+                "bm25": e.bm25,
+                "semantic": e.semantic,
+                "fields": dict(e.fields),
+            }
+            for e in ranked
+        ],
+    }
+
+
+async def describe(
+    snap: Snapshot, principal: Principal, counter: TokenCounter, *, search: str | None = None
+) -> dict[str, Any]:
     """The inspect report as plain data (the JSON output)."""
     toolset = snap.toolset
     cat = toolset.catalog
@@ -153,6 +187,8 @@ async def describe(snap: Snapshot, principal: Principal, counter: TokenCounter) 
         }
         for s in view.explain()
     ]
+    if search is not None:
+        out["search"] = search_report(snap, principal, search)
     return out
 
 
@@ -205,17 +241,34 @@ def render_table(data: dict[str, Any], out: TextIO, *, explain: bool) -> None:
         for row in data["explain"]:
             table.add_row(row["name"], "yes" if row["visible"] else "no", row["reason"])
         console.print(table)
+    if "search" in data:
+        found = data["search"]
+        ranking = Table(title=f"search {found['query']!r} ({found['mode']})")
+        for col in ("#", "tool", "score", "bm25", "semantic", "bm25 by field"):
+            ranking.add_column(col)
+        for i, row in enumerate(found["results"], 1):
+            fields = ", ".join(f"{k} {v:.2f}" for k, v in row["fields"].items())
+            semantic = "" if row["semantic"] is None else f"{row['semantic']:.3f}"
+            ranking.add_row(
+                str(i), row["name"], f"{row['score']:.3f}", f"{row['bm25']:.2f}", semantic, fields
+            )
+        console.print(ranking)
     for problem in data["problems"]:
         console.print(f"[yellow]problem[/]: {problem}")
 
 
 async def run_inspect(
-    path: str | Path, *, principal: str | None = None, fmt: str = "json", out: TextIO | None = None
+    path: str | Path,
+    *,
+    principal: str | None = None,
+    fmt: str = "json",
+    out: TextIO | None = None,
+    search: str | None = None,
 ) -> int:
     out = out or sys.stdout
     cfg = load_config(path)
     who = parse_principal(cfg, principal)
-    data = await report(cfg, who)
+    data = await report(cfg, who, search=search)
     if principal is None:
         data.pop("explain")
     if fmt == "json":

@@ -1,0 +1,34 @@
+"""Small helpers the core tests share: a trivial handler, a tool factory, visible names.
+
+Imports only toolgate's core; no MCP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from toolgate import CallContext, Session, Tool
+from toolgate.state.base import StateStore
+from toolgate.state.listing import SessionListing
+
+
+def ok(args: Mapping[str, Any], ctx: CallContext) -> str:
+    """A handler that answers ``"ok"``."""
+    return "ok"
+
+
+def T(name: str, *groups: str, **kw: Any) -> Tool:
+    """A tool named ``name`` in ``groups`` that answers ``"ok"``."""
+    return Tool(name, f"{name} tool.", handler=ok, groups=groups, **kw)
+
+
+async def visible_names(session: Session) -> list[str]:
+    """The names a core session lists now."""
+    return [t.name for t in await session.list_tools()]
+
+
+def listing(store: StateStore) -> SessionListing:
+    """``store`` as the listing interface every built-in store implements."""
+    assert isinstance(store, SessionListing), f"{type(store).__name__} lists no sessions"
+    return store

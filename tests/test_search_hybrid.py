@@ -1,0 +1,169 @@
+"""Hybrid tool search with the real WordLlama embedder: meaning beyond shared words,
+access filtering, vectors cached on disk by text, incremental re-embedding, config."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from toolgate.catalog import Catalog, Tool
+from toolgate.embedding import Embedder, VectorCache, WordLlamaEmbedder, load_embedder
+from toolgate.errors import ConfigError
+from toolgate.search import SearchIndex, SearchSettings
+from toolgate.toolset import ToolSet
+
+TOOLS = [
+    Tool("get_weather", "Current weather and the forecast for a city."),
+    Tool("send_email", "Send an email message to a recipient."),
+    Tool("create_invoice", "Create an invoice for a customer."),
+    Tool("list_files", "List the files in a folder."),
+]
+
+
+class Counting(Embedder):
+    """The real WordLlama model, counting the texts it is asked to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.texts += list(texts)
+        return self.inner.embed(texts)
+
+
+@pytest.fixture(scope="module")
+def wordllama() -> WordLlamaEmbedder:
+    return WordLlamaEmbedder()
+
+
+def catalog() -> Catalog:
+    c = Catalog()
+    c.add_tools(TOOLS)
+    return c
+
+
+def hybrid(c: Catalog, embedder: Embedder, cache: Path | None = None) -> SearchIndex:
+    return SearchIndex(c, SearchSettings("hybrid", embedder=embedder, cache=cache))
+
+
+def test_the_shipped_model_embeds_texts_as_unit_vectors(wordllama: WordLlamaEmbedder) -> None:
+    vectors = wordllama.embed(["open a pull request", "天气预报"])
+    assert vectors.shape == (2, 256)
+    assert np.linalg.norm(vectors, axis=1) == pytest.approx([1.0, 1.0], abs=1e-4)
+    assert wordllama.model_id == "wordllama:l2_supercat:256"
+
+
+def test_hybrid_finds_a_tool_that_shares_no_word_with_the_query(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    c = catalog()
+    lexical = SearchIndex(c)
+    assert lexical.search("is it going to rain tomorrow") == []
+    found = hybrid(c, wordllama).search("is it going to rain tomorrow", limit=2)
+    assert found[0].name == "get_weather"
+
+
+def test_hybrid_keeps_lexical_matches_on_top(wordllama: WordLlamaEmbedder) -> None:
+    found = hybrid(catalog(), wordllama).search("create invoice", limit=4)
+    assert found[0].name == "create_invoice"
+    assert [h.score for h in found] == sorted((h.score for h in found), reverse=True)
+
+
+def test_hybrid_never_returns_what_the_caller_may_not_access(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    index = hybrid(catalog(), wordllama)
+    found = index.search("weather forecast", limit=4, allowed=lambda n: n != "get_weather")
+    assert found and "get_weather" not in [h.name for h in found]
+    assert index.search("weather", limit=4, allowed=lambda n: False) == []
+    assert index.explain("weather", limit=4, allowed=lambda n: False) == []
+
+
+def test_explain_gives_each_signal(wordllama: WordLlamaEmbedder) -> None:
+    [first, *_] = hybrid(catalog(), wordllama).explain("send an email", limit=3)
+    assert first.name == "send_email"
+    assert first.semantic is not None and 0 < first.semantic <= 1
+    assert first.bm25 > 0 and sum(first.fields.values()) == pytest.approx(first.bm25, rel=1e-4)
+
+
+def test_the_index_reembeds_only_tools_that_changed(wordllama: WordLlamaEmbedder) -> None:
+    c = catalog()
+    counting = Counting(wordllama)
+    index = hybrid(c, counting)
+    index.refresh()
+    assert len(counting.texts) == 4
+    c.add_tool(Tool("delete_file", "Delete a file for good."))
+    c.remove_tool("send_email")
+    assert index.search("remove a document", limit=1)[0].name == "delete_file"
+    assert index.embedded == 1
+    assert counting.texts[4] == "delete file Delete a file for good."
+    assert "send_email" not in [h.name for h in index.search("email message", limit=4)]
+
+
+def test_vectors_cached_on_disk_survive_a_restart(
+    wordllama: WordLlamaEmbedder, tmp_path: Path
+) -> None:
+    path = tmp_path / "vectors.sqlite"
+    first = Counting(wordllama)
+    hybrid(catalog(), first, path).refresh()
+    assert len(first.texts) == 4 and len(VectorCache(path)) == 4
+    again = Counting(wordllama)
+    c = catalog()
+    c.add_tool(Tool("rename_file", "Rename a file."))
+    index = hybrid(c, again, path)
+    before = index.search("weather forecast", limit=1)
+    assert before[0].name == "get_weather"
+    assert again.texts == ["rename file Rename a file.", "weather forecast"]  # + the query
+    assert index.embedded == 1
+
+
+def test_cached_vectors_are_keyed_by_model(wordllama: WordLlamaEmbedder, tmp_path: Path) -> None:
+    path = tmp_path / "vectors.sqlite"
+    hybrid(catalog(), wordllama, path).refresh()
+    other = Counting(wordllama)
+    other.model_id = "another-model"
+    hybrid(catalog(), other, path).refresh()
+    assert len(other.texts) == 4
+
+
+def test_toolset_search_settings_make_the_index_hybrid(wordllama: WordLlamaEmbedder) -> None:
+    ts = ToolSet(search=SearchSettings("hybrid", embedder=wordllama))
+    ts.add_tools(TOOLS)
+    assert ts.search_index.mode == "hybrid"
+    assert ts.search_index.search("rain tomorrow", limit=1)[0].name == "get_weather"
+
+
+def test_embedder_specs(wordllama: WordLlamaEmbedder) -> None:
+    assert load_embedder(wordllama) is wordllama
+    assert load_embedder("wordllama").model_id == "wordllama:l2_supercat:256"
+    for bad, problem in (
+        ("sentencepiece", "unknown embedder"),
+        ("wordllama:big", "not a number"),
+        ("no_such_module.sub:make", "cannot import"),
+        ("toolgate.search:SearchSettings", "not an Embedder"),
+    ):
+        with pytest.raises(ConfigError, match=problem):
+            load_embedder(bad)
+
+
+def test_an_embedder_returning_the_wrong_count_is_an_error() -> None:
+    class Broken(Embedder):
+        model_id = "broken"
+
+        def embed(self, texts: Sequence[str]) -> Any:
+            return np.ones((1, 8), dtype=np.float32)
+
+    with pytest.raises(ConfigError, match="returned 1 vectors for 4 texts"):
+        hybrid(catalog(), Broken()).refresh()
+
+
+def test_a_cache_that_cannot_be_opened_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="vector cache"):
+        VectorCache(tmp_path / "file" / "vectors.sqlite")
