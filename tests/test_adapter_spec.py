@@ -33,11 +33,13 @@ from toolgate import Principal
 from toolgate.client import GetGroupParams, GetGroupRequest, ListGroupsParams, ListGroupsRequest
 
 ROOT = ["cart_add", "ping", "status", "wipe"]
-MENU = sorted([*ROOT, "call_tool", "disable_tools", "enable_tools", "list_groups"])
-CATALOG = sorted([*ROOT, "call_tool", "enable_tools", "get_group", "list_groups"])
+META_TOOLS = ["call_tool", "describe_tools", "list_groups"]  # describe_tools: second level
+MENU = sorted([*ROOT, *META_TOOLS, "disable_tools", "enable_tools"])
+CATALOG = sorted([*ROOT, *META_TOOLS, "enable_tools", "get_group"])
 LISTED = {"legacy": MENU, "2026": CATALOG}
 LIST_CHANGED = ["notifications/tools/list_changed"]
 GET_FILE = BY_NAME["get_file"].wire()
+GET_FILE_LINE = "get_file(path): Get a file."  # the compact index's line for it
 
 
 def error_of(caught: pytest.ExceptionInfo[MCPError], name: str) -> str:
@@ -72,12 +74,13 @@ async def test_tools_list_keeps_the_icons_and_meta_of_catalog_and_host_tools(
     async with adapter.connect(era) as wire:
         # the host's own tool (MCPServer / FastMCP decorator / backend tool)
         status = await listed_tool(wire, "status")
-        # a catalog tool, once the era shows it: listed (legacy) or through get_group
+        # a catalog tool in full, once the era shows it: enabled (legacy) or get_group
         if wire.legacy:
-            await wire.call("enable_tools", {"groups": ["code"]})
-            get_file = await listed_tool(wire, "get_file")
+            opened = await wire.call("enable_tools", {"groups": ["code"], "detail": "full"})
+            [get_file] = structured(opened)["tools"]
         else:
-            [get_file] = structured(await wire.call("get_group", {"name": "code"}))["tools"]
+            group = await wire.call("get_group", {"name": "code", "detail": "full"})
+            [get_file] = structured(group)["tools"]
     assert status["icons"] == [ICON]
     assert META.items() <= status["_meta"].items()  # FastMCP adds keys of its own
     assert get_file == GET_FILE
@@ -123,7 +126,7 @@ async def test_enable_tools_returns_the_wags_fields_the_new_definitions_and_noti
         "available_tools": ["cart_add", "get_file", "ping", "status", "wipe"],
         "available_groups": ["repos"],
         "errors": [],
-        "tools": [GET_FILE],
+        "tools": [GET_FILE_LINE],
     }
     assert notified == LIST_CHANGED
     assert listed == sorted([*MENU, "get_file"])
@@ -195,7 +198,7 @@ BAD_ENABLE_INPUT: list[tuple[dict[str, Any], str]] = [
     ({"groups": []}, "'groups' must name at least one group"),
     ({"groups": [f"g{i}" for i in range(10_000)]}, "'groups' names 10000 groups; at most 64"),
     ({}, "Missing required argument 'groups': a list of group names"),
-    ({"groups": ["issues"], "extra": 1}, "Unexpected argument(s): extra; expected only"),
+    ({"groups": ["issues"], "extra": 1}, "Unexpected argument(s): extra; expected 'groups' and"),
 ]
 
 
@@ -253,8 +256,8 @@ async def test_activators_style_lists_one_activator_per_group_and_swaps_it(
     assert before == sorted(
         [
             *ROOT,
-            "call_tool",
-            "list_groups",
+            *META_TOOLS,
+            "enable_tools",  # opens several groups in one call
             "code.activate",
             "issues.activate",
             "read_mode.activate",
@@ -283,7 +286,7 @@ async def test_on_2026_the_list_never_changes_and_grouped_tools_still_run(
         dispatched = await wire.call("call_tool", {"name": "fork_repo", "arguments": {}})
         notified = await wire.notes.settled()
     assert structured(enabled)["enabled"] == ["code"]
-    assert structured(enabled)["tools"] == [GET_FILE]
+    assert structured(enabled)["tools"] == [GET_FILE_LINE]
     assert listed == CATALOG
     assert direct.structured_content == {"tool": "get_file", "args": {"path": "a.txt"}}
     assert dispatched.structured_content == {"tool": "fork_repo", "args": {}}
@@ -300,7 +303,7 @@ async def test_on_2026_get_group_returns_instructions_tools_and_child_groups(
     assert code.structured_content == {
         "name": "code",
         "description": "Code and repositories",
-        "tools": [GET_FILE],
+        "tools": [GET_FILE_LINE],
         "groups": [{"name": "repos", "description": "Repository admin"}],
     }
     assert structured(issues)["instructions"] == "Search before you file."
@@ -490,7 +493,7 @@ async def test_lazy_a_tool_must_be_described_before_it_is_called(adapter: Adapte
         async with served.connect() as wire:
             await wire.session.read_resource(f"{URI}?tools=cart_add")
             read_first = await wire.call("cart_add")
-    assert listed == sorted([*MENU, "describe_tools"])
+    assert listed == MENU
     assert before.is_error is True
     assert structured(before)["code"] == "TOOL_DESCRIPTION_REQUIRED"
     assert structured(before)["resource_uri"] == f"{URI}?tools=ping"

@@ -37,9 +37,17 @@ from _fixtures.spec import (
     spec_toolset,
 )
 from toolgate import Principal, Session, Tool, ToolHidden, ToolNotFound, ToolSet
+from toolgate.strategies.base import summary_wire
 
 T = TypeVar("T")
-META_TOOLS = {"call_tool", "disable_tools", "enable_tools", "get_group", "list_groups"}
+META_TOOLS = {
+    "call_tool",
+    "describe_tools",
+    "disable_tools",
+    "enable_tools",
+    "get_group",
+    "list_groups",
+}
 PRINCIPALS = [
     DEFAULT_PRINCIPAL,
     Principal(id="admin", trust="verified", scope=("*",)),
@@ -191,7 +199,11 @@ class AdapterMachine(RuleBasedStateMachine):
         assert [t.name for t in tools] == [t.name for t in expected]
         for tool, core in zip(tools, expected, strict=True):
             if tool.name != STATUS.name:  # the host's own tool: its schema is the host's
-                assert tool.model_dump(by_alias=True, exclude_none=True) == core.wire()
+                # a refreshed list shows opened groups' tools at the summary level
+                wire = (
+                    summary_wire(core.wire(), core, minimal=False) if core.groups else core.wire()
+                )
+                assert tool.model_dump(by_alias=True, exclude_none=True) == wire
 
 
 def machine(adapter: AdapterName, era: Era) -> type[AdapterMachine]:

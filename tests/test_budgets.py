@@ -301,6 +301,7 @@ async def test_mcp_client_is_refused_an_over_budget_group_with_the_numbers_and_n
     ]
     assert listed == [
         "call_tool",
+        "describe_tools",
         "disable_tools",
         "enable_tools",
         "list_groups",

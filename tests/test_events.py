@@ -312,7 +312,7 @@ async def test_each_listing_and_search_is_one_selection_event_of_counts() -> Non
         "strategy": "list_changed",
         "candidates": 4,
         "shown": 1,  # whoami; files is not active
-        "meta": 6,  # enable/disable_tools, list_groups, call_tool, search_tools(_regex)
+        "meta": 7,  # enable/disable, list_groups, call_tool, describe, search_tools(_regex)
         "hidden_access": 1,  # wipe_disk needs trust "linked"
         "hidden_discovery": 2,
         "tokens_flat": flat,

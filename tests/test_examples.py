@@ -60,6 +60,7 @@ async def test_fastmcp_example_reveals_a_group_then_its_stage_gated_tool_after_c
     async with fastmcp.Client(build(), mode="legacy") as client:
         assert await names(client) == [
             "call_tool",
+            "describe_tools",
             "disable_tools",
             "enable_tools",
             "list_groups",
@@ -119,6 +120,7 @@ async def test_fastmcp_example_on_the_stateless_protocol_offers_the_catalog_meta
     async with fastmcp.Client(build()) as client:
         assert await names(client) == [
             "call_tool",
+            "describe_tools",
             "enable_tools",
             "get_group",
             "list_groups",
@@ -151,6 +153,8 @@ async def test_lowlevel_example_activators_follow_the_group_tree_and_the_exclusi
         assert await names(client) == [
             "calc_activate",
             "call_tool",
+            "describe_tools",
+            "enable_tools",
             "files_activate",
             "list_groups",
             "ping",
@@ -160,6 +164,8 @@ async def test_lowlevel_example_activators_follow_the_group_tree_and_the_exclusi
         assert await names(client) == [
             "calc_activate",
             "call_tool",
+            "describe_tools",
+            "enable_tools",
             "files_deactivate",
             "files_edit_wipe",
             "files_edit_write",
@@ -172,6 +178,8 @@ async def test_lowlevel_example_activators_follow_the_group_tree_and_the_exclusi
             "calc_add",
             "calc_deactivate",
             "call_tool",
+            "describe_tools",
+            "enable_tools",
             "files_activate",
             "list_groups",
             "ping",
@@ -259,7 +267,8 @@ async def test_agent_loop_uses_the_catalog_meta_tools_of_a_server_without_the_ex
         transcript = await run_tasks(client, [("find a book about dune", {"words": "dune"})])
     assert transcript == [
         "mode: meta; tools at start: "
-        "['enable_tools', 'ping', 'search_tools', 'search_tools_regex', 'whoami']",
+        "['describe_tools', 'enable_tools', 'ping', 'search_tools', 'search_tools_regex', "
+        "'whoami']",
         "task: find a book about dune",
         "  get_group catalog -> tools ['book_price', 'find_book']",
         '  call find_book {"words": "dune"} -> ["dune"]',
@@ -305,7 +314,14 @@ async def test_example_gateway_serves_both_backends_and_hides_the_verified_only_
         with pytest.raises(MCPError) as err:
             await client.call_tool("todo_clear", {})
         await asyncio.sleep(0)
-    assert before == ["call_tool", "disable_tools", "enable_tools", "list_groups", "whoami"]
+    assert before == [
+        "call_tool",
+        "describe_tools",
+        "disable_tools",
+        "enable_tools",
+        "list_groups",
+        "whoami",
+    ]
     assert enabled.structured_content["available_tools"] == [
         "todo_add",
         "todo_list",

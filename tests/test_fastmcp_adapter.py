@@ -28,6 +28,7 @@ from toolgate.strategies import DeliveryConfig
 
 LEGACY_LIST = [
     "call_tool",
+    "describe_tools",
     "disable_tools",
     "drop_table",
     "enable_tools",
@@ -275,6 +276,7 @@ async def test_add_middleware_alone_binds_at_the_first_request() -> None:
     async with legacy(mcp) as (client, _):
         assert await tool_names(client) == [
             "call_tool",
+            "describe_tools",
             "disable_tools",
             "enable_tools",
             "list_groups",

@@ -38,6 +38,7 @@ from toolgate.strategies import DeliveryConfig
 
 CATALOG_LIST = [
     "call_tool",
+    "describe_tools",
     "drop_table",
     "enable_tools",
     "get_group",
@@ -47,6 +48,7 @@ CATALOG_LIST = [
 ]
 LEGACY_LIST = [
     "call_tool",
+    "describe_tools",
     "disable_tools",
     "drop_table",
     "enable_tools",
@@ -62,8 +64,11 @@ LEGACY_LIST = [
 async def test_on_2026_get_group_returns_instructions_tools_and_child_groups() -> None:
     mcp, _ = build()
     async with Client(mcp) as client:
-        group = await client.call_tool_mcp("get_group", {"name": "repos"})
+        group = await client.call_tool_mcp("get_group", {"name": "repos", "detail": "full"})
+        index = await client.call_tool_mcp("get_group", {"name": "repos"})
         missing = await client.call_tool_mcp("get_group", {"name": "nope"})
+    assert index.structured_content is not None
+    assert index.structured_content["tools"] == ["create_repository(name): Create a repository."]
     assert group.structured_content is not None
     assert group.structured_content["name"] == "repos"
     assert group.structured_content["description"] == "Repositories"
@@ -307,7 +312,7 @@ def crowded() -> FastMCP[Any]:
 
 
 async def test_fifty_concurrent_http_sessions_never_see_each_others_tools() -> None:
-    meta = ["call_tool", "disable_tools", "enable_tools", "list_groups"]
+    meta = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
     # JSON responses (no SSE stream per request) keep 1,100 HTTP round trips affordable
     async with serve_http(crowded().http_app(json_response=True)) as url:
 

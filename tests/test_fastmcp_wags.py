@@ -24,7 +24,7 @@ from toolgate.fastmcp import (
     in_group,
 )
 
-META = ["call_tool", "disable_tools", "enable_tools", "list_groups"]
+META = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
 
 
 class GithubHandlers:

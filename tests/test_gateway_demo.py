@@ -43,7 +43,7 @@ def test_demo_tour_prints_each_step_and_the_tokens_saved(tmp_path: Path) -> None
         "Step 7. Stages: checkout opens only after something is in the cart",
         "Step 8. Tokens: what the agent carries in its context",
     ]
-    assert "tools/list: 6 tools" in out
+    assert "tools/list: 7 tools" in out
     assert "Enable group 'issues' first (and its parents ['tracker'])" in out
     assert "notifications: notifications/tools/list_changed" in out
     assert "  -> JSON-RPC error -32602: Unknown tool: delete_issue" in out
@@ -73,6 +73,7 @@ async def test_demo_over_stdio_serves_the_demo_tools_and_says_how_to_connect(
             listed = [t.name for t in (await session.list_tools()).tools]
             assert listed == [
                 "call_tool",
+                "describe_tools",
                 "disable_tools",
                 "enable_tools",
                 "list_groups",

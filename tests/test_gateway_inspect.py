@@ -16,7 +16,7 @@ import pytest
 
 from _fixtures.gateway import gateway_config, gateway_env, toolgate_argv
 
-META = ["call_tool", "disable_tools", "enable_tools", "list_groups"]
+META = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
 
 
 def inspect(config: Path, *extra: str) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def test_inspect_token_numbers_are_sums_of_their_parts(default_view: dict[str, A
     totals = default_view["totals"]
     assert totals["flat"] == {"tools": 8, "tokens": sum(cost.values())}
     assert totals["disclosed"]["names"] == sorted([*META, "crash", "grow"])
-    assert totals["disclosed"]["tools"] == 6
+    assert totals["disclosed"]["tools"] == 7
     assert totals["saved_tokens"] == totals["flat"]["tokens"] - totals["disclosed"]["tokens"]
 
 

@@ -57,6 +57,7 @@ def test_inspector_lists_and_calls_tools_of_the_demo_over_stdio(
     listed = run(inspector, *demo, "--method", "tools/list")
     assert [t["name"] for t in listed["tools"]] == [
         "call_tool",
+        "describe_tools",
         "disable_tools",
         "enable_tools",
         "list_groups",
@@ -86,7 +87,7 @@ def test_inspector_lists_and_calls_tools_of_the_demo_over_http(
     gateway.start()
     try:
         listed = run(inspector, gateway.url, "--transport", "http", "--method", "tools/list")
-        assert len(listed["tools"]) == 6
+        assert len(listed["tools"]) == 7
         found = run(
             inspector,
             gateway.url,

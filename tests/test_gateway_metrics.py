@@ -150,7 +150,10 @@ async def test_selection_events_carry_counts_and_never_names(gateway: HttpGatewa
     }
     assert (last["principal"], last["kind"], last["strategy"]) == ("bob", "list", "list_changed")
     assert (last["candidates"], last["shown"], last["hidden_access"]) == (8, 2, 1)
-    assert (last["hidden_discovery"], last["meta"]) == (5, 6)  # menu + search meta-tools
+    assert (last["hidden_discovery"], last["meta"]) == (
+        5,
+        7,
+    )  # menu, describe and search meta-tools
     assert last["tokens_shown"] > 0 and last["tokens_flat"] > 0
     assert all(isinstance(v, int) for k, v in counts.items() if k not in ("kind", "strategy"))
 

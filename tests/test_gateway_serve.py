@@ -92,7 +92,7 @@ async def eventually(check: Callable[[], Any], timeout: float = 10.0) -> Any:
         await asyncio.sleep(0.05)
 
 
-META = ["call_tool", "disable_tools", "enable_tools", "list_groups"]
+META = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
 
 
 # -- stdio -------------------------------------------------------------------------------
@@ -306,7 +306,15 @@ async def test_search_strategy_finds_backend_tools_and_runs_them_through_call_to
 ) -> None:
     async with stdio_gateway(gateway_config(tmp_path, strategy="search")) as session:
         assert await tool_names(session) == sorted(
-            ["call_tool", "crash", "grow", "list_groups", "search_tools", "search_tools_regex"]
+            [
+                "call_tool",
+                "crash",
+                "describe_tools",
+                "grow",
+                "list_groups",
+                "search_tools",
+                "search_tools_regex",
+            ]
         )
         found = await session.call_tool("search_tools", {"query": "multiply", "limit": 1})
         assert found.structured_content is not None
@@ -352,7 +360,15 @@ async def test_renamed_meta_tools_are_served_under_their_configured_names(tmp_pa
     )
     async with stdio_gateway(config) as session:
         assert await tool_names(session) == sorted(
-            ["call_tool", "crash", "disable_tools", "groups", "grow", "open_groups"]
+            [
+                "call_tool",
+                "crash",
+                "describe_tools",
+                "disable_tools",
+                "groups",
+                "grow",
+                "open_groups",
+            ]
         )
         opened = await session.call_tool("open_groups", {"groups": ["math"]})
         assert opened.structured_content is not None

@@ -97,7 +97,7 @@ async def check_callers(scope: tuple[str, ...], active: frozenset[str]) -> None:
 
     activators = ListChangedStrategy(ts, style="activators")
     listed = {m.name for m in activators.listed_meta(Request(session), view)}
-    assert listed - {"list_groups", "call_tool"} == {
+    assert listed - {"list_groups", "call_tool", "enable_tools"} == {
         f"{n}.activate" for n in visible if verdict[n].activatable
     } | {f"{n}.deactivate" for n in visible if verdict[n].active and n != "quiet"}
 

@@ -304,8 +304,19 @@ async def test_the_catalog_fallback_lists_meta_tools_for_clients_without_the_ext
     async with connect(urls["catalog"], mode, declare=False) as plain:
         names = await tool_names(plain)
         opened = await plain.call_tool("get_group", {"name": "pull_requests"})
-    assert names == ["call_tool", "enable_tools", "get_group", "list_groups", "ping", "whoami"]
-    assert [t["name"] for t in opened.structured_content["tools"]] == ["merge_pr", "search"]
+    assert names == [
+        "call_tool",
+        "describe_tools",
+        "enable_tools",
+        "get_group",
+        "list_groups",
+        "ping",
+        "whoami",
+    ]
+    assert opened.structured_content["tools"] == [
+        "merge_pr(): Merge a PR.",
+        "search(): Search issues and PRs.",
+    ]
 
 
 # -- scope ----------------------------------------------------------------------------------

@@ -276,10 +276,11 @@ async def test_a_refreshed_list_shows_opened_groups_at_the_summary_level() -> No
     delivery = Delivery(build(), DeliveryConfig(strategy="list_changed"))
     await call(delivery, "enable_tools", {"groups": ["issues"]})
     tools = await listed(delivery)
-    assert tools["issue_read"] == {
+    assert tools["issue_read"] == {  # annotations (and an output schema) stay
         "name": "issue_read",
         "description": "Read an issue.",
         "inputSchema": dict(OPEN_SCHEMA),
+        "annotations": {"readOnlyHint": True},
     }
     assert tools["ping"]["description"] == "Check the server. Answers pong."  # root: full
 

@@ -31,7 +31,16 @@ from toolgate.lowlevel import BearerTokens, bind
 from toolgate.strategies import Addon, DeliveryConfig, Request
 
 SERVER_SCRIPT = str(Path(__file__).parent / "servers" / "lowlevel_demo.py")
-MENU_LIST = ["call_tool", "disable_tools", "enable_tools", "list_groups", "ping", "whoami", "wipe"]
+MENU_LIST = [
+    "call_tool",
+    "describe_tools",
+    "disable_tools",
+    "enable_tools",
+    "list_groups",
+    "ping",
+    "whoami",
+    "wipe",
+]
 
 
 def legacy(server: Any, notes: Notes | None = None, **options: Any) -> Client:
@@ -144,6 +153,7 @@ async def test_bearer_identities_over_http_decide_scope_and_trust() -> None:
     assert listed == [
         "call_tool",
         "delete_repo",
+        "describe_tools",
         "disable_tools",
         "enable_tools",
         "fork_repo",
@@ -236,7 +246,7 @@ async def test_a_stdio_server_serves_mcp_client_session_and_fastmcp_client() -> 
         assert deleted.structured_content == {"tool": "delete_repo", "args": {}}
     stdio = StdioTransport(sys.executable, [SERVER_SCRIPT, "stdio", "auto", "activators", "3"])
     async with fastmcp.Client(stdio, mode="legacy", message_handler=notes) as fm:
-        assert len(await fm.list_tools()) == 9
+        assert len(await fm.list_tools()) == 11  # with enable_tools and describe_tools
         me = await fm.call_tool_mcp("whoami", {})
     assert me.structured_content is not None
     assert me.structured_content["id"] == "local-admin"

@@ -23,7 +23,16 @@ from toolgate import Principal
 from toolgate.lowlevel import BearerTokens
 
 SERVER_SCRIPT = str(Path(__file__).parent / "servers" / "lowlevel_demo.py")
-CATALOG_LIST = ["call_tool", "enable_tools", "get_group", "list_groups", "ping", "whoami", "wipe"]
+CATALOG_LIST = [
+    "call_tool",
+    "describe_tools",
+    "enable_tools",
+    "get_group",
+    "list_groups",
+    "ping",
+    "whoami",
+    "wipe",
+]
 
 
 async def test_on_2026_a_confirm_policy_is_refused_without_asking() -> None:

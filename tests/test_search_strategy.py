@@ -31,9 +31,17 @@ PATH = {"type": "object", "properties": {"path": {"type": "string"}}, "required"
 EMPTY = {"type": "object", "properties": {}}
 # what a principal limited to these groups may reach: no "secrets", trust "declared"
 MEMBER = Principal("member", scope=("default", "code", "issues"))
-SEARCH_LIST = ["call_tool", "list_groups", "ping", "search_tools", "search_tools_regex"]
+SEARCH_LIST = [
+    "call_tool",
+    "describe_tools",
+    "list_groups",
+    "ping",
+    "search_tools",
+    "search_tools_regex",
+]
 MENU_LIST = [
     "call_tool",
+    "describe_tools",
     "disable_tools",
     "enable_tools",
     "list_groups",
@@ -262,6 +270,7 @@ async def test_search_on_2026_reveals_nothing_yet_the_tool_is_callable() -> None
     assert reply.result.structured["revealed"] == []
     assert await served.names(None, protocol=STATELESS) == [
         "call_tool",
+        "describe_tools",
         "enable_tools",
         "get_group",
         "list_groups",
@@ -317,7 +326,7 @@ BAD_REGEX = (
         (
             "search_tools",
             {"query": "pull", "max": 3},
-            "Unexpected argument(s): max; expected 'query' and optionally 'limit'",
+            "Unexpected argument(s): max; expected 'query' and optionally 'limit' and 'detail'",
         ),
         ("search_tools", {"query": "pull", "limit": 0}, LIMIT + "0"),
         ("search_tools", {"query": "pull", "limit": 100}, LIMIT + "100"),
@@ -389,6 +398,7 @@ async def test_the_search_flag_adds_the_search_meta_tools_to_catalog_and_list_ch
     served = Served(ts, DeliveryConfig(strategy="auto", search=True))
     assert await served.names(None, protocol=STATELESS) == [
         "call_tool",
+        "describe_tools",
         "enable_tools",
         "get_group",
         "list_groups",

@@ -27,7 +27,7 @@ from toolgate.strategies.base import LEGACY
 from toolgate.webmcp import webmcp_routes
 
 pytestmark = BROWSER_LOOP
-META_TOOLS = ["call_tool", "disable_tools", "enable_tools", "list_groups"]
+META_TOOLS = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
 
 
 async def shop_page(browser: Browser, gateway: DashboardGateway, token: str, **query: str) -> Page:
@@ -128,6 +128,7 @@ async def test_activation_re_registers_and_a_trust_gated_tool_is_never_registere
     assert await registered(page) == [
         "add_note",
         "call_tool",
+        "describe_tools",
         "disable_tools",
         "enable_tools",
         "list_groups",

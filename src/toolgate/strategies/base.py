@@ -217,14 +217,16 @@ def tool_entries(tools: Sequence[Tool], detail: Detail) -> list[Any]:
 OPEN_SCHEMA: Mapping[str, Any] = {"type": "object", "additionalProperties": True}
 
 
-def summary_wire(wire: Mapping[str, Any], tool: Tool) -> dict[str, Any]:
+def summary_wire(wire: Mapping[str, Any], tool: Tool, *, minimal: bool = True) -> dict[str, Any]:
     """A listed tool at the summary level: its one-line summary and an open object
-    schema, no output schema, annotations or icons (``title`` and ``_meta`` stay).
-    Without annotations a host assumes the cautious hints; the full definition has them."""
+    schema, without icons (``title`` and ``_meta`` stay). ``minimal`` (lazy descriptions'
+    seed) also drops the output schema and annotations: a host then assumes the cautious
+    hints. Otherwise they stay, so a client still checks and unwraps structured results
+    and shows the hints; they are what the host acts on, and small."""
     out = dict(wire)
     out["description"] = tool.summary_text
     out["inputSchema"] = dict(OPEN_SCHEMA)
-    for key in ("outputSchema", "annotations", "icons"):
+    for key in ("outputSchema", "annotations", "icons") if minimal else ("icons",):
         out.pop(key, None)
     return out
 

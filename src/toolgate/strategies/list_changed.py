@@ -90,7 +90,7 @@ class ListChangedStrategy(Strategy):
 
     def shape(self, wire: dict[str, Any], tool: Tool) -> dict[str, Any]:
         if self.grouped_list == "summary" and tool.groups:
-            return summary_wire(wire, tool)
+            return summary_wire(wire, tool, minimal=False)
         return wire
 
     def activator_suffixes(self) -> list[str]:
