@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 
 from _fixtures.gateway import ALICE_TOKEN, BOB_TOKEN, HttpGateway, gateway_config, toolgate_argv
 
@@ -179,3 +181,13 @@ def test_a_cursor_that_is_not_a_string_is_refused_naming_cursor(
         "not integer",
         "data": {"field": "cursor"},
     }
+
+
+async def test_clients_on_the_stateless_protocol_open_no_sessions_and_are_not_capped(
+    token_gateway: HttpGateway,
+) -> None:
+    # more 2026-07-28 clients of one principal than it may hold legacy sessions
+    for _ in range(PER_CLIENT + 2):
+        async with Client(StreamableHttpTransport(token_gateway.url, auth=BOB_TOKEN)) as client:
+            assert "list_groups" in [t.name for t in await client.list_tools()]
+            await client.call_tool_mcp("list_groups", {})
