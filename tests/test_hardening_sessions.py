@@ -1,14 +1,16 @@
 """Sessions cannot be exhausted: the real ``toolgate serve`` over HTTP, plain JSON-RPC.
 
 At most ``toolgate.http.max_sessions_per_client`` open sessions per client (the
-principal of a bearer token, else the address): the next ``initialize`` gets HTTP 429
-naming the limit, another client is still served, and ending a session (``DELETE``)
-or leaving it idle for ``idle_ttl`` frees its place, as the SDK ends it then too.
-A non-string cursor is refused naming ``cursor``.
+principal of a bearer token, else the address), concurrent ``initialize`` calls
+included: the next one gets HTTP 429 naming the limit, another client is still served,
+and ending a session (``DELETE``) or leaving it idle for ``idle_ttl`` frees its place,
+as the SDK ends it then too. Stateless-protocol clients open no sessions. A
+non-string cursor is refused naming ``cursor``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -134,6 +136,22 @@ def test_a_client_gets_at_most_its_share_of_sessions_and_ending_one_frees_its_pl
         assert again.status_code == 200
         for session in (sessions[1], again.headers["mcp-session-id"]):
             assert end(http, url, session) == 200
+
+
+async def test_concurrent_initializes_never_open_more_than_the_share(
+    open_gateway: HttpGateway,
+) -> None:
+    url = open_gateway.url
+    async with httpx.AsyncClient(timeout=10) as http:
+        answers = await asyncio.gather(
+            *(http.post(url, json=INITIALIZE, headers=headers()) for _ in range(3 * PER_CLIENT))
+        )
+        codes = sorted(r.status_code for r in answers)
+        for opened in answers:
+            if opened.status_code == 200:
+                session = opened.headers["mcp-session-id"]
+                assert (await http.delete(url, headers=headers(session=session))).status_code == 200
+    assert codes == [200] * PER_CLIENT + [429] * (2 * PER_CLIENT)
 
 
 def test_sessions_are_counted_per_principal_and_an_idle_one_ends_with_the_store_ttl(
