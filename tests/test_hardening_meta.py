@@ -5,6 +5,7 @@ A tool that ran reports its result even when the stage change after it cannot be
 like a made-up one; ``list_groups`` counts only the tools a principal may run; every
 group has a listed activator (tmcp), so a client that never re-lists reaches nested
 groups; argument errors name the problem in JSON's words and never echo 10 KB back.
+The access cases run through every adapter too (``_fixtures.spec``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
 from _fixtures.redis_server import RedisServer
+from _fixtures.spec import Adapter
 from toolgate import CallContext, Group, Policy, Principal, Tool, ToolSet
 from toolgate.errors import GroupNotFound
 from toolgate.flow import Flow, Stage, Transition
@@ -289,3 +291,31 @@ async def test_a_null_in_the_groups_list_says_null() -> None:
     async with activators() as client:
         is_error, body = await result_of(client, "enable_tools", {"groups": None})
     assert is_error and body["error"].endswith("not null")
+
+
+# -- the same through every adapter (SDK server, FastMCP, the gateway) ---------------------
+
+
+async def test_every_adapter_answers_an_out_of_scope_activator_as_an_unknown_tool(
+    adapter: Adapter,
+) -> None:
+    issues_only = Principal(id="local", trust="declared", scope=("issues", "default"))
+    async with adapter.connect(meta_tools="activators", principal=issues_only) as wire:
+        listed = [t.name for t in (await wire.session.list_tools()).tools]
+        answers = []
+        for group in ("code", "no_such_group"):
+            with pytest.raises(MCPError) as raised:
+                await wire.call(f"{group}.activate")
+            error = raised.value.error
+            answers.append((error.code, error.message.replace(group, "<g>"), error.data))
+    assert [n for n in listed if n.endswith(".activate")] == ["issues.activate"]
+    assert answers[0] == answers[1] == (-32602, "Unknown tool: <g>.activate", None)
+
+
+async def test_every_adapter_counts_a_groups_tools_by_what_the_principal_may_run(
+    adapter: Adapter,
+) -> None:
+    async with adapter.connect() as wire:  # trust "declared": delete_repo needs "verified"
+        body = (await wire.call("list_groups")).structured_content
+    assert body is not None
+    assert {g["name"]: g["tool_count"] for g in body["groups"]}["repos"] == 1
