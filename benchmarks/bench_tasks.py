@@ -58,7 +58,7 @@ VOCAB = ROOT.parent / "shared" / "data" / "tokenizers"
 BEGIN, END = "<!-- tasks:begin -->", "<!-- tasks:end -->"
 RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 #: The targets for every on-demand path (a client that does not re-list).
-SEARCH_LIMIT = 10  # the agent asks for a longer list when its task has several needs
+SEARCH_LIMIT = 30  # the agent asks for a long one-line-per-tool list when a task has several needs
 INDEX_LINE = re.compile(r"^([A-Za-z0-9_.-]+)\(")
 TARGETS = {"initial": 1000, "one_group": 0.90, "three_groups": 0.85, "calls": 2}
 

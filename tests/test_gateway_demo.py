@@ -8,7 +8,9 @@ the user on stderr how to connect.
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +113,37 @@ async def test_demo_over_http_needs_no_token_and_prints_its_url(demo_http: HttpG
         names = [t.name for t in await client.list_tools()]
         assert "checkout_start" in names
     assert f"Streamable HTTP endpoint: {demo_http.url}" in demo_http.log.read_text()
+
+
+def run_tour(db: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    env = gateway_env(TOOLGATE_TOKENIZER_DIR=str(SHARED_TOKENIZERS))
+    argv = [*toolgate_argv(), "demo", "--tour", "--db", str(db), *flags]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=90, env=env)
+
+
+def issue_titles(db: Path) -> list[str]:
+    with closing(sqlite3.connect(db)) as conn:
+        return [row[0] for row in conn.execute("SELECT title FROM tracker_issues ORDER BY id")]
+
+
+def test_demo_fresh_puts_the_demo_data_back_as_shipped(tmp_path: Path) -> None:
+    db = tmp_path / "demo.sqlite3"
+    assert run_tour(db).returncode == 0
+    shipped_and_one_run = issue_titles(db)
+    assert shipped_and_one_run.count("Try toolgate") == 1  # the tour wrote to the demo data
+    assert run_tour(db).returncode == 0
+    assert issue_titles(db).count("Try toolgate") == 2
+    fresh = run_tour(db, "--fresh")
+    assert fresh.returncode == 0, fresh.stderr
+    assert f"toolgate demo: demo data reset to the shipped data in {db}" in fresh.stderr
+    assert issue_titles(db) == shipped_and_one_run  # reset, then one tour again
+
+
+def test_demo_fresh_refuses_a_file_that_is_no_database_and_leaves_it(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my own notes, not a database\n" * 200)
+    done = run_tour(notes, "--fresh")
+    assert done.returncode != 0
+    assert f"toolgate: --fresh: cannot reset the demo data in {notes}: " in done.stderr
+    assert "file is not a database" in done.stderr
+    assert notes.read_text() == "my own notes, not a database\n" * 200

@@ -53,11 +53,12 @@ async def test_each_request_resolves_its_principal_once_for_every_part_that_serv
         assert await groups.start() == "groups"  # tools/list
         assert [g["name"] for g in await groups.list_groups()] == ["issues"]  # groups/list
         searched = await client.call_tool("search", {})  # tools/call
+        infos = [info async for info in listing(toolset.store).infos()]  # recorded while connected
     assert (searched.is_error, searched.content[0].text) == (False, "found")  # type: ignore[union-attr]
     assert {"tools/list", "groups/list", "tools/call"} <= set(requests)
     assert resolved == ["local"] * len(requests)  # one per request, not one per reader
-    infos = [info async for info in listing(toolset.store).infos()]
     assert [(i.principal, i.key.startswith("conn:")) for i in infos] == [("ada", True)]
+    assert [info async for info in listing(toolset.store).infos()] == []  # forgotten once closed
 
 
 def test_every_toolgate_error_maps_to_one_jsonrpc_error_that_names_the_problem() -> None:

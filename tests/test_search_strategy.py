@@ -142,7 +142,9 @@ async def test_search_strategy_lists_the_initial_view_and_its_meta_tools() -> No
 
 
 async def test_search_ranks_the_principals_tools_best_first_with_full_definitions() -> None:
-    reply = await search_mode().call("search_tools", {"query": "open a pull request"})
+    reply = await search_mode().call(
+        "search_tools", {"query": "open a pull request", "detail": "full"}
+    )
     assert (reply.result.is_error, reply.list_changed) == (False, False)
     assert reply.result.structured == {
         "query": "open a pull request",
@@ -167,13 +169,17 @@ async def test_search_never_returns_an_inaccessible_tool_even_when_it_matches_be
         "create_pull_request",
         "list_pull_requests",
     ]
-    reply = await served.call("search_tools", {"query": "pull request", "limit": 10})
+    reply = await served.call(
+        "search_tools", {"query": "pull request", "limit": 10, "detail": "full"}
+    )
     assert reply.result.structured is not None
     assert [r["name"] for r in reply.result.structured["results"]] == [
         "create_pull_request",
         "list_pull_requests",
     ]
-    regex = await served.call("search_tools_regex", {"pattern": "pull_request", "limit": 10})
+    regex = await served.call(
+        "search_tools_regex", {"pattern": "pull_request", "limit": 10, "detail": "full"}
+    )
     assert regex.result.structured is not None
     assert [r["name"] for r in regex.result.structured["results"]] == [
         "create_pull_request",
@@ -226,7 +232,9 @@ async def test_the_search_strategy_runs_no_tool_the_principal_may_not_access() -
 async def test_in_list_changed_mode_search_reveals_its_results_and_the_list_changes() -> None:
     served = list_changed_mode()
     assert await served.names() == MENU_LIST
-    reply = await served.call("search_tools", {"query": "open a pull request", "limit": 2})
+    reply = await served.call(
+        "search_tools", {"query": "open a pull request", "limit": 2, "detail": "full"}
+    )
     assert reply.list_changed is True
     assert reply.result.structured == {
         "query": "open a pull request",
@@ -290,7 +298,7 @@ async def test_regex_search_ranks_a_name_match_over_a_description_match() -> Non
     ts = build()
     ts.add_tool(Tool("read_docs", "Find the issue templates.", handler=echo("r"), groups=("code",)))
     served = Served(ts, DeliveryConfig(strategy="search"))
-    reply = await served.call("search_tools_regex", {"pattern": "issue"})
+    reply = await served.call("search_tools_regex", {"pattern": "issue", "detail": "full"})
     assert reply.result.structured == {
         "pattern": "issue",
         "results": [
@@ -319,23 +327,39 @@ BAD_REGEX = (
 @pytest.mark.parametrize(
     ("tool", "arguments", "error"),
     [
-        ("search_tools", {"query": ""}, "Search query must be a non-empty string"),
-        ("search_tools", {"query": "   "}, "Search query must be a non-empty string"),
-        ("search_tools", {"query": 5}, "Search query must be a non-empty string"),
+        (
+            "search_tools",
+            {"query": "", "detail": "full"},
+            "Search query must be a non-empty string",
+        ),
+        (
+            "search_tools",
+            {"query": "   ", "detail": "full"},
+            "Search query must be a non-empty string",
+        ),
+        ("search_tools", {"query": 5, "detail": "full"}, "Search query must be a non-empty string"),
         ("search_tools", {}, "Missing required argument 'query'"),
         (
             "search_tools",
-            {"query": "pull", "max": 3},
+            {"query": "pull", "max": 3, "detail": "full"},
             "Unexpected argument(s): max; expected 'query' and optionally 'limit' and 'detail'",
         ),
-        ("search_tools", {"query": "pull", "limit": 0}, LIMIT + "0"),
-        ("search_tools", {"query": "pull", "limit": 100}, LIMIT + "100"),
-        ("search_tools", {"query": "pull", "limit": "5"}, LIMIT + "'5'"),
-        ("search_tools", {"query": "pull", "limit": True}, LIMIT + "True"),
-        ("search_tools", {"query": "x" * 1001}, "'query' is 1001 characters; the limit is 1000"),
-        ("search_tools_regex", {"pattern": "pull_(req"}, BAD_REGEX),
-        ("search_tools_regex", {"pattern": ""}, "Search pattern must be a non-empty string"),
-        ("search_tools_regex", {"pattern": "a", "limit": 51}, LIMIT + "51"),
+        ("search_tools", {"query": "pull", "limit": 0, "detail": "full"}, LIMIT + "0"),
+        ("search_tools", {"query": "pull", "limit": 100, "detail": "full"}, LIMIT + "100"),
+        ("search_tools", {"query": "pull", "limit": "5", "detail": "full"}, LIMIT + "'5'"),
+        ("search_tools", {"query": "pull", "limit": True, "detail": "full"}, LIMIT + "True"),
+        (
+            "search_tools",
+            {"query": "x" * 1001, "detail": "full"},
+            "'query' is 1001 characters; the limit is 1000",
+        ),
+        ("search_tools_regex", {"pattern": "pull_(req", "detail": "full"}, BAD_REGEX),
+        (
+            "search_tools_regex",
+            {"pattern": "", "detail": "full"},
+            "Search pattern must be a non-empty string",
+        ),
+        ("search_tools_regex", {"pattern": "a", "limit": 51, "detail": "full"}, LIMIT + "51"),
     ],
 )
 async def test_bad_search_input_is_a_clear_tool_error_and_changes_nothing(
@@ -363,7 +387,7 @@ async def test_equal_scores_are_ordered_by_name_every_time() -> None:
     served = Served(ts, DeliveryConfig(strategy="search"))
     answers = []
     for _ in range(3):
-        reply = await served.call("search_tools", {"query": "build the report"})
+        reply = await served.call("search_tools", {"query": "build the report", "detail": "full"})
         assert reply.result.structured is not None
         answers.append([(r["name"], r["score"]) for r in reply.result.structured["results"]])
     assert (
@@ -479,12 +503,16 @@ async def test_mcp_client_on_2026_gets_results_only_and_calls_the_tool_directly(
     async with Client(server, mode="auto", message_handler=notes) as client:
         assert client.session.protocol_version == STATELESS
         assert await tool_names(client) == SEARCH_LIST
-        found = await client.call_tool("search_tools", {"query": "get a file", "limit": 1})
+        found = await client.call_tool(
+            "search_tools", {"query": "get a file", "limit": 1, "detail": "full"}
+        )
         assert await notes.settled() == []
         assert await tool_names(client) == SEARCH_LIST
         direct = await client.call_tool("get_file", {"path": "a.txt"})
         via = await client.call_tool("call_tool", {"name": "get_file", "arguments": {"path": "b"}})
-        hidden = await client.call_tool("search_tools", {"query": "pull request secret"})
+        hidden = await client.call_tool(
+            "search_tools", {"query": "pull request secret", "detail": "full"}
+        )
     assert found.structured_content is not None
     assert found.structured_content["results"] == [
         {"name": "get_file", "score": 6.16508, "tool": wire("get_file", "Get a file.", PATH)}
@@ -501,8 +529,12 @@ async def test_mcp_client_on_2026_gets_results_only_and_calls_the_tool_directly(
 async def test_hybrid_search_through_a_real_client_never_returns_an_inaccessible_tool() -> None:
     server = sdk_server(DeliveryConfig(strategy="search"), SearchSettings("hybrid"))
     async with Client(server, mode="auto") as client:
-        matched = await client.call_tool("search_tools", {"query": "pull request", "limit": 10})
-        meaning = await client.call_tool("search_tools", {"query": "propose my code changes"})
+        matched = await client.call_tool(
+            "search_tools", {"query": "pull request", "limit": 10, "detail": "full"}
+        )
+        meaning = await client.call_tool(
+            "search_tools", {"query": "propose my code changes", "detail": "full"}
+        )
     assert matched.structured_content is not None and meaning.structured_content is not None
     names = [r["name"] for r in matched.structured_content["results"]]
     # hybrid ranks every tool by meaning too: more results than lexical search finds,

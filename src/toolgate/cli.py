@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
         "--tour", action="store_true", help="run a scripted agent session and print it"
     )
     demo.add_argument("--db", default=None, help="the demo's SQLite file")
+    demo.add_argument(
+        "--fresh", action="store_true", help="reset the demo data (--db) to the shipped data"
+    )
 
     inspect = sub.add_parser("inspect", help="group tree, tool counts and token costs")
     inspect.add_argument("config", metavar="CONFIG")
@@ -143,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     port=args.port,
                     tour=args.tour,
                     db=args.db,
+                    fresh=args.fresh,
                     allowed_hosts=args.allow_host,
                 )
             )

@@ -9,6 +9,7 @@ low-level adapter with the dashboard and WebMCP routes mounted, over uvicorn.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -43,6 +44,8 @@ from toolgate.toolset import ToolSet
 from toolgate.webmcp import webmcp_routes
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+#: screenshots the documentation shows (``docs/guides/operators.md``), retaken by the tests
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
 CHROMIUM = ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--headless",
@@ -92,11 +95,16 @@ async def browser() -> AsyncIterator[Browser]:
             await chromium.close()
 
 
-async def screenshot(page: Page, name: str) -> Path:
-    """Save a full-page screenshot under ``test-artifacts/`` and return its path."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    await page.screenshot(path=str(path), full_page=True)
+async def screenshot(page: Page, name: str, *, docs: bool = False) -> Path:
+    """Save a full-page screenshot as ``test-artifacts/NAME.png`` and return its path.
+    With ``docs`` it is a picture the documentation shows: ``docs/img/NAME.png`` when
+    ``TOOLGATE_DOCS_SCREENSHOTS=1`` (refresh them after changing the dashboard), so an
+    ordinary test run leaves the committed pictures alone."""
+    refresh = docs and os.environ.get("TOOLGATE_DOCS_SCREENSHOTS") == "1"
+    folder = DOCS_IMAGES if refresh else ARTIFACTS
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    await page.screenshot(path=str(path), full_page=True, animations="disabled")
     return path
 
 

@@ -2,13 +2,15 @@
 
 Fills the demo config's ``{python}`` / ``{db}`` placeholders, prints how to connect
 (stderr), and serves over stdio or HTTP; ``--tour`` instead drives a scripted agent
-session in-process and prints what the agent sees at each step. Edge layer.
+session in-process and prints what the agent sees at each step; ``--fresh`` first puts
+the demo data back as shipped. Edge layer.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -19,6 +21,10 @@ import mcp_types as mt
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from toolgate.demo.db import Database
+from toolgate.demo.shop.schema import SHOP_SCHEMA
+from toolgate.demo.tracker.schema import TRACKER_SCHEMA
+from toolgate.errors import ConfigError
 from toolgate.gateway.config import GatewayConfig, parse_config
 from toolgate.gateway.serve import Gateway, serve
 from toolgate.tokens import TokenCounter, best_counter, wire_text
@@ -53,12 +59,37 @@ def _fill(value: Any, values: Mapping[str, str]) -> Any:
     return value
 
 
-def demo_config(db: str | Path | None = None) -> GatewayConfig:
-    """The shipped demo config with ``{python}`` and ``{db}`` filled in."""
+def demo_config(
+    db: str | Path | None = None, toolgate: Mapping[str, Any] | None = None
+) -> GatewayConfig:
+    """The shipped demo config with ``{python}`` and ``{db}`` filled in; each key of
+    ``toolgate`` replaces the shipped one (``{"dashboard": {...}}`` turns it on).
+
+    >>> demo_config(toolgate={"dashboard": {"enabled": True, "tokens": [digest]}})
+    """
     data = json.loads(CONFIG_PATH.read_text(encoding="utf-8"))
     values = {"python": sys.executable, "db": str(db or demo_db_path())}
     data["mcpServers"] = _fill(data["mcpServers"], values)
+    data["toolgate"].update(toolgate or {})
     return parse_config(data, source=CONFIG_PATH)
+
+
+def reset_demo_data(db: Path) -> bool:
+    """Drop and re-seed the demo's tables in ``db`` (the tracker's and the shop's, in
+    one transaction each); False when there is no file yet (the backends seed a new one).
+    A file that is no SQLite database raises ``ConfigError`` and is left as it was."""
+    if not db.exists():
+        return False
+    for schema in (TRACKER_SCHEMA, SHOP_SCHEMA):
+        database = Database(db, schema)
+        try:
+            with database.write() as conn:
+                database.reset(conn)
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(
+                f"--fresh: cannot reset the demo data in {db}: {exc}", key="db"
+            ) from None
+    return True
 
 
 def connect_help(transport: str, host: str, port: int, db: Path, out: TextIO) -> None:
@@ -111,8 +142,11 @@ async def run_demo(
     db: str | None = None,
     allowed_hosts: Sequence[str] = (),
     out: TextIO | None = None,
+    fresh: bool = False,
 ) -> int:
     db_path = Path(db) if db else demo_db_path()
+    if fresh and reset_demo_data(db_path):
+        print(f"toolgate demo: demo data reset to the shipped data in {db_path}", file=sys.stderr)
     cfg = demo_config(db_path)
     if tour:
         return await run_tour(cfg, out=out or sys.stdout)

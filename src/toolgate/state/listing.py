@@ -23,6 +23,9 @@ class SessionInfo:
     Written by the serving edge next to the session's state, under the same key and
     idle expiry; the view never reads it. ``scope`` and ``trust`` are the principal's
     as resolved when the session was last seen; ``last_seen`` is the store's clock.
+    ``client`` and ``client_version`` are what the client says it is (MCP
+    ``clientInfo``), when it says so. Records written before those fields existed read
+    back with them unset.
     """
 
     key: str
@@ -35,6 +38,8 @@ class SessionInfo:
     transport: str = "mcp"
     first_seen: float = 0.0
     last_seen: float = 0.0
+    client: str | None = None
+    client_version: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(
@@ -49,6 +54,8 @@ class SessionInfo:
                 "transport": self.transport,
                 "first_seen": self.first_seen,
                 "last_seen": self.last_seen,
+                "client": self.client,
+                "client_version": self.client_version,
             },
             separators=(",", ":"),
         )
@@ -67,6 +74,8 @@ class SessionInfo:
             transport=str(data.get("transport", "mcp")),
             first_seen=float(data.get("first_seen", 0.0)),
             last_seen=float(data.get("last_seen", 0.0)),
+            client=data.get("client"),
+            client_version=data.get("client_version"),
         )
 
 

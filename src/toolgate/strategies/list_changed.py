@@ -39,8 +39,8 @@ MetaStyle = Literal["menu", "activators"]
 GroupedList = Literal["summary", "full"]
 ListedActivators = Literal["always", "reachable"]
 ACTIVATOR_WORDS = 8  # an activator's description: the group's first clause, this long
-#: an activator takes no arguments; the bare object schema says so in fewer tokens than
-#: an empty ``properties`` (the run refuses any argument by name)
+#: an activator's schema: one per group is listed, so every token counts; the run
+#: refuses any argument itself, by name
 NO_ARGUMENTS: Mapping[str, Any] = {"type": "object"}
 
 
@@ -122,14 +122,11 @@ class ListChangedStrategy(Strategy):
                 result = await session.deactivate([group])
             return self._change_reply(result, request)
 
-        if action == "activate":
-            # the name says what it does; the description says what the group holds
-            what = few_words(g.description or g.title or group, ACTIVATOR_WORDS)
-            parent = f" (inside {g.parent})" if g.parent else ""
-            text = f"Enable: {what}{parent}"
-        else:
-            text = f"Disable the {group} tools."
-        return MetaTool(name, text, NO_ARGUMENTS, run)
+        # every group's activator is listed: a child's names its parent, which must be on
+        verb = "Enable" if action == "activate" else "Disable"
+        what = few_words(g.description or g.title or group, ACTIVATOR_WORDS)
+        inside = f" (inside {g.parent})" if g.parent and action == "activate" else ""
+        return MetaTool(name, f"{verb} {group}: {what}{inside}", NO_ARGUMENTS, run)
 
     def listed_meta(self, request: Request, view: View) -> list[MetaTool]:
         metas = super().listed_meta(request, view)

@@ -33,7 +33,7 @@ from toolgate.strategies.catalog import CatalogStrategy
 from toolgate.toolset import ToolSet
 
 DEFAULT_LIMIT = 5
-DEFAULT_FULL_RESULTS = 3
+DEFAULT_FULL_RESULTS = 1
 MAX_QUERY_LENGTH = 1000
 
 _LIMIT_PROPERTY: Mapping[str, Any] = {

@@ -1,9 +1,10 @@
 """``dashboard_app(source)``: the operator dashboard as a Starlette sub-application.
 
-Pages for live sessions (read from the store, so every replica sees them), the group
-tree with token costs, the explained view of a principal or session, and a live event
-stream (server-sent events from an ``EventRing`` on the bus). Every route but the login
-form and static assets needs the operator token. Edge layer: Starlette and Jinja2.
+An overview (backends' health, the token chart), live sessions (read from the store, so
+every replica sees them), the group tree with token costs, the explained view of a
+principal or session, and a live event stream (server-sent events from an ``EventRing``
+on the bus, filtered by type and principal). Every route but the login form and static
+assets needs the operator token. Edge layer: Starlette and Jinja2.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from toolgate.gateway.check import Snapshot
 from toolgate.gateway.config import GatewayConfig
 from toolgate.gateway.dashboard.auth import COOKIE, OperatorAuth
 from toolgate.gateway.dashboard.chart import Bar, bar_chart
-from toolgate.gateway.dashboard.events import EventRing, RingEvent, parse_prefixes
+from toolgate.gateway.dashboard.events import EventFilter, EventRing, RingEvent
 from toolgate.gateway.dashboard.sessions import session_rows
 from toolgate.gateway.edge import host_name
 from toolgate.gateway.inspect import describe, parse_principal
@@ -55,12 +56,15 @@ HERE = Path(__file__).parent
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 EVENT_PREFIXES = ("tool.", "group.", "budget.")
 Listed = Callable[[], Mapping[str, Sequence[Mapping[str, Any]]]]
+#: ``toolgate.gateway.ops.readiness``'s answer: ``status`` and ``backends``
+Health = Callable[[], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
 class DashboardSource:
     """What the dashboard reads: the gateway's config, its delivery (and through it the
-    toolset, store and event bus) and, for backend status, what each backend lists.
+    toolset, store and event bus), what each backend lists and, from a running gateway,
+    each backend's health (without it a backend that listed tools counts as up).
 
     >>> DashboardSource.from_gateway(gateway)
     """
@@ -68,6 +72,7 @@ class DashboardSource:
     config: GatewayConfig
     delivery: Delivery
     listed: Listed = field(default=dict)
+    health: Health | None = None
 
     @property
     def toolset(self) -> ToolSet:
@@ -84,7 +89,9 @@ class DashboardSource:
     @classmethod
     def from_gateway(cls, gateway: Any) -> DashboardSource:
         """From a built ``toolgate.gateway.serve.Gateway``."""
-        return cls(gateway.cfg, gateway.delivery, gateway.listed)
+        from toolgate.gateway.ops import readiness
+
+        return cls(gateway.cfg, gateway.delivery, gateway.listed, lambda: readiness(gateway))
 
 
 def host_allowed(netloc: str, hosts: frozenset[str]) -> bool:
@@ -222,6 +229,26 @@ def dashboard_app(
         data = await describe(snap, ts.default_principal, ts.token_counter)
         return {k: data[k] for k in ("tokenizer", "backends", "root", "groups", "totals")}
 
+    async def health_data(groups: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Overall status (None when unknown) and each backend's status, tools, error;
+        without the gateway's health, from what ``groups_data`` says was listed."""
+        if source.health is not None:
+            health = source.health()
+            return {"status": health["status"], "backends": dict(health["backends"])}
+        listed = (groups or await groups_data())["backends"]
+        backends = {
+            name: {"status": b["status"], "tools": b["tools"], "error": b.get("error")}
+            for name, b in listed.items()
+        }
+        return {"status": None, "backends": backends}
+
+    async def overview_data(groups: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Health and the live session count (cheap: polled by an open overview)."""
+        return {
+            "health": await health_data(groups),
+            "sessions": len(await session_rows(source.toolset)),
+        }
+
     async def explain_data(request: Request) -> dict[str, Any]:
         """``?session=KEY`` (that session's principal and state) or ``?principal=SPEC``
         (a new session of ``default``, a token principal's id, or ``id=x,trust=y``)."""
@@ -267,6 +294,12 @@ def dashboard_app(
         return ["default", *sorted({p.id for p in tokens})]
 
     # -- pages ----------------------------------------------------------------------------
+    async def overview_page(request: Request) -> Response:
+        groups = await groups_data()
+        data = {**await overview_data(groups), "groups": groups}
+        values = {"nav": "overview", "data": data, "chart": chart(groups)}
+        return page(request, "overview.html", values)
+
     async def sessions_page(request: Request) -> Response:
         return page(request, "sessions.html", {"nav": "sessions", "rows": await sessions_data()})
 
@@ -282,13 +315,29 @@ def dashboard_app(
             values["data"], values["error"] = None, exc.message
         return page(request, "explain.html", values, 200 if values["error"] is None else 404)
 
+    def event_filter(request: Request) -> EventFilter:
+        params = request.query_params
+        return EventFilter.from_query({k: params.getlist(k) for k in ("types", "principal", "q")})
+
+    def filtered(wanted: EventFilter) -> list[dict[str, Any]]:
+        return [e.to_dict() for e in reversed(ring.recent()) if wanted.matches(e)]
+
     async def events_page(request: Request) -> Response:
-        recent = [e.to_dict() for e in reversed(ring.recent())]
-        return page(
-            request, "events.html", {"nav": "events", "events": recent, "kinds": EVENT_PREFIXES}
-        )
+        wanted = event_filter(request)
+        seen = {e.event.principal for e in ring.recent() if e.event.principal}
+        values = {
+            "nav": "events",
+            "events": filtered(wanted),
+            "kinds": EVENT_PREFIXES,
+            "filter": wanted,
+            "principals": sorted(seen | set(principals()) - {"default"}),
+        }
+        return page(request, "events.html", values)
 
     # -- JSON and the event stream ----------------------------------------------------
+    async def api_overview(request: Request) -> Response:
+        return JSONResponse(await overview_data())
+
     async def api_sessions(request: Request) -> Response:
         return JSONResponse({"sessions": await sessions_data()})
 
@@ -302,30 +351,28 @@ def dashboard_app(
             return JSONResponse({"error": exc.message}, 404)
 
     async def api_events(request: Request) -> Response:
-        prefixes = parse_prefixes(request.query_params.getlist("types"))
-        text = request.query_params.get("q", "")
-        events = [e.to_dict() for e in reversed(ring.recent()) if e.matches(prefixes, text)]
-        return JSONResponse({"events": events})
+        return JSONResponse({"events": filtered(event_filter(request))})
 
     async def api_stream(request: Request) -> Response:
-        prefixes = parse_prefixes(request.query_params.getlist("types"))
-        text = request.query_params.get("q", "")
+        wanted = event_filter(request)
         after_text = request.headers.get("last-event-id") or request.query_params.get("after")
         after = int(after_text) if after_text and after_text.isdigit() else None
         return StreamingResponse(
-            _stream(ring, prefixes, text, after),
+            _stream(ring, wanted, after),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
     routes = [
-        Route("/", sessions_page),
+        Route("/", overview_page),
+        Route("/sessions", sessions_page),
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
         Route("/groups", groups_page),
         Route("/explain", explain_page),
         Route("/events", events_page),
+        Route("/api/overview", api_overview),
         Route("/api/sessions", api_sessions),
         Route("/api/groups", api_groups),
         Route("/api/explain", api_explain),
@@ -339,8 +386,7 @@ def dashboard_app(
 
 async def _stream(
     ring: EventRing,
-    prefixes: list[str],
-    text: str,
+    wanted: EventFilter,
     after: int | None,
     heartbeat: float = 15.0,
     lifetime: float = 60.0,
@@ -358,7 +404,7 @@ async def _stream(
         yield "retry: 1000\n\n"
         if after is not None:
             for item in ring.recent(after):
-                if item.matches(prefixes, text):
+                if wanted.matches(item):
                     yield _sse(item.id, item.to_dict())
         while (left := deadline - loop.time()) > 0:
             try:
@@ -368,7 +414,7 @@ async def _stream(
                 continue
             if item is None:
                 return
-            if item.matches(prefixes, text):
+            if wanted.matches(item):
                 yield _sse(item.id, item.to_dict())
     finally:
         ring.unsubscribe(queue)

@@ -11,9 +11,10 @@ import asyncio
 import itertools
 import threading
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from toolgate.events import Event, Sink
 
@@ -28,14 +29,50 @@ class RingEvent:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, **self.event.to_dict()}
 
-    def matches(self, prefixes: Sequence[str], text: str = "") -> bool:
-        """Whether the event's type starts with one of ``prefixes`` (all when empty) and
-        its session or principal contains ``text``."""
+    def matches(
+        self, prefixes: Sequence[str], text: str = "", principals: Sequence[str] = ()
+    ) -> bool:
+        """Whether the event's type starts with one of ``prefixes`` (all when empty), its
+        principal is one of ``principals`` (any when empty) and its session or
+        principal contains ``text``."""
         if prefixes and not any(self.event.type.startswith(p) for p in prefixes):
+            return False
+        if principals and self.event.principal not in principals:
             return False
         if not text:
             return True
         return any(text in (v or "") for v in (self.event.session, self.event.principal))
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Which events a page or stream shows, from its query: ``types`` (types or type
+    prefixes: ``group.``, ``tool.executed``), ``principal`` (exact ids) and ``q`` (text
+    in the session or principal). Repeated or comma-separated; empty means all.
+
+    >>> EventFilter.from_query({"types": ["group."], "principal": ["alice"]})
+    """
+
+    types: tuple[str, ...] = ()
+    principals: tuple[str, ...] = ()
+    text: str = ""
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, Sequence[str]]) -> EventFilter:
+        text = " ".join(query.get("q", ())).strip()
+        return cls(
+            tuple(parse_prefixes(query.get("types", ()))),
+            tuple(parse_prefixes(query.get("principal", ()))),
+            text,
+        )
+
+    def matches(self, item: RingEvent) -> bool:
+        return item.matches(self.types, self.text, self.principals)
+
+    def query(self) -> str:
+        """This filter as a query string (``types=…&principal=…``; empty for all)."""
+        pairs = [("types", ",".join(self.types)), ("principal", ",".join(self.principals))]
+        return urlencode([(k, v) for k, v in [*pairs, ("q", self.text)] if v])
 
 
 _CLOSED = None  # queue sentinel: the ring was closed, streams end

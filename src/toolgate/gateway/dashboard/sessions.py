@@ -1,9 +1,10 @@
 """Who is connected: ``SessionInfo`` records written as requests arrive, read back for
 the dashboard from the store (so every replica behind one Redis sees every session).
 
-``SessionRecorder`` writes at most one record per session every few seconds;
-``record_sessions`` is the SDK server middleware that feeds it for MCP requests.
-Edge layer: imports ``toolgate.lowlevel`` (the binding) and the state stores.
+``SessionRecorder`` writes at most one record per session every few seconds and
+forgets a legacy session when its connection closes; ``record_sessions`` is the SDK
+server middleware that feeds it for MCP requests. Edge layer: imports
+``toolgate.lowlevel`` (the binding) and the state stores.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp_types import CLIENT_INFO_META_KEY
 
 from toolgate.lowlevel import Binding
 from toolgate.policy import Principal
@@ -27,6 +29,8 @@ logger = logging.getLogger("toolgate.dashboard")
 Context = ServerRequestContext[Any, Any]
 #: methods that say nothing about a session's activity
 _QUIET = ("initialize", "ping")
+#: ``Connection.state`` key: the session key whose record ends with this connection
+_FORGET_ON_CLOSE = "toolgate.dashboard.forget_on_close"
 
 
 class SessionRecorder:
@@ -54,6 +58,7 @@ class SessionRecorder:
         protocol: str | None,
         strategy: str,
         transport: str = "mcp",
+        client: tuple[str | None, str | None] = (None, None),
     ) -> None:
         """Note that session ``key`` was just used; store failures are logged, never
         raised (the dashboard must not break a request)."""
@@ -73,6 +78,8 @@ class SessionRecorder:
             transport=transport,
             first_seen=last.first_seen if last is not None else now,
             last_seen=now,
+            client=client[0],
+            client_version=client[1],
         )
         unchanged = last is not None and replace(last, last_seen=now) == info
         if unchanged and last is not None and now - last.last_seen < self.every:
@@ -86,6 +93,19 @@ class SessionRecorder:
         self._written.move_to_end(key)
         while len(self._written) > self.remember:
             self._written.popitem(last=False)
+
+    async def closed(self, key: str) -> None:
+        """Session ``key``'s connection closed: a legacy session key is never used
+        again, so its record and state go now rather than at the idle expiry. Store
+        failures are logged, never raised."""
+        self._written.pop(key, None)
+        store = self.store
+        if store is None:
+            return
+        try:
+            await store.delete(key)
+        except Exception as exc:
+            logger.warning("cannot forget closed session %r: %s", key, exc)
 
 
 def record_sessions(binding: Binding, recorder: SessionRecorder) -> Any:
@@ -103,7 +123,8 @@ def record_sessions(binding: Binding, recorder: SessionRecorder) -> Any:
         if ctx.method in _QUIET or ctx.method.startswith("notifications/"):
             return result
         try:
-            strategy, request = (await binding.facts(ctx)).request(binding.delivery)
+            facts = await binding.facts(ctx)
+            strategy, request = facts.request(binding.delivery)
         except Exception as exc:  # unauthenticated, or no session: nothing to record
             logger.debug("not recording a %s request: %s", ctx.method, exc)
             return result
@@ -114,10 +135,40 @@ def record_sessions(binding: Binding, recorder: SessionRecorder) -> Any:
                 session.principal,
                 protocol=ctx.protocol_version,
                 strategy=strategy.name,
+                client=client_of(ctx),
             )
+            if facts.legacy:  # a 2026-07-28 "connection" lasts one request
+                forget_on_close(ctx, session.key, recorder)
         return result
 
     return middleware
+
+
+def client_of(ctx: Context) -> tuple[str | None, str | None]:
+    """The client's name and version: ``clientInfo`` from ``initialize`` (legacy) or
+    from the request's ``_meta`` (2026-07-28); ``(None, None)`` when it gave none."""
+    params = ctx.session.client_params
+    info: Any = params.client_info if params is not None else None
+    if info is None and ctx.meta is not None:
+        info = ctx.meta.get(CLIENT_INFO_META_KEY)  # typed by the SDK only with capabilities
+    if isinstance(info, dict):
+        name, version = info.get("name"), info.get("version")
+    else:
+        name, version = getattr(info, "name", None), getattr(info, "version", None)
+    return (
+        str(name) if name is not None else None,
+        str(version) if version is not None else None,
+    )
+
+
+def forget_on_close(ctx: Context, key: str, recorder: SessionRecorder) -> None:
+    """Forget session ``key`` when the connection behind ``ctx`` closes (client
+    ``DELETE``, the SDK's idle timeout, end of stdio), once per connection."""
+    connection = getattr(ctx.session, "_connection", None)
+    if connection is None or connection.state.get(_FORGET_ON_CLOSE) == key:
+        return
+    connection.state[_FORGET_ON_CLOSE] = key
+    connection.exit_stack.push_async_callback(recorder.closed, key)
 
 
 @dataclass(frozen=True)
@@ -153,6 +204,8 @@ class SessionRow:
             "protocol": info.protocol if info else None,
             "era": era(info.protocol) if info else None,
             "strategy": info.strategy if info else None,
+            "client": info.client if info else None,
+            "client_version": info.client_version if info else None,
             "active_groups": sorted(self.state.active),
             "stage": self.stage,
             "last_activity": self.last_activity,

@@ -41,9 +41,11 @@
     if (r.trust) principal.append(" ", el("span", { class: "tag" }, r.trust));
     const era = el("td", { class: "era" }, r.era || "?");
     if (r.protocol) era.append(" ", el("span", { class: "dim" }, r.protocol));
+    const client = el("td", { class: "client" }, r.client || "?");
+    if (r.client_version) client.append(" ", el("span", { class: "dim" }, r.client_version));
     const link = el("a", { href: base + "/explain?session=" + encodeURIComponent(r.key), title: r.key }, "explain");
     return el("tr", { "data-key": r.key },
-      principal, el("td", {}, r.transport || "?"), era,
+      principal, client, el("td", {}, r.transport || "?"), era,
       el("td", { class: "strategy" }, r.strategy || "?"),
       el("td", { class: "groups" }, ...tags(r.active_groups)),
       el("td", { class: "stage" }, r.stage),
@@ -57,7 +59,7 @@
       const data = await response.json();
       const tbody = document.querySelector("#sessions tbody");
       const rows = data.sessions.map(sessionRow);
-      if (!rows.length) rows.push(el("tr", { class: "empty" }, el("td", { colSpan: 8 }, "No live sessions.")));
+      if (!rows.length) rows.push(el("tr", { class: "empty" }, el("td", { colSpan: 9 }, "No live sessions.")));
       tbody.replaceChildren(...rows);
       document.getElementById("session-count").textContent = String(data.sessions.length);
       stamp(tbody);
@@ -66,11 +68,42 @@
     }
   }
 
+  // -- overview: backends' health and the live session count -----------------------------
+  async function refreshOverview() {
+    try {
+      const response = await fetch(base + "/api/overview", { credentials: "same-origin" });
+      if (response.status === 401) { location.href = base + "/login"; return; }
+      const data = await response.json();
+      const badge = document.getElementById("health-status");
+      if (badge && data.health.status) {
+        badge.textContent = data.health.status;
+        badge.className = "badge status-" + data.health.status;
+      }
+      for (const [name, b] of Object.entries(data.health.backends)) {
+        const row = document.querySelector(`#backends tr[data-backend="${CSS.escape(name)}"]`);
+        if (!row) continue;
+        const status = row.querySelector(".status");
+        status.textContent = b.status;
+        status.className = "status status-" + b.status;
+        row.querySelector(".tools").textContent = String(b.tools);
+        row.querySelector(".error").textContent = b.error || "";
+      }
+      document.getElementById("live-sessions").textContent = String(data.sessions);
+    } catch (err) {
+      console.warn("toolgate dashboard: cannot refresh the overview", err);
+    }
+  }
+
   // -- events ------------------------------------------------------------------------
+  function shown(v) {
+    if (typeof v === "object") return JSON.stringify(v);
+    if (typeof v === "number" && !Number.isInteger(v)) return String(Math.round(v * 1e4) / 1e4);
+    return v;
+  }
   function eventRow(e) {
     const skip = new Set(["id", "type", "time", "session", "principal"]);
     const details = Object.entries(e).filter(([k]) => !skip.has(k))
-      .map(([k, v]) => k + "=" + (typeof v === "object" ? JSON.stringify(v) : v)).join(" ");
+      .map(([k, v]) => k + "=" + shown(v)).join(" ");
     return el("tr", {
       "data-id": String(e.id), "data-type": e.type,
       "data-principal": e.principal || "", "data-session": e.session || "",
@@ -80,13 +113,11 @@
     el("td", { class: "session" }, e.session || ""), el("td", { class: "details" }, details));
   }
   function applyFilters() {
-    const form = document.getElementById("filters");
-    const kinds = [...form.querySelectorAll("input[name=types]:checked")].map((i) => i.value);
-    const q = form.querySelector("#q").value.trim();
+    // types and principal are filtered by the server (page and stream); the text
+    // filter hides rows as it is typed
+    const q = document.querySelector("#filters #q").value.trim();
     for (const row of document.querySelectorAll("#events tbody tr")) {
-      const typeOk = kinds.some((k) => row.dataset.type.startsWith(k));
-      const textOk = !q || row.dataset.session.includes(q) || row.dataset.principal.includes(q);
-      row.hidden = !(typeOk && textOk);
+      row.hidden = !(!q || row.dataset.session.includes(q) || row.dataset.principal.includes(q));
     }
   }
   function streamEvents() {
@@ -94,7 +125,9 @@
     const status = document.getElementById("stream-status");
     const newest = tbody.querySelector("tr[data-id]");
     const after = newest ? newest.dataset.id : "0";
-    const source = new EventSource(base + "/api/events/stream?after=" + after);
+    const form = document.getElementById("filters");
+    const query = form.dataset.query ? "&" + form.dataset.query : "";
+    const source = new EventSource(base + "/api/events/stream?after=" + after + query);
     source.onopen = () => { status.textContent = "live"; status.className = "live"; };
     source.onerror = () => { status.textContent = "reconnecting…"; status.className = "dim"; };
     source.addEventListener("toolgate", (message) => {
@@ -104,7 +137,10 @@
       while (tbody.rows.length > MAX_EVENT_ROWS) tbody.deleteRow(-1);
       applyFilters();
     });
-    document.getElementById("filters").addEventListener("input", applyFilters);
+    form.addEventListener("input", applyFilters);
+    form.addEventListener("change", (event) => {
+      if (event.target.name !== "q") form.requestSubmit();
+    });
     applyFilters();
   }
 
@@ -112,6 +148,7 @@
     stamp(document);
     setInterval(() => stamp(document), 5000);
     if (body.dataset.page === "sessions") setInterval(refreshSessions, refreshMs);
+    if (body.dataset.page === "overview") setInterval(refreshOverview, refreshMs);
     if (body.dataset.page === "events") streamEvents();
   });
 })();
