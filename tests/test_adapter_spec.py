@@ -194,11 +194,11 @@ async def test_enabling_one_of_an_exclusion_set_disables_the_other(adapter: Adap
 
 
 BAD_ENABLE_INPUT: list[tuple[dict[str, Any], str]] = [
-    ({"groups": "issues"}, "'groups' must be a list of group names, like [\"issues\"], not str"),
+    ({"groups": "issues"}, "'groups' must be a list of group names, like [\"issues\"], not string"),
     ({"groups": []}, "'groups' must name at least one group"),
     ({"groups": [f"g{i}" for i in range(10_000)]}, "'groups' names 10000 groups; at most 64"),
     ({}, "Missing required argument 'groups': a list of group names"),
-    ({"groups": ["issues"], "extra": 1}, "Unexpected argument(s): extra; expected 'groups' and"),
+    ({"groups": ["issues"], "extra": 1}, "Unexpected argument(s): 'extra'; expected 'groups' and"),
 ]
 
 
@@ -258,15 +258,18 @@ async def test_activators_style_lists_one_activator_per_group_and_swaps_it(
             *ROOT,
             *META_TOOLS,
             "enable_tools",  # opens several groups in one call
+            # every group's activator, the nested repos too (tmcp): no re-list needed
             "code.activate",
             "issues.activate",
             "read_mode.activate",
+            "repos.activate",
             "write_mode.activate",
         ]
     )
     assert structured(result)["enabled"] == ["code"]
     assert notified == LIST_CHANGED
     assert [n for n in after if n.startswith(("code.", "repos.", "get_"))] == [
+        "code.activate",
         "code.deactivate",
         "get_file",
         "repos.activate",

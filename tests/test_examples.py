@@ -150,10 +150,12 @@ async def test_lowlevel_example_activators_follow_the_group_tree_and_the_exclusi
 
     server, _ = build()
     async with Client(server, mode="legacy") as client:
+        # every group's activator is listed, the nested edit's too (tmcp)
         assert await names(client) == [
             "calc_activate",
             "call_tool",
             "describe_tools",
+            "edit_activate",
             "enable_tools",
             "files_activate",
             "list_groups",
@@ -165,7 +167,9 @@ async def test_lowlevel_example_activators_follow_the_group_tree_and_the_exclusi
             "calc_activate",
             "call_tool",
             "describe_tools",
+            "edit_activate",  # edit has show_deactivator=False: no edit_deactivate
             "enable_tools",
+            "files_activate",
             "files_deactivate",
             "files_edit_wipe",
             "files_edit_write",
@@ -175,10 +179,12 @@ async def test_lowlevel_example_activators_follow_the_group_tree_and_the_exclusi
         ]
         await client.call_tool("calc_activate", {})  # calc and files exclude each other
         assert await names(client) == [
+            "calc_activate",
             "calc_add",
             "calc_deactivate",
             "call_tool",
             "describe_tools",
+            "edit_activate",
             "enable_tools",
             "files_activate",
             "list_groups",

@@ -95,8 +95,15 @@ async def check_callers(scope: tuple[str, ...], active: frozenset[str]) -> None:
         n for n in visible if verdict[n].activatable and PARENTS[n] is not None
     ]
 
+    # tmcp: every group in scope has its activator; a deactivator while it is enabled
     activators = ListChangedStrategy(ts, style="activators")
     listed = {m.name for m in activators.listed_meta(Request(session), view)}
+    assert listed - {"list_groups", "call_tool", "enable_tools"} == {
+        f"{n}.activate" for n in visible
+    } | {f"{n}.deactivate" for n in visible if verdict[n].enabled and n != "quiet"}
+    # "reachable": only what can succeed now
+    reachable = ListChangedStrategy(ts, style="activators", activators="reachable")
+    listed = {m.name for m in reachable.listed_meta(Request(session), view)}
     assert listed - {"list_groups", "call_tool", "enable_tools"} == {
         f"{n}.activate" for n in visible if verdict[n].activatable
     } | {f"{n}.deactivate" for n in visible if verdict[n].active and n != "quiet"}

@@ -299,9 +299,9 @@ async def test_describe_tools_with_only_unknown_names_is_an_error_result() -> No
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ({"tools": "whoami"}, "'tools' must be a list of tool names, like [\"a\"], not str"),
-        ({"tools": [1]}, "'tools' must contain tool-name strings"),
-        ({"tools": ["whoami"], "x": 1}, "Unexpected argument(s): x; expected only 'tools'"),
+        ({"tools": "whoami"}, "'tools' must be a list of tool names, like [\"a\"], not string"),
+        ({"tools": [1]}, "'tools' must contain tool-name strings, not integer"),
+        ({"tools": ["whoami"], "x": 1}, "Unexpected argument(s): 'x'; expected 'tools'"),
     ],
 )
 async def test_describe_tools_rejects_bad_arguments_clearly(

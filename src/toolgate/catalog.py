@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from toolgate.errors import RegistrationError
+from toolgate.errors import MAX_GROUP_NAME, RegistrationError
 from toolgate.flow import Flow
 from toolgate.policy import DEFAULT_POLICY, Policy
 
@@ -214,10 +214,10 @@ def check_tool_name(name: str) -> None:
 
 
 def check_group_name(name: str) -> None:
-    if not isinstance(name, str) or len(name) > 64 or not GROUP_NAME.match(name):
+    if not isinstance(name, str) or len(name) > MAX_GROUP_NAME or not GROUP_NAME.match(name):
         raise RegistrationError(
             f"Invalid group name {name!r}: use lowercase letters and digits, words joined "
-            "by single '_' or '-', at most 64 characters",
+            f"by single '_' or '-', at most {MAX_GROUP_NAME} characters",
             name=name,
         )
 

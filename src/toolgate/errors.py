@@ -7,7 +7,32 @@ module is the base layer: it imports nothing from toolgate.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+#: DESIGN 3: group names have at most this many characters (checked at registration,
+#: and the bound every error message about a group name keeps to)
+MAX_GROUP_NAME = 64
+
+
+def json_type(value: Any) -> str:
+    """What ``value`` is, in JSON's words (``null``, ``boolean``, ``integer``,
+    ``number``, ``string``, ``array``, ``object``): a caller sent JSON, not Python."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, Sequence):
+        return "array"
+    return type(value).__name__
 
 
 class ToolgateError(Exception):
@@ -42,6 +67,14 @@ class GroupNotFound(ToolgateError):
     code = "group_not_found"
 
     def __init__(self, name: str) -> None:
+        if isinstance(name, str) and len(name) > MAX_GROUP_NAME:
+            # no group has such a name: say the limit, never echo a caller's 10 KB back
+            super().__init__(
+                f"Unknown group: group names are at most {MAX_GROUP_NAME} characters; "
+                f"this one has {len(name)}",
+                group=f"{name[:MAX_GROUP_NAME]}…",
+            )
+            return
         super().__init__(f"Unknown group: {name}", group=name)
 
 

@@ -26,7 +26,7 @@ from toolgate.request import Live, LiveConnections, RequestFacts, request_facts
 from toolgate.strategies import Delivery
 from toolgate.strategies.base import GROUPS_EXTENSION, Request
 from toolgate.strategies.groups import GROUPS_LIST_CHANGED, GroupsStrategy
-from toolgate.wire import mcp_error
+from toolgate.wire import PageParams, cursor_of, mcp_error
 
 SETTINGS: Mapping[str, Any] = {"listChanged": True}
 
@@ -36,7 +36,7 @@ FactsOf = Callable[[Context], Awaitable[RequestFacts]]
 Identity = IdentityResolver | IdentityFn | None
 
 
-class ListGroupsParams(mt.PaginatedRequestParams):
+class ListGroupsParams(PageParams):
     """``groups/list`` params: ``cursor`` and ``_meta``."""
 
 
@@ -99,7 +99,7 @@ class GroupsEndpoint:
     async def list_groups(self, ctx: Context, params: ListGroupsParams) -> dict[str, Any]:
         facts, request = await self._request(ctx, "groups/list")
         try:
-            result = self.strategy.groups_list(request, params.cursor)
+            result = self.strategy.groups_list(request, cursor_of(params))
         except ToolgateError as exc:
             raise mcp_error(exc) from exc
         live = self.live.remember(ctx, facts)

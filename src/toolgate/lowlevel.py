@@ -38,7 +38,10 @@ from toolgate.strategies.base import Request, Strategy
 from toolgate.toolset import ToolSet
 from toolgate.wire import (
     RESOURCE_NOT_FOUND,
+    PageParams,
     call_result,
+    check_cursor,
+    cursor_of,
     mcp_error,
     raise_or_result,
     result_from_mcp,
@@ -125,8 +128,8 @@ class Binding:
     async def list_tools(
         self, ctx: Context, params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
+        cursor = cursor_of(params)
         strategy, request = await self.request_for(ctx)
-        cursor = params.cursor if params is not None else None
         try:
             page = await self.delivery.list_tools(strategy, request, cursor)
         except ToolgateError as exc:
@@ -149,6 +152,7 @@ class Binding:
     async def list_resources(
         self, ctx: Context, params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
+        cursor_of(params)
         _, request = await self.request_for(ctx)
         try:
             ours = await self.delivery.list_resources(request)
@@ -198,18 +202,18 @@ class Binding:
     # -- installation ------------------------------------------------------------------
     def _install(self) -> None:
         server = self.server
-        server.add_request_handler("tools/list", mt.PaginatedRequestParams, self.list_tools)
+        server.add_request_handler("tools/list", PageParams, self.list_tools)
         server.add_request_handler("tools/call", mt.CallToolRequestParams, self.call_tool)
         if self.delivery.addons:
             self._resources_list = server.get_request_handler("resources/list")
             self._resources_read = server.get_request_handler("resources/read")
-            server.add_request_handler(
-                "resources/list", mt.PaginatedRequestParams, self.list_resources
-            )
+            server.add_request_handler("resources/list", PageParams, self.list_resources)
             server.add_request_handler(
                 "resources/read", mt.ReadResourceRequestParams, self.read_resource
             )
         _with_list_changed(server)
+        if check_cursor not in server.middleware:
+            server.middleware.append(check_cursor)
 
 
 def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> None:

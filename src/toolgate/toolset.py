@@ -10,6 +10,7 @@ imports; strategies and adapters sit above it.
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -67,11 +68,13 @@ from toolgate.view import (
 
 HiddenToolErrors = str  # "hint" | "opaque"
 R = TypeVar("R")
+logger = logging.getLogger("toolgate.toolset")
 
 
 @dataclass(frozen=True)
 class GroupInfo:
-    """A group as ``list_groups`` shows it; ``tool_count`` counts its own tools."""
+    """A group as ``list_groups`` shows it; ``tool_count`` counts its own tools that
+    the principal may run (access rules 1-5 pass)."""
 
     name: str
     title: str | None
@@ -99,6 +102,9 @@ class CallOutcome:
     stage_from: str | None = None
     stage_to: str | None = None
     visible_changed: bool = False
+    #: the tool ran, but its stage change could not be saved (the session stays in
+    #: ``stage_from``); the result is still the tool's, never a retryable failure
+    state_error: str | None = None
 
     @property
     def stage_changed(self) -> bool:
@@ -505,9 +511,18 @@ class Session:
         return self.group_infos(view)
 
     def group_infos(self, view: View) -> list[GroupInfo]:
+        """``tool_count`` counts the tools this principal may run: a tool hidden by an
+        access rule is, to it, indistinguishable from a tool that does not exist."""
         cat = self.toolset.catalog
         return [
-            GroupInfo(g.name, g.title, g.description, v.active, g.parent, len(cat.tools_in(g.name)))
+            GroupInfo(
+                g.name,
+                g.title,
+                g.description,
+                v.active,
+                g.parent,
+                sum(1 for t in cat.tools_in(g.name) if view.is_accessible(t)),
+            )
             for v in view.groups
             if v.visible and (g := v.group) is not None
         ]
@@ -768,7 +783,20 @@ class Session:
         nxt = ts.catalog.flow.next_stage(stage, name, tool.next_stage)
         if nxt is None or nxt == stage:
             return CallOutcome(result)
-        changed = await self.set_stage(nxt, trigger=name)
+        try:
+            changed = await self.set_stage(nxt, trigger=name)
+        except Exception as exc:
+            # The tool has run: a failure here must not read as a failed call, or a
+            # client's retry would repeat its side effect. Report the result; log this.
+            problem = exc.message if isinstance(exc, ToolgateError) else f"{exc}"
+            logger.error(
+                "tool %r ran, but moving session %r to stage %r failed: %s",
+                name,
+                self.key,
+                nxt,
+                problem,
+            )
+            return CallOutcome(result, stage_from=stage, state_error=problem)
         return CallOutcome(result, stage_from=stage, stage_to=nxt, visible_changed=changed)
 
     def _refuse_args(self, name: str, message: str) -> CallOutcome:

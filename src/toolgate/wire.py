@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import mcp_types as mt
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from toolgate.catalog import ToolResult
@@ -23,6 +24,7 @@ from toolgate.errors import (
     ToolNotFound,
     Unauthenticated,
     UnknownToolsets,
+    json_type,
 )
 
 RESOURCE_NOT_FOUND = -32002  # the groups extension's "not found" code, as for resources
@@ -38,6 +40,44 @@ JSONRPC_ERRORS: dict[type[ToolgateError], int] = {
     Unauthenticated: mt.INVALID_REQUEST,
     UnknownToolsets: mt.INVALID_PARAMS,
 }
+
+
+class PageParams(mt.PaginatedRequestParams):
+    """Params of a paginated request (``tools/list``, ``resources/list``,
+    ``groups/list``) whose ``cursor`` is checked by ``cursor_of`` rather than by the
+    SDK, so a client that sends a number hears about ``cursor``, not "Invalid request
+    parameters"."""
+
+    cursor: Any = None
+
+
+def cursor_of(params: mt.PaginatedRequestParams | None) -> str | None:
+    """The request's cursor; a JSON-RPC invalid-params error naming it when it is not
+    a string."""
+    cursor = params.cursor if params is not None else None
+    if cursor is None or isinstance(cursor, str):
+        return cursor
+    raise MCPError(
+        code=mt.INVALID_PARAMS,
+        message=f"Invalid cursor: must be a string (the nextCursor of the previous page), "
+        f"not {json_type(cursor)}",
+        data={"field": "cursor"},
+    )
+
+
+#: requests whose params carry a ``cursor`` (the groups extension's too)
+PAGINATED = frozenset(
+    {"tools/list", "resources/list", "resources/templates/list", "prompts/list", "groups/list"}
+)
+
+
+async def check_cursor(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """``ServerMiddleware``: a paginated request whose cursor is not a string is refused
+    by ``cursor_of``, before the SDK's surface validation answers "Invalid request
+    parameters" without saying which."""
+    if ctx.method in PAGINATED and isinstance(ctx.params, Mapping):
+        cursor_of(PageParams(cursor=ctx.params.get("cursor")))
+    return await call_next(ctx)
 
 
 def jsonrpc_code(exc: ToolgateError) -> int | None:

@@ -21,7 +21,6 @@ from fastmcp.tools.base import InputRequiredToolResult
 from fastmcp.tools.base import Tool as FastMCPTool
 from fastmcp.tools.base import ToolResult as FastMCPResult
 from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPError
 
 from toolgate.catalog import CallContext, ToolResult
 from toolgate.errors import RegistrationError, ToolgateError
@@ -42,7 +41,7 @@ from toolgate.strategies import Delivery, DeliveryConfig
 from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy, emit_selection
 from toolgate.toolset import ToolSet
 from toolgate.view import paginate
-from toolgate.wire import mcp_error, raise_or_result, tool_model
+from toolgate.wire import PageParams, cursor_of, mcp_error, raise_or_result, tool_model
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -270,9 +269,7 @@ class ToolgateMiddleware(Middleware):
             return await call_next(ctx)
         await self._ready(None)
         params = ctx.params if isinstance(ctx.params, Mapping) else {}
-        cursor = params.get("cursor")
-        if cursor is not None and not isinstance(cursor, str):
-            raise MCPError(code=mt.INVALID_PARAMS, message="Invalid cursor: must be a string")
+        cursor = cursor_of(PageParams(cursor=params.get("cursor")))
         items, next_cursor = await self._list(ctx, cursor)
         return mt.ListToolsResult(tools=self._tool_models(items), next_cursor=next_cursor)
 

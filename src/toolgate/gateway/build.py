@@ -330,4 +330,5 @@ def delivery_config(cfg: GatewayConfig) -> DeliveryConfig:
         search_full_results=tg.search.full_results,
         names=MetaNames(**tg.meta_tool_names),
         grouped_list=tg.grouped_list,
+        activators=tg.activators,
     )

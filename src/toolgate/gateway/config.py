@@ -293,6 +293,10 @@ class HttpConfig(_Model):
     max_connections: int = Field(1000, ge=1)
     max_header_bytes: int = Field(16_384, ge=1024)
     allowed_origins: list[str] = Field(default_factory=list)
+    #: open MCP sessions (legacy protocol) in all, and per client: one principal (a
+    #: credential the gateway accepts) or, without one, one address
+    max_sessions: int = Field(10_000, ge=1)
+    max_sessions_per_client: int = Field(32, ge=1)
 
 
 class ToolgateConfig(_Model):
@@ -308,6 +312,7 @@ class ToolgateConfig(_Model):
     page_size: int = Field(100, ge=1, le=10_000)
     groups_fallback: Literal["flatten", "catalog"] = "flatten"
     grouped_list: Literal["summary", "full"] = "summary"
+    activators: Literal["always", "reachable"] = "always"
     always: list[str] = Field(default_factory=list)
     groups: dict[str, GroupConfig] = Field(default_factory=dict)
     exclusive: list[list[str]] = Field(default_factory=list)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TextIO
@@ -22,7 +23,9 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Mount
+from starlette.types import Scope
 
 from toolgate.catalog import CallContext, Handler, Tool, ToolResult
 from toolgate.errors import ConfigError, StoreUnavailable
@@ -36,6 +39,7 @@ from toolgate.gateway.build import (
     principal_from,
 )
 from toolgate.gateway.config import GatewayConfig
+from toolgate.gateway.session_cap import ClientOf, SessionCap
 from toolgate.identity import BearerTokens, IdentityResolver
 from toolgate.lowlevel import Binding, bind
 from toolgate.policy import TrustLadder
@@ -396,11 +400,24 @@ class Gateway:
         )
         from toolgate.gateway.ops import auth_options
 
+        tg = self.cfg.toolgate
+        auth = auth_options(self.cfg, self.identity)
         app = binding.streamable_http_app(
-            host=host, transport_security=security, **auth_options(self.cfg, self.identity)
+            host=host,
+            transport_security=security,
+            # a transport session ends when its store state would: idle for idle_ttl
+            session_idle_timeout=tg.idle_ttl,
+            max_sessions=tg.http.max_sessions,
+            **auth,
         )
         for mount in self.apps:
             app.router.routes.extend(mount(self, host, allowed_hosts))
+        app.add_middleware(
+            SessionCap,
+            per_client=tg.http.max_sessions_per_client,
+            idle_timeout=tg.idle_ttl,
+            client_of=client_of(self.identity, verified="token_verifier" in auth),
+        )
         return self.guarded(app, host=host, allowed_hosts=allowed_hosts)
 
     def guarded(self, app: Starlette, *, host: str, allowed_hosts: Sequence[str]) -> Starlette:
@@ -438,6 +455,27 @@ class Gateway:
     async def close(self) -> None:
         await self.store.close()
         self.events.close()
+
+
+def client_of(identity: IdentityResolver, *, verified: bool) -> ClientOf:
+    """Who a request comes from, for the per-client session bound: the principal of a
+    configured bearer token; the credential itself when the HTTP layer verifies tokens
+    before a session opens (OAuth, ``verified``); otherwise the client's address, so
+    made-up credentials cannot buy a caller more sessions."""
+
+    def client(scope: Scope, headers: Headers) -> str:
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        if token and scheme.lower() == "bearer":
+            if isinstance(identity, BearerTokens):
+                principal = identity.principal_for(token)
+                if principal is not None:
+                    return f"principal:{principal.id}"
+            elif verified:
+                return f"credential:{hashlib.sha256(token.encode()).hexdigest()}"
+        address = scope.get("client")
+        return f"address:{address[0] if address else 'unknown'}"
+
+    return client
 
 
 def server_options(cfg: GatewayConfig, *, host: str, port: int) -> dict[str, Any]:

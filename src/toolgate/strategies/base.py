@@ -12,11 +12,11 @@ import re
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal
 
 from toolgate.activation import ChangeResult
 from toolgate.catalog import CallContext, Tool, ToolResult
-from toolgate.errors import InvalidArguments, ToolgateError
+from toolgate.errors import MAX_GROUP_NAME, InvalidArguments, ToolgateError, json_type
 from toolgate.policy import Confirmer
 from toolgate.tokens import wire_text
 from toolgate.toolset import CallOutcome, Session, ToolSet
@@ -130,6 +130,38 @@ def groups_note(view: View) -> str:
     return "Groups: " + "; ".join(parts) + tail + "."
 
 
+def unexpected_arguments(
+    arguments: Mapping[str, Any], accepted: Sequence[str], tool: str | None = None
+) -> None:
+    """Raise ``InvalidArguments`` naming every argument not in ``accepted`` (and what is
+    accepted), and for arguments that are not a JSON object at all."""
+    if not isinstance(arguments, Mapping):
+        raise InvalidArguments(f"Arguments must be a JSON object, not {json_type(arguments)}")
+    extra = sorted(set(arguments) - set(accepted))
+    if not extra:
+        return
+    named = ", ".join(repr(short(str(k), 64)) for k in extra[:10])
+    more = f" and {len(extra) - 10} more" if len(extra) > 10 else ""
+    if accepted:
+        expected = "expected " + " and ".join(repr(k) for k in accepted)
+    else:
+        expected = f"{tool} takes no arguments" if tool else "it takes no arguments"
+    raise InvalidArguments(f"Unexpected argument(s): {named}{more}; {expected}")
+
+
+def no_arguments(tool: str, arguments: Mapping[str, Any]) -> None:
+    """A meta-tool without arguments refuses any, by name."""
+    unexpected_arguments(arguments, (), tool)
+
+
+def short(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was: an error message
+    never echoes a caller's 10 KB back."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
 def structured(data: Mapping[str, Any], *, is_error: bool = False) -> ToolResult:
     """A meta-tool result: structured content plus the same JSON as compact text (the
     model reads every byte of it)."""
@@ -157,11 +189,12 @@ DETAIL_PROPERTY: Mapping[str, Any] = {
 def detail_arg(arguments: Mapping[str, Any], default: Detail = "summary") -> Detail:
     """The ``detail`` argument of an opening meta-tool (raises InvalidArguments)."""
     value = arguments.get("detail", default)
-    if value not in DETAILS:
+    if not isinstance(value, str) or value not in DETAILS:
+        got = repr(short(value, 32)) if isinstance(value, str) else json_type(value)
         raise InvalidArguments(
-            f"'detail' must be one of {', '.join(repr(d) for d in DETAILS)}, not {value!r}"
+            f"'detail' must be one of {', '.join(repr(d) for d in DETAILS)}, not {got}"
         )
-    return cast(Detail, value)
+    return value
 
 
 def index_entry(tool: Tool) -> str:
@@ -203,18 +236,13 @@ def group_names_arg(
 ) -> list[str]:
     """Validate a meta-tool's list-of-group-names argument (raises InvalidArguments);
     ``optional`` names the other arguments the meta-tool accepts."""
-    if not isinstance(arguments, Mapping):
-        raise InvalidArguments("Arguments must be a JSON object")
-    extra = sorted(set(arguments) - {key, *optional})
-    if extra:
-        expected = " and ".join(repr(k) for k in (key, *optional))
-        raise InvalidArguments(f"Unexpected argument(s): {', '.join(extra)}; expected {expected}")
+    unexpected_arguments(arguments, (key, *optional))
     if key not in arguments:
         raise InvalidArguments(f"Missing required argument {key!r}: a list of group names")
     value = arguments[key]
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise InvalidArguments(
-            f'{key!r} must be a list of group names, like ["issues"], not {type(value).__name__}'
+            f'{key!r} must be a list of group names, like ["issues"], not {json_type(value)}'
         )
     if not value:
         raise InvalidArguments(f"{key!r} must name at least one group")
@@ -223,28 +251,38 @@ def group_names_arg(
             f"{key!r} names {len(value)} groups; at most {MAX_GROUPS_PER_REQUEST} per request"
         )
     for item in value:
-        if not isinstance(item, str) or not item or len(item) > 128:
-            raise InvalidArguments(
-                f"{key!r} must contain non-empty group-name strings; got {item!r}"
-            )
+        problem = group_name_problem(item)
+        if problem is not None:
+            raise InvalidArguments(f"{key!r} must contain group names: {problem}")
     return list(value)
+
+
+def group_name_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a group name, or None. Too long is said with the limit,
+    never by echoing the value."""
+    if not isinstance(value, str):
+        return f"a group name is a string, not {json_type(value)}"
+    if not value:
+        return "a group name cannot be empty"
+    if len(value) > MAX_GROUP_NAME:
+        return f"group names are at most {MAX_GROUP_NAME} characters; got one of {len(value)}"
+    return None
 
 
 def tool_name_arg(arguments: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     """Validate ``call_tool``'s ``name`` and ``arguments``."""
-    if not isinstance(arguments, Mapping):
-        raise InvalidArguments("Arguments must be a JSON object")
-    extra = sorted(set(arguments) - {"name", "arguments"})
-    if extra:
-        raise InvalidArguments(f"Unexpected argument(s): {', '.join(extra)}")
+    unexpected_arguments(arguments, ("name", "arguments"))
     name = arguments.get("name")
     if not isinstance(name, str) or not name:
-        raise InvalidArguments("'name' must be the name of a tool (a non-empty string)")
+        got = "an empty string" if name == "" else json_type(name)
+        raise InvalidArguments(f"'name' must be the name of a tool (a non-empty string), not {got}")
     args = arguments.get("arguments", {})
     if args is None:
         args = {}
     if not isinstance(args, Mapping):
-        raise InvalidArguments("'arguments' must be a JSON object of the tool's arguments")
+        raise InvalidArguments(
+            f"'arguments' must be a JSON object of the tool's arguments, not {json_type(args)}"
+        )
     return name, args
 
 
@@ -396,6 +434,14 @@ class Strategy:
     def meta_tool(self, name: str) -> MetaTool | None:
         return self._meta.get(name)
 
+    async def meta_for(self, request: Request, name: str) -> MetaTool | None:
+        """The meta-tool ``name`` names for this request's principal, or None: a
+        catalog tool of that name wins, and a meta-tool the principal may not know
+        of must read exactly like a tool that does not exist."""
+        if self.toolset.catalog.tool(name) is not None:
+            return None
+        return self.meta_tool(name)
+
     def shape(self, wire: dict[str, Any], tool: Tool) -> dict[str, Any]:
         """A visible tool's listed definition (the full one unless a strategy says)."""
         return wire
@@ -436,8 +482,8 @@ class Strategy:
     ) -> Reply:
         """Run a meta-tool or a catalog tool. Errors a client must see as JSON-RPC errors
         (unknown tool) are raised as ``ToolgateError``; the rest are error results."""
-        meta = self.meta_tool(name)
-        if meta is not None and self.toolset.catalog.tool(name) is None:
+        meta = await self.meta_for(request, name)
+        if meta is not None:
             try:
                 return await meta.run(request, arguments or {})
             except InvalidArguments as exc:
@@ -457,8 +503,7 @@ class Strategy:
     # -- shared meta-tool bodies -----------------------------------------------------
     def _list_groups_tool(self) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            if arguments:
-                raise InvalidArguments("list_groups takes no arguments")
+            no_arguments(self.names.list_groups, arguments)
             groups = await request.session.list_groups()
             return Reply(structured({"groups": [g.to_dict() for g in groups]}))
 
@@ -474,7 +519,7 @@ class Strategy:
     def _call_tool_tool(self) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
             name, args = tool_name_arg(arguments)
-            if self.meta_tool(name) is not None and self.toolset.catalog.tool(name) is None:
+            if await self.meta_for(request, name) is not None:
                 return Reply(error_result(f"call_tool runs catalog tools, not {name!r}"))
             try:
                 outcome = await request.session.call(

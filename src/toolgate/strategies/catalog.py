@@ -23,9 +23,11 @@ from toolgate.strategies.base import (
     Strategy,
     detail_arg,
     error_result,
+    group_name_problem,
     group_names_arg,
     structured,
     tool_entries,
+    unexpected_arguments,
 )
 from toolgate.view import View
 
@@ -83,16 +85,13 @@ class CatalogStrategy(Strategy):
 
     def _get_group_tool(self) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            if not isinstance(arguments, Mapping) or "name" not in arguments:
+            unexpected_arguments(arguments, ("name", "detail"))
+            if "name" not in arguments:
                 raise InvalidArguments("get_group needs 'name', a group name")
-            extra = sorted(set(arguments) - {"name", "detail"})
-            if extra:
-                raise InvalidArguments(
-                    f"Unexpected argument(s): {', '.join(extra)}; expected 'name' and 'detail'"
-                )
             name = arguments["name"]
-            if not isinstance(name, str) or not name:
-                raise InvalidArguments("'name' must be a group name (a non-empty string)")
+            problem = group_name_problem(name)
+            if problem is not None:
+                raise InvalidArguments(f"'name' must be a group name: {problem}")
             detail = detail_arg(arguments)
             view = await request.session.view()
             try:

@@ -49,6 +49,9 @@ class DeliveryConfig:
     search: bool = False  # add search_tools / search_tools_regex to every strategy
     search_full_results: int = DEFAULT_FULL_RESULTS  # results in full; the rest compactly
     grouped_list: str = "summary"  # list_changed: opened groups' tools, "summary" | "full"
+    #: activators style: "always" lists every in-scope group's activator (tmcp);
+    #: "reachable" only those that can succeed now (the parent is active)
+    activators: str = "always"
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGY_NAMES:
@@ -65,6 +68,11 @@ class DeliveryConfig:
             raise ConfigError(
                 f"grouped_list must be 'summary' or 'full', got {self.grouped_list!r}",
                 key="grouped_list",
+            )
+        if self.activators not in ("always", "reachable"):
+            raise ConfigError(
+                f"activators must be 'always' or 'reachable', got {self.activators!r}",
+                key="activators",
             )
         if self.groups_fallback not in ("flatten", "catalog"):
             raise ConfigError(
@@ -103,6 +111,7 @@ class Delivery:
                 names=names,
                 addons=self.addons,
                 grouped_list="full" if self.config.grouped_list == "full" else "summary",
+                activators="reachable" if self.config.activators == "reachable" else "always",
             ),
             "catalog": CatalogStrategy(toolset, names=names, addons=self.addons),
             "flat": FlatStrategy(toolset, names=names, addons=self.addons),

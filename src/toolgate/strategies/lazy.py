@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from toolgate.catalog import Tool, ToolResult
 from toolgate.docs import ToolDocs
-from toolgate.errors import ConfigError, DescriptionRequired, InvalidArguments
+from toolgate.errors import ConfigError, DescriptionRequired, InvalidArguments, json_type
 from toolgate.strategies.base import (
     OPEN_SCHEMA,
     READ_ONLY,
@@ -27,6 +27,7 @@ from toolgate.strategies.base import (
     Request,
     Strategy,
     summary_wire,
+    unexpected_arguments,
 )
 from toolgate.toolset import ToolSet
 
@@ -94,21 +95,17 @@ class ToolDescriptions(Addon):
         self.describe_name = strategy.names.describe_tools
 
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            if not isinstance(arguments, Mapping):
-                raise InvalidArguments("Arguments must be a JSON object")
-            extra = sorted(set(arguments) - {"tools"})
-            if extra:
-                raise InvalidArguments(
-                    f"Unexpected argument(s): {', '.join(extra)}; expected only 'tools'"
-                )
+            unexpected_arguments(arguments, ("tools",))
             names = arguments.get("tools", [])
             if isinstance(names, str) or not isinstance(names, Sequence):
                 raise InvalidArguments(
-                    f"'tools' must be a list of tool names, like [\"a\"], not "
-                    f"{type(names).__name__}"
+                    f"'tools' must be a list of tool names, like [\"a\"], not {json_type(names)}"
                 )
-            if not all(isinstance(n, str) for n in names):
-                raise InvalidArguments("'tools' must contain tool-name strings")
+            odd = next((n for n in names if not isinstance(n, str)), "")
+            if not isinstance(odd, str):
+                raise InvalidArguments(
+                    f"'tools' must contain tool-name strings, not {json_type(odd)}"
+                )
             data, ok = await self.describe(request, list(names))
             text = self.dumps(data)
             result = ToolResult(

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from toolgate.activation import ChangeResult
 from toolgate.catalog import Tool
-from toolgate.errors import ConfigError, InvalidArguments
+from toolgate.errors import ConfigError
 from toolgate.strategies.base import (
     GROUPS_SCHEMA,
     OPEN_GROUPS_SCHEMA,
@@ -28,6 +28,7 @@ from toolgate.strategies.base import (
     detail_arg,
     few_words,
     group_names_arg,
+    no_arguments,
     structured,
     summary_wire,
 )
@@ -36,9 +37,10 @@ from toolgate.view import View
 
 MetaStyle = Literal["menu", "activators"]
 GroupedList = Literal["summary", "full"]
+ListedActivators = Literal["always", "reachable"]
 ACTIVATOR_WORDS = 8  # an activator's description: the group's first clause, this long
 #: an activator's schema: one per group is listed, so every token counts; the run
-#: refuses any argument itself
+#: refuses any argument itself, by name
 NO_ARGUMENTS: Mapping[str, Any] = {"type": "object"}
 
 
@@ -55,9 +57,15 @@ class ListChangedStrategy(Strategy):
         names: MetaNames | None = None,
         addons: Sequence[Addon] = (),
         grouped_list: GroupedList = "summary",
+        activators: ListedActivators = "always",
     ) -> None:
         if style not in ("menu", "activators"):
             raise ConfigError(f"meta_tools must be 'menu' or 'activators', got {style!r}")
+        if activators not in ("always", "reachable"):
+            raise ConfigError(
+                f"activators must be 'always' or 'reachable', got {activators!r}",
+                key="activators",
+            )
         if grouped_list not in ("summary", "full"):
             raise ConfigError(
                 f"grouped_list must be 'summary' or 'full', got {grouped_list!r}",
@@ -67,6 +75,10 @@ class ListChangedStrategy(Strategy):
         #: how a refreshed tools/list shows the tools of opened groups: "summary" (one
         #: line, open schema: a refresh does not pull whole groups at full weight) or "full"
         self.grouped_list: GroupedList = grouped_list
+        #: which activators ``tools/list`` shows: "always" (tmcp: every group in scope
+        #: has its ``activate``, so a client that never re-lists reaches nested groups)
+        #: or "reachable" (only those that can succeed now: parent active, not enabled)
+        self.activators: ListedActivators = activators
         self.sep = toolset.separator
         super().__init__(toolset, names=names, addons=addons)
 
@@ -99,12 +111,10 @@ class ListChangedStrategy(Strategy):
 
     def _activator_tool(self, group: str, action: str) -> MetaTool:
         g = self.toolset.catalog.groups[group]
-        verb = "Enable" if action == "activate" else "Disable"
-        what = g.description or g.title or group
+        name = f"{group}{self.sep}{action}"
 
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            if arguments:
-                raise InvalidArguments(f"{verb} takes no arguments")
+            no_arguments(name, arguments)
             session = request.session
             if action == "activate":
                 result = await session.activate([group])
@@ -112,22 +122,26 @@ class ListChangedStrategy(Strategy):
                 result = await session.deactivate([group])
             return self._change_reply(result, request)
 
-        return MetaTool(
-            f"{group}{self.sep}{action}",
-            f"{verb} {group}: {few_words(what, ACTIVATOR_WORDS)}",
-            NO_ARGUMENTS,
-            run,
-        )
+        # every group's activator is listed: a child's names its parent, which must be on
+        verb = "Enable" if action == "activate" else "Disable"
+        what = few_words(g.description or g.title or group, ACTIVATOR_WORDS)
+        inside = f" (inside {g.parent})" if g.parent and action == "activate" else ""
+        return MetaTool(name, f"{verb} {group}: {what}{inside}", NO_ARGUMENTS, run)
 
     def listed_meta(self, request: Request, view: View) -> list[MetaTool]:
         metas = super().listed_meta(request, view)
         if self.style != "activators":
             return metas
+        always = self.activators == "always"
         for g in view.groups:
-            if g.active and g.group is not None and g.group.show_deactivator:
-                metas.append(self._activator_tool(g.name, "deactivate"))
-            elif g.activatable:
+            if not g.visible or g.group is None:
+                continue  # out of scope: never named, not even by its activator
+            if always or g.activatable:
                 metas.append(self._activator_tool(g.name, "activate"))
+            # a deactivator while the group is on (DESIGN 5.1: hidden when
+            # show_deactivator=False); one for a group that is off would only cost tokens
+            if g.group.show_deactivator and (g.enabled if always else g.active):
+                metas.append(self._activator_tool(g.name, "deactivate"))
         return metas
 
     def meta_tool(self, name: str) -> MetaTool | None:
@@ -138,6 +152,15 @@ class ListChangedStrategy(Strategy):
         if activator is None:
             return None
         return self._activator_tool(*activator)
+
+    async def meta_for(self, request: Request, name: str) -> MetaTool | None:
+        found = await super().meta_for(request, name)
+        activator = self._activator(name) if found is not None else None
+        if activator is not None:
+            view = await request.session.view()
+            if not view.group(activator[0]).visible:
+                return None  # out of scope: the same "Unknown tool" as a made-up group
+        return found
 
     # -- menu ----------------------------------------------------------------------------
     def _change_reply(

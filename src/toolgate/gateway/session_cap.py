@@ -1,0 +1,183 @@
+"""Open MCP sessions per client: a bound, and the same idle time as the session store.
+
+The SDK's streamable-HTTP session manager caps sessions in total (``max_sessions``) and
+ends a session idle for ``session_idle_timeout``; the gateway sets both from its config
+(``toolgate.http.max_sessions``, ``toolgate.idle_ttl``). ``SessionCap`` adds what the SDK
+lacks: at most ``per_client`` open sessions per client, so one caller cannot fill the
+total with ``initialize`` calls. Edge layer: starlette only, no MCP imports.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+SESSION_HEADER = "mcp-session-id"
+
+#: who opened a request, for counting: ``principal:<id>``, ``credential:<digest>`` or
+#: ``address:<ip>``
+ClientOf = Callable[[Scope, Headers], str]
+
+
+@dataclass
+class _Open:
+    client: str
+    last: float  # when its last request ended
+    in_flight: int = 0  # requests still running (a GET stream keeps a session alive)
+
+
+class SessionCap:
+    """ASGI middleware on the MCP path: refuses a client's new session (HTTP 429, a
+    JSON-RPC error naming the limit) while it holds ``per_client`` open ones.
+
+    >>> app = SessionCap(app, per_client=32, idle_timeout=3600, client_of=lambda s, h: "x")
+
+    A session counts from the response that opened it until the client ends it
+    (``DELETE``), the server no longer knows it (404), or it has been idle (no request
+    in flight) for ``idle_timeout`` seconds, which is when the SDK ends it too.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        per_client: int,
+        idle_timeout: float,
+        client_of: ClientOf,
+        path: str = "/mcp",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.app = app
+        self.per_client = per_client
+        self.idle_timeout = idle_timeout
+        self.client_of = client_of
+        self.path = path
+        self.clock = clock
+        self._open: dict[str, _Open] = {}
+        self._by_client: dict[str, set[str]] = {}
+        self._opening: dict[str, int] = {}  # admitted, response not started yet
+        self._swept = clock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].rstrip("/") != self.path:
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        session = headers.get(SESSION_HEADER)
+        if session is None:
+            if scope["method"] != "POST":  # no session is opened but by a POST
+                await self.app(scope, receive, send)
+                return
+            await self._opening_request(self.client_of(scope, headers), scope, receive, send)
+        elif session in self._open:
+            await self._session_request(session, scope, receive, send)
+        else:
+            await self.app(scope, receive, send)  # unknown: the SDK answers 404
+
+    def open_sessions(self, client: str) -> int:
+        """Sessions ``client`` holds now (those idle past the timeout are let go)."""
+        self._expire(client)
+        return len(self._by_client.get(client, ())) + self._opening.get(client, 0)
+
+    async def _opening_request(
+        self, client: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        if self.open_sessions(client) >= self.per_client:
+            await self.refusal()(scope, receive, send)
+            return
+        self._opening[client] = self._opening.get(client, 0) + 1
+        pending = True
+        opened: str | None = None
+
+        async def watch(message: Message) -> None:
+            nonlocal pending, opened
+            if message["type"] == "http.response.start" and pending:
+                # counted as opening until now, as open from now: never both, never neither
+                pending = False
+                self._release(client)
+                session = Headers(raw=message.get("headers", [])).get(SESSION_HEADER)
+                if session is not None and message["status"] < 400:
+                    opened = session
+                    self._add(session, client)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            if pending:
+                self._release(client)
+            entry = self._open.get(opened) if opened is not None else None
+            if entry is not None:
+                entry.last = self.clock()  # idle from the end of its opening response
+
+    async def _session_request(
+        self, session: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        entry = self._open[session]
+        entry.in_flight += 1
+        status = 0
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            entry.in_flight -= 1
+            entry.last = self.clock()
+            ended = status == 404 or (scope["method"] == "DELETE" and 200 <= status < 300)
+            if ended:
+                self._drop(session)
+
+    def refusal(self) -> JSONResponse:
+        message = (
+            f"Too many open sessions for this client (at most {self.per_client}): end one "
+            "(HTTP DELETE with its Mcp-Session-Id) or reuse it; idle sessions end after "
+            f"{self.idle_timeout:g}s"
+        )
+        body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+        return JSONResponse(body, 429, headers={"Retry-After": str(int(self.idle_timeout))})
+
+    # -- the books -------------------------------------------------------------------------
+    def _add(self, session: str, client: str) -> None:
+        self._open[session] = _Open(client, self.clock())
+        self._by_client.setdefault(client, set()).add(session)
+
+    def _drop(self, session: str) -> None:
+        entry = self._open.pop(session, None)
+        if entry is None:
+            return
+        mine = self._by_client.get(entry.client)
+        if mine is not None:
+            mine.discard(session)
+            if not mine:
+                del self._by_client[entry.client]
+
+    def _release(self, client: str) -> None:
+        left = self._opening.get(client, 0) - 1
+        if left > 0:
+            self._opening[client] = left
+        else:
+            self._opening.pop(client, None)
+
+    def _idle(self, entry: _Open, now: float) -> bool:
+        return entry.in_flight == 0 and now - entry.last > self.idle_timeout
+
+    def _expire(self, client: str) -> None:
+        now = self.clock()
+        for session in [
+            s for s in self._by_client.get(client, ()) if self._idle(self._open[s], now)
+        ]:
+            self._drop(session)
+        if now - self._swept > self.idle_timeout:  # clients that never came back
+            self._swept = now
+            for session in [s for s, e in self._open.items() if self._idle(e, now)]:
+                self._drop(session)
