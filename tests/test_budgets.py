@@ -254,7 +254,7 @@ async def test_a_search_result_over_the_budget_stays_hidden_and_the_reply_says_w
     delivery = Delivery(ts, DeliveryConfig(strategy="list_changed", search=True))
     strategy, request = delivery.request(session_key="s", protocol="2025-11-25")
     reply = await delivery.call_tool(
-        strategy, request, "search_tools", {"query": "search issues", "limit": 3}
+        strategy, request, "search_tools", {"query": "search issues", "limit": 3, "detail": "full"}
     )
     data = reply.result.structured
     assert data is not None

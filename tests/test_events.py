@@ -303,7 +303,9 @@ async def test_each_listing_and_search_is_one_selection_event_of_counts() -> Non
     strategy, request = delivery.request(session_key="s", principal=Principal(id="p"))
     page = await delivery.list_tools(strategy, request)
     await delivery.list_tools(strategy, request, page.next_cursor)  # same listing: no event
-    await delivery.call_tool(strategy, request, "search_tools", {"query": "file disk"})
+    await delivery.call_tool(
+        strategy, request, "search_tools", {"query": "file disk", "detail": "full"}
+    )
     selections = [without_duration(e) for e in log.events if e.type == "tool.selection"]
     listed, found = selections
     flat = sum(ts.tool_tokens(t) for t in ts.catalog.tools.values() if t.name != "wipe_disk")

@@ -344,6 +344,10 @@ async def test_unknown_and_out_of_scope_toolsets_get_the_same_clear_error() -> N
     )
     with pytest.raises(UnknownToolsets):
         await call(delivery, "ping", toolsets=("nonesuch",))
+    with pytest.raises(UnknownToolsets) as flood:  # the caller's text is never echoed whole
+        await listed(delivery, toolsets=tuple(f"{i}{'x' * 500}" for i in range(12)))
+    assert len(flood.value.message) < 1000
+    assert flood.value.message.endswith("and 2 more. Known toolsets: issues, labels, repos")
 
 
 async def test_a_toolsets_request_needs_no_session_and_records_nothing() -> None:

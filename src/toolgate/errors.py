@@ -85,9 +85,13 @@ class UnknownToolsets(ToolgateError):
     code = "unknown_toolsets"
 
     def __init__(self, names: list[str], known: list[str]) -> None:
+        # a header is the caller's text: name at most ten, each cut at a group name's limit
+        clipped = [n if len(n) <= MAX_GROUP_NAME else f"{n[:MAX_GROUP_NAME]}…" for n in names[:10]]
+        more = f" and {len(names) - 10} more" if len(names) > 10 else ""
         super().__init__(
-            f"Unknown toolset(s): {', '.join(names)}. Known toolsets: {', '.join(known) or 'none'}",
-            toolsets=names,
+            f"Unknown toolset(s): {', '.join(clipped)}{more}. Known toolsets: "
+            f"{', '.join(known) or 'none'}",
+            toolsets=clipped,
             known=known,
         )
 

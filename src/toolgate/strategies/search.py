@@ -200,7 +200,7 @@ class ToolSearch(Addon):
             changed = outcome.visible_changed
         # what the answer shows: full definitions, and a name for each one-line entry
         shown = [r["tool"] if "tool" in r else {"name": r["name"]} for r in results]
-        shown += [{"name": t.name} for _, t in found[len(results) :]]
+        shown += [{"name": t.name, "description": index_entry(t)} for _, t in found[len(results) :]]
         emit_selection(request, "search", strategy, shown)
         data: dict[str, Any] = {
             "pattern" if regex else "query": text,
