@@ -246,7 +246,7 @@ async def test_a_stdio_server_serves_mcp_client_session_and_fastmcp_client() -> 
         assert deleted.structured_content == {"tool": "delete_repo", "args": {}}
     stdio = StdioTransport(sys.executable, [SERVER_SCRIPT, "stdio", "auto", "activators", "3"])
     async with fastmcp.Client(stdio, mode="legacy", message_handler=notes) as fm:
-        assert len(await fm.list_tools()) == 11  # with enable_tools and describe_tools
+        assert len(await fm.list_tools()) == 12  # every activator, enable_tools, describe_tools
         me = await fm.call_tool_mcp("whoami", {})
     assert me.structured_content is not None
     assert me.structured_content["id"] == "local-admin"

@@ -442,6 +442,11 @@ class Strategy:
             return None
         return self.meta_tool(name)
 
+    def listed(self, request: Request, view: View) -> Sequence[Tool]:
+        """The catalog tools ``tools/list`` shows (the view's visible ones unless a
+        strategy narrows them)."""
+        return view.visible
+
     def shape(self, wire: dict[str, Any], tool: Tool) -> dict[str, Any]:
         """A visible tool's listed definition (the full one unless a strategy says)."""
         return wire
@@ -465,7 +470,7 @@ class Strategy:
         view = await request.session.view()
         note = groups_note(view)
         out = [m.wire(note) for m in self.listed_meta(request, view)]
-        for tool in view.visible:
+        for tool in self.listed(request, view):
             wire = self.shape(tool.wire(), tool)
             for addon in self.addons:
                 wire = addon.transform(wire, tool, request)

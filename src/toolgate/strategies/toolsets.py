@@ -8,11 +8,12 @@ varies with the request only, as protocol 2026-07-28 allows. Delivery layer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from toolgate.catalog import Tool
 from toolgate.errors import UnknownToolsets
-from toolgate.strategies.base import Reply, Request, Strategy, ToolHandler
+from toolgate.strategies.base import MetaTool, Reply, Request, Strategy, ToolHandler
 from toolgate.view import View
 
 MAX_TOOLSETS = 64
@@ -46,19 +47,12 @@ class ToolsetsStrategy(Strategy):
     name = "toolsets"
     open_groups = True
 
-    async def list_tools(self, request: Request) -> list[dict[str, Any]]:
-        view = await request.session.view()
+    def listed_meta(self, request: Request, view: View) -> list[MetaTool]:
+        return []  # the request named what it wants: nothing to open or search
+
+    def listed(self, request: Request, view: View) -> Sequence[Tool]:
         wanted = toolset_groups(view, request.toolsets or ())
-        out = []
-        for tool in view.visible:
-            if tool.groups and not wanted.intersection(tool.groups):
-                continue
-            wire = self.shape(tool.wire(), tool)
-            for addon in self.addons:
-                wire = addon.transform(wire, tool, request)
-            out.append(wire)
-        out.sort(key=lambda w: w["name"])
-        return out
+        return [t for t in view.visible if not t.groups or wanted.intersection(t.groups)]
 
     async def call_tool(
         self,
