@@ -149,9 +149,9 @@ async def test_search_ranks_the_principals_tools_best_first_with_full_definition
     assert reply.result.structured == {
         "query": "open a pull request",
         "results": [
-            {"name": "create_pull_request", "score": 2.789731, "tool": CREATE_PR},
-            {"name": "list_pull_requests", "score": 1.609044, "tool": LIST_PRS},
-            {"name": "create_issue", "score": 1.332354, "tool": CREATE_ISSUE},
+            {"name": "create_pull_request", "score": 3.588079, "tool": CREATE_PR},
+            {"name": "list_pull_requests", "score": 2.811556, "tool": LIST_PRS},
+            {"name": "create_issue", "score": 0.88138, "tool": CREATE_ISSUE},
         ],
         "revealed": [],
         "errors": [],
@@ -239,8 +239,8 @@ async def test_in_list_changed_mode_search_reveals_its_results_and_the_list_chan
     assert reply.result.structured == {
         "query": "open a pull request",
         "results": [
-            {"name": "create_pull_request", "score": 2.789731, "tool": CREATE_PR},
-            {"name": "list_pull_requests", "score": 1.609044, "tool": LIST_PRS},
+            {"name": "create_pull_request", "score": 3.588079, "tool": CREATE_PR},
+            {"name": "list_pull_requests", "score": 2.811556, "tool": LIST_PRS},
         ],
         "revealed": ["create_pull_request", "list_pull_requests"],
         "errors": [],
@@ -488,7 +488,7 @@ async def test_mcp_client_on_the_legacy_protocol_gets_revealed_tools_and_a_notif
         assert await notes.settled() == []
     assert found.structured_content == {
         "query": "open a pull request",
-        "results": [{"name": "create_pull_request", "score": 2.789731, "tool": CREATE_PR}],
+        "results": [{"name": "create_pull_request", "score": 3.588079, "tool": CREATE_PR}],
         "revealed": ["create_pull_request"],
         "errors": [],
     }
@@ -515,7 +515,7 @@ async def test_mcp_client_on_2026_gets_results_only_and_calls_the_tool_directly(
         )
     assert found.structured_content is not None
     assert found.structured_content["results"] == [
-        {"name": "get_file", "score": 6.16508, "tool": wire("get_file", "Get a file.", PATH)}
+        {"name": "get_file", "score": 4.705424, "tool": wire("get_file", "Get a file.", PATH)}
     ]
     assert direct.structured_content == {"tool": "get_file", "args": {"path": "a.txt"}}
     assert via.structured_content == {"tool": "get_file", "args": {"path": "b"}}
@@ -590,3 +590,37 @@ async def test_fastmcp_client_on_the_legacy_protocol_sees_a_search_result_join_i
     assert found.structured_content["revealed"] == ["create_issue"]
     assert "create_issue" in listed
     assert ran.structured_content == {"tool": "create_issue", "args": {}}
+
+
+def hidden_twins(ts: ToolSet) -> ToolSet:
+    """``ts`` plus tools only a verified principal may use, full of the query's words."""
+    ts.add_tools(
+        [
+            Tool(
+                f"secret_{i}",
+                "Open a pull request and merge the pull request. Pull request pull request.",
+                handler=echo(f"secret_{i}"),
+                policy=Policy(min_trust="verified"),
+            )
+            for i in range(8)
+        ]
+    )
+    return ts
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+async def test_tools_a_caller_cannot_see_never_move_its_search_scores(mode: str) -> None:
+    """Ranking statistics are the principal's own: adding tools it may not access, even
+    ones full of the query's words, leaves its results and scores exactly as they were."""
+    from toolgate.search import SearchSettings
+
+    query = {"query": "open a pull request", "limit": 5, "detail": "names"}
+    results = []
+    for ts in (build(), hidden_twins(build())):
+        ts.search_settings = SearchSettings(mode)
+        served = Served(ts, DeliveryConfig(strategy="search"))
+        reply = await served.call("search_tools", query)
+        assert reply.result.structured is not None
+        results.append(reply.result.structured["results"])
+    assert results[0] == results[1]
+    assert results[0]  # the member finds its pull-request tools

@@ -306,24 +306,38 @@ class Postings:
         self._lengths[slot] = 0
         self._free.append(slot)
 
-    def term_score(self, term: str, slot: int) -> float:
-        """One term's BM25 contribution to one slot's score (0 when absent)."""
+    def statistics(self, population: Any = None) -> tuple[int, float]:
+        """(documents, total length) of the whole index or of the ``population`` slots."""
+        if population is None:
+            return len(self._terms), float(self._total)
+        live = population[: self._next]
+        return int(live.sum()), float(self._lengths[: self._next][live].sum())
+
+    def term_score(self, term: str, slot: int, population: Any = None) -> float:
+        """One term's BM25 contribution to one slot's score (0 when absent), with the
+        statistics of ``population`` (a boolean mask of slots; None: every document)."""
         posting = self._postings.get(term)
         if not posting or slot not in posting:
             return 0.0
-        n, df, tf = len(self._terms), len(posting), posting[slot]
-        norm = self.k1 * (1 - self.b + self.b * self._lengths[slot] * n / self._total)
+        n, total = self.statistics(population)
+        df = len(posting) if population is None else sum(1 for s in posting if population[s])
+        tf = posting[slot]
+        norm = self.k1 * (1 - self.b + self.b * self._lengths[slot] * n / total)
         idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
         return float(idf * tf * (self.k1 + 1) / (tf + norm))
 
-    def scores(self, terms: list[str]) -> Any:
-        """BM25 score of every slot for ``terms`` (a repeated term counts again)."""
+    def scores(self, terms: list[str], population: Any = None) -> Any:
+        """BM25 score of every slot for ``terms`` (a repeated term counts again).
+
+        With ``population`` (a boolean mask of slots) only those documents are scored
+        and the statistics (document count, average length, document frequencies) are
+        theirs, so what lies outside it cannot move a score inside it."""
         np = self._np
         out = np.zeros(self._next)
-        n = len(self._terms)
-        if not n:
+        n, total = self.statistics(population)
+        if not n or not total:
             return out
-        norm = self.k1 * (1 - self.b + self.b * self._lengths[: self._next] * n / self._total)
+        norm = self.k1 * (1 - self.b + self.b * self._lengths[: self._next] * n / total)
         for term in terms:
             arrays = self._arrays.get(term)
             if arrays is None:
@@ -336,7 +350,12 @@ class Postings:
                 )
                 self._arrays[term] = arrays
             slots, tfs = arrays
+            if population is not None:
+                inside = population[slots]
+                slots, tfs = slots[inside], tfs[inside]
             df = len(slots)
+            if not df:
+                continue
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
             out[slots] += idf * tfs * (self.k1 + 1) / (tfs + norm[slots])
         return out
@@ -348,6 +367,7 @@ SearchMode = Literal["lexical", "hybrid"]
 # development halves of both evaluation sets (benchmarks/search_eval.py --tune): the
 # weight with the best mean recall@5 among those that beat lexical search on each set.
 HYBRID_WEIGHT = 0.4
+MAX_POPULATIONS = 64  # access masks remembered (one per principal's view)
 
 
 @dataclass(frozen=True)
@@ -430,6 +450,8 @@ class SearchIndex:
         self._slot_names: list[str] = []
         self._name_rank: Any = numpy.zeros(0, dtype=numpy.int64)  # slot -> rank by name
         self._live: Any = numpy.zeros(0, dtype=bool)
+        # id(owner of an ``allowed`` check) -> (owner, index version, slot mask)
+        self._masks: dict[int, tuple[Any, int, Any]] = {}
         self.reanalysed = 0  # tools re-analysed by the last refresh (for tests and stats)
         self.embedded = 0  # texts the embedder ran on in the last refresh (cache misses)
         self.embedder: Embedder | None = None
@@ -556,21 +578,48 @@ class SearchIndex:
         return len(self._docs)
 
     # -- querying --------------------------------------------------------------------
-    def _scores(self, query: str) -> tuple[Any, Any, Any, Any, list[str], Any]:
+    def population(self, allowed: Callable[[str], bool] | None) -> Any:
+        """The slots of the tools ``allowed`` accepts, as a boolean mask (None: every
+        tool). Remembered per ``allowed`` (a view's ``is_accessible`` is one per view)
+        while the index is unchanged, so a principal's searches pay for it once."""
+        if allowed is None:
+            return None
+        owner = getattr(allowed, "__self__", allowed)
+        with self._lock:
+            names, live, version = self._slot_names, self._live, self._version
+            hit = self._masks.get(id(owner))
+        if hit is not None and hit[0] is owner and hit[1] == version:
+            return hit[2]
+        mask = self._np.zeros(len(names), dtype=bool)
+        for slot, name in enumerate(names):
+            mask[slot] = bool(live[slot]) and allowed(name)
+        with self._lock:
+            if len(self._masks) >= MAX_POPULATIONS:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[id(owner)] = (owner, version, mask)
+        return mask
+
+    def _scores(
+        self, query: str, population: Any = None
+    ) -> tuple[Any, Any, Any, Any, list[str], Any]:
         """(fused, bm25, cosine or None, candidate slots, slot names, slot name ranks).
 
         Lexical: the BM25 score; candidates are the tools matching a query term. Hybrid:
         ``w * z(BM25) + (1 - w) * z(cosine)``, each signal standardised over the
-        catalog (z-scores put a model's cosine range and BM25's unbounded scale on
-        one footing); every tool is a candidate, so a query sharing no word with a
-        tool can still find it.
+        searchable tools (z-scores put a model's cosine range and BM25's unbounded
+        scale on one footing); every such tool is a candidate, so a query sharing no
+        word with a tool can still find it. ``population`` (a mask of the tools the
+        caller may see) confines the statistics as well as the candidates: tools
+        outside it never move a score inside it.
         """
         np = self._np
         with self._lock:
             terms = self.analyzer.query_terms(query)
-            bm25 = self._postings.scores(terms)
+            bm25 = self._postings.scores(terms, population)
             names, rank = self._slot_names, self._name_rank
             vectors, live = self._vectors, self._live
+        if population is not None:
+            live = live & population[: len(live)]
         if self.embedder is None or vectors is None or not live.any():
             return bm25, bm25, None, np.flatnonzero(bm25 > 0), names, rank
         q = _unit(np, np.asarray(self.embedder.embed([query]), dtype=np.float32))[0]
@@ -587,7 +636,7 @@ class SearchIndex:
         _check_limit(limit)
         self.refresh()
         np = self._np
-        fused, bm25, semantic, hits, names, rank = self._scores(query)
+        fused, bm25, semantic, hits, names, rank = self._scores(query, self.population(allowed))
         out: list[int] = []
         seen = 0
         # Sort only the best few (every tool scores in hybrid mode); widen while the
@@ -640,6 +689,7 @@ class SearchIndex:
         (weighted) frequency in the tool's document, so the fields add up to ``bm25``.
         """
         slots, fused, bm25, semantic, names = self._ranked(query, limit, allowed)
+        population = self.population(allowed)
         terms = set(self.analyzer.query_terms(query))
         out: list[Explanation] = []
         for slot in slots:
@@ -652,7 +702,7 @@ class SearchIndex:
             for f, c in counts.items():
                 for term, n in c.items():
                     total[term] += n * self._weights.get(f, 1)
-            term_scores = {t: self._postings.term_score(t, slot) for t in total}
+            term_scores = {t: self._postings.term_score(t, slot, population) for t in total}
             fields = {
                 f: round(
                     sum(
