@@ -34,12 +34,14 @@ from starlette.routing import Route
 from _fixtures.gateway import (
     ALICE_TOKEN,
     BOB_TOKEN,
+    INIT,
     SERVERS,
     HttpGateway,
     free_port,
     sha256,
     toolgate_argv,
 )
+from _fixtures.gateway import MCP_HEADERS as MCP
 from toolgate.gateway.backends import Backend, Timing
 from toolgate.gateway.config import StdioServer
 from toolgate.gateway.edge import guarded_protocol
@@ -47,17 +49,6 @@ from toolgate.gateway.edge import guarded_protocol
 OPERATOR_TOKEN = "operator-secret-token"
 MAX_BODY = 65_536
 MAX_CONNECTIONS = 40
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
-MCP = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 ALICE = {"Authorization": f"Bearer {ALICE_TOKEN}"}
 #: every route of the gateway, as (method, path)
 ROUTES = [

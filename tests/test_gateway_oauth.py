@@ -23,7 +23,15 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from prometheus_client.parser import text_string_to_metric_families
 
-from _fixtures.gateway import ALICE_TOKEN, HttpGateway, free_port, gateway_config, sha256
+from _fixtures.gateway import (
+    ALICE_TOKEN,
+    INIT,
+    MCP_HEADERS,
+    HttpGateway,
+    free_port,
+    gateway_config,
+    sha256,
+)
 from _fixtures.gateway import toolgate_argv as argv
 from _fixtures.oidc_provider import CLIENTS, OpenIDProvider, rsa_jwk
 from toolgate.errors import ConfigError, Unauthenticated
@@ -33,18 +41,6 @@ from toolgate.gateway.serve import identity_of
 from toolgate.identity import Caller
 from toolgate.oauth import ClaimMap, OAuthResolver, OAuthSettings
 from toolgate.policy import Principal
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")

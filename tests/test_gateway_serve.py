@@ -30,6 +30,8 @@ from _fixtures.gateway import (
     ALICE_TOKEN,
     BOB_TOKEN,
     FAST_RECONNECT,
+    INIT,
+    MCP_HEADERS,
     HttpGateway,
     gateway_config,
     toolgate_argv,
@@ -37,18 +39,6 @@ from _fixtures.gateway import (
 from _fixtures.mcp_servers import text, tool_names
 from toolgate.gateway.config import parse_config
 from toolgate.gateway.serve import Gateway
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 class Notifications:

@@ -22,7 +22,7 @@ from toolgate import CallContext, Group, Policy, Principal, RegistrationError, T
 from toolgate.errors import ToolHidden
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.lowlevel import Caller, bind
-from toolgate.search import SearchSettings
+from toolgate.search import SearchMode, SearchSettings
 from toolgate.strategies import Delivery, DeliveryConfig, Reply, Request, Strategy
 
 LEGACY = "2025-11-25"
@@ -609,11 +609,9 @@ def hidden_twins(ts: ToolSet) -> ToolSet:
 
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
-async def test_tools_a_caller_cannot_see_never_move_its_search_scores(mode: str) -> None:
+async def test_tools_a_caller_cannot_see_never_move_its_search_scores(mode: SearchMode) -> None:
     """Ranking statistics are the principal's own: adding tools it may not access, even
     ones full of the query's words, leaves its results and scores exactly as they were."""
-    from toolgate.search import SearchSettings
-
     query = {"query": "open a pull request", "limit": 5, "detail": "names"}
     results = []
     for ts in (build(), hidden_twins(build())):

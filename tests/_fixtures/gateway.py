@@ -32,6 +32,20 @@ FAST_RECONNECT = {
 }
 
 
+#: A raw JSON-RPC ``initialize`` (legacy protocol) and the headers streamable HTTP wants.
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
 def toolgate_argv() -> list[str]:
     script = Path(sys.executable).parent / "toolgate"
     return [str(script)] if script.exists() else [sys.executable, "-m", "toolgate.cli"]
