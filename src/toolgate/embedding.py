@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import sqlite3
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from toolgate.errors import ConfigError
 
 
-class Embedder:
+class Embedder(ABC):
     """Texts to vectors: the one method a semantic search backend implements.
 
     ``embed`` returns a float array of shape ``(len(texts), dim)``; the index
@@ -33,8 +34,9 @@ class Embedder:
 
     model_id: str = "embedder"
 
+    @abstractmethod
     def embed(self, texts: Sequence[str]) -> Any:
-        raise NotImplementedError
+        """The vectors of ``texts``, one row each."""
 
 
 _INSTALL = "Hybrid search needs the 'semantic' extra: pip install 'toolgate[semantic]'"
