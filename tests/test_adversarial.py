@@ -37,11 +37,11 @@ from _fixtures.gateway import (
     INIT,
     SERVERS,
     HttpGateway,
-    free_port,
     sha256,
     toolgate_argv,
 )
 from _fixtures.gateway import MCP_HEADERS as MCP
+from _fixtures.mcp_servers import free_port
 from toolgate.gateway.backends import Backend, Timing
 from toolgate.gateway.config import StdioServer
 from toolgate.gateway.edge import guarded_protocol

@@ -28,11 +28,11 @@ from _fixtures.gateway import (
     INIT,
     MCP_HEADERS,
     HttpGateway,
-    free_port,
     gateway_config,
     sha256,
 )
 from _fixtures.gateway import toolgate_argv as argv
+from _fixtures.mcp_servers import free_port
 from _fixtures.oidc_provider import CLIENTS, OpenIDProvider, rsa_jwk
 from toolgate.errors import ConfigError, Unauthenticated
 from toolgate.gateway.check import run_check
@@ -158,7 +158,8 @@ async def test_a_missing_token_gets_401_pointing_at_the_protected_resource_metad
 async def test_an_expired_token_is_refused(
     gateway: HttpGateway, openid_provider: OpenIDProvider
 ) -> None:
-    token = openid_provider.token("brief", gateway.url)  # lives one second
+    # lives four seconds: long enough to be accepted first, even on a busy machine
+    token = openid_provider.token("brief", gateway.url)
     assert (await post_init(gateway, token)).status_code == 200
     expires = jwt.decode(token, options={"verify_signature": False})["exp"]
     while time.time() <= expires + 0.5:  # the gateway allows no leeway here

@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from _fixtures.mcp_servers import free_port
+
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 ALICE_TOKEN = "alice-secret-token"
 BOB_TOKEN = "bob-secret-token"
@@ -93,13 +95,6 @@ def gateway_config(tmp: Path, *, tokens: bool = False, **toolgate: Any) -> Path:
     path = tmp / "toolgate.json"
     path.write_text(json.dumps(config, indent=2))
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:

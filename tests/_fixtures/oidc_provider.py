@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -23,6 +22,8 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+
+from _fixtures.mcp_servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "servers" / "oidc_provider.mjs"
@@ -52,13 +53,6 @@ def ensure_module() -> Path:
         timeout=300,
     )
     return MODULE
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -161,7 +155,7 @@ class OpenIDProvider:
 CLIENTS = (
     Client("ci-agent", "tools:notes", claims={"toolgate_trust": "verified", "kind": "ci"}),
     Client("viewer", "tools:notes tools:math", claims={"toolgate_trust": "declared"}),
-    Client("brief", "tools:notes", ttl=1),
+    Client("brief", "tools:notes", ttl=4),
 )
 
 
