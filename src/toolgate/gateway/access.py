@@ -1,0 +1,58 @@
+"""Who may see and use the prompts and resources the gateway relays: ``PrimitiveAccess``.
+
+The relay (``toolgate.gateway.relay``) gathers each backend's prompts, resources and
+resource templates under their exposed names, then asks a ``PrimitiveAccess`` which of
+them a request may list and whether it may use one. ``OpenAccess`` admits everything;
+group-based access (``prompts:`` / ``resources:`` patterns in groups) implements the
+same protocol. Edge layer: imports the request kit and the core's errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from toolgate.request import RequestFacts
+
+PrimitiveKind = Literal["prompt", "resource", "template"]
+
+
+@dataclass(frozen=True)
+class Relayed:
+    """One backend primitive as the gateway exposes it.
+
+    ``name`` is the exposed key: a prompt's name, a resource's URI or a template's URI
+    template, after the namespace rule; ``original`` is the backend's own key; ``wire``
+    the definition to send (already carrying the exposed key).
+    """
+
+    kind: PrimitiveKind
+    backend: str
+    name: str
+    original: str
+    wire: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+
+class PrimitiveAccess(Protocol):
+    """Which relayed prompts and resources one request may list and use."""
+
+    def visible(self, facts: RequestFacts, items: Sequence[Relayed]) -> list[Relayed]:
+        """The subset of ``items`` this request lists, in the same order."""
+        ...
+
+    def check(self, facts: RequestFacts, item: Relayed) -> None:
+        """Raise a ``toolgate.errors`` error (mapped to JSON-RPC by ``toolgate.wire``)
+        when this request may not use ``item`` (``prompts/get``, ``resources/read``,
+        ``resources/subscribe``, ``completion/complete``)."""
+        ...
+
+
+class OpenAccess:
+    """Every relayed prompt and resource is visible and usable."""
+
+    def visible(self, facts: RequestFacts, items: Sequence[Relayed]) -> list[Relayed]:
+        return list(items)
+
+    def check(self, facts: RequestFacts, item: Relayed) -> None:
+        return None
