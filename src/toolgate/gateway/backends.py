@@ -5,6 +5,8 @@ lists its tools, follows its ``tools/list_changed``, health-checks it, and recon
 with exponential backoff when it dies, while calls to its tools get a clear error.
 A stdio backend gets the environment its ``env``/``env_passthrough`` give it; its stderr
 goes to the log line by line, and its last lines go into the error when it fails.
+What a backend sends back during a call (sampling, elicitation, roots, log messages)
+goes to its ``peer`` (``toolgate.gateway.upstream``), which relays it to the right client.
 Edge layer: imports ``mcp`` (client side) and the core's value types.
 """
 
@@ -22,15 +24,17 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import anyio
 import mcp_types as mt
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import REQUEST_TIMEOUT
+from mcp_types import INVALID_REQUEST, REQUEST_TIMEOUT
 
 from toolgate import __version__
 from toolgate.catalog import ToolResult
@@ -143,6 +147,18 @@ class ConnectionLost(Exception):
 ToolsChanged = Callable[["Backend"], Awaitable[None]]
 
 
+class Peer(Protocol):
+    """The gateway's side of what a backend sends to its client on its own: requests for
+    input (sampling, elicitation, roots) and log messages. ``toolgate.gateway.upstream``
+    relays them to the client whose call they belong to."""
+
+    async def ask(
+        self, backend: Backend, request: mt.InputRequest
+    ) -> mt.InputResponse | mt.ErrorData: ...
+
+    async def log(self, backend: Backend, params: mt.LoggingMessageNotificationParams) -> None: ...
+
+
 class Backend:
     """One configured MCP server, kept connected for as long as the gateway runs."""
 
@@ -171,6 +187,9 @@ class Backend:
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.instructions: str | None = None  # what the backend said in its initialize result
         self.server_info: dict[str, Any] = {}
+        #: who answers the backend's requests and hears its log messages (set by the gateway)
+        self.peer: Peer | None = None
+        self.log_level: mt.LoggingLevel | None = None  # applied again on every reconnect
         self.ready = asyncio.Event()  # the first attempt finished, either way
         self._wake = asyncio.Event()
         self._changed = False
@@ -238,8 +257,18 @@ class Backend:
         return why
 
     # -- calls ----------------------------------------------------------------------------
-    async def call(self, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Run one of the backend's tools (by its own name), within its timeout."""
+    async def call(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        progress: ProgressFnT | None = None,
+        meta: mt.RequestParamsMeta | None = None,
+    ) -> ToolResult:
+        """Run one of the backend's tools (by its own name), within its timeout. With
+        ``progress``, the backend is asked for progress notifications and each one is
+        passed on; ``meta`` is sent as the request's ``_meta``. Cancelling the awaiting
+        task cancels the backend request (the SDK sends ``notifications/cancelled``)."""
         session = self.session
         if session is None or self.status != "up":
             return self.unavailable()
@@ -252,7 +281,11 @@ class Backend:
             # the outer deadline also covers a write the transport never completes
             with anyio.fail_after(seconds + 1.0):
                 result = await session.call_tool(
-                    tool, dict(arguments), read_timeout_seconds=seconds
+                    tool,
+                    dict(arguments),
+                    read_timeout_seconds=seconds,
+                    progress_callback=progress,
+                    meta=meta,
                 )
         except TimeoutError:
             return self.timed_out(tool, seconds)
@@ -268,6 +301,55 @@ class Backend:
             self._wake.set()  # have the supervisor ping it now
             return ToolResult.error(f"Backend {self.name!r} failed on {tool!r}: {exc}")
         return result_from_mcp(result)
+
+    async def set_logging_level(self, level: mt.LoggingLevel) -> None:
+        """Ask the backend for log messages at ``level`` and above (kept for reconnects);
+        a backend without the logging capability is left alone."""
+        self.log_level = level
+        session = self.session
+        if session is not None and self.status == "up":
+            await self._apply_log_level(session)
+
+    async def roots_changed(self) -> None:
+        """Tell the backend a client's roots changed (``notifications/roots/list_changed``)."""
+        session = self.session
+        if session is not None and self.status == "up":
+            await session.send_notification(mt.RootsListChangedNotification())
+
+    async def _apply_log_level(self, session: ClientSession) -> None:
+        caps = session.server_capabilities
+        if self.log_level is None or caps is None or caps.logging is None:
+            return
+        request = mt.SetLevelRequest(params=mt.SetLevelRequestParams(level=self.log_level))
+        try:
+            await session.send_request(request, mt.EmptyResult, request_read_timeout_seconds=10)
+        except MCPError as exc:
+            logger.warning("backend %s refused logging/setLevel: %s", self.name, exc.error.message)
+
+    # -- what the backend sends on its own: handed to the peer ---------------------------------
+    async def _ask(self, request: mt.InputRequest) -> mt.InputResponse | mt.ErrorData:
+        if self.peer is None:
+            return mt.ErrorData(
+                code=INVALID_REQUEST, message=f"toolgate does not relay {request.method}"
+            )
+        return await self.peer.ask(self, request)
+
+    async def _on_sampling(
+        self, context: ClientRequestContext, params: mt.CreateMessageRequestParams
+    ) -> mt.InputResponse | mt.ErrorData:
+        return await self._ask(mt.CreateMessageRequest(params=params))
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: mt.ElicitRequestParams
+    ) -> mt.InputResponse | mt.ErrorData:
+        return await self._ask(mt.ElicitRequest(params=params))
+
+    async def _on_roots(self, context: ClientRequestContext) -> mt.InputResponse | mt.ErrorData:
+        return await self._ask(mt.ListRootsRequest())
+
+    async def _on_log(self, params: mt.LoggingMessageNotificationParams) -> None:
+        if self.peer is not None:
+            await self.peer.log(self, params)
 
     # -- supervision ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -316,9 +398,16 @@ class Backend:
                     write,
                     message_handler=self._on_message,
                     client_info=CLIENT_INFO,
+                    # declared always: the backend connection is shared by every client,
+                    # so a client without the capability gets a clear error per request
+                    sampling_callback=self._on_sampling,  # type: ignore[arg-type]
+                    elicitation_callback=self._on_elicitation,  # type: ignore[arg-type]
+                    list_roots_callback=self._on_roots,  # type: ignore[arg-type]
+                    logging_callback=self._on_log,
                 ) as session:
                     with anyio.fail_after(self.timing.start_timeout):
                         init = await session.initialize()
+                        await self._apply_log_level(session)
                         self.instructions = init.instructions
                         self.server_info = init.server_info.model_dump(exclude_none=True)
                         await self._refresh(session)
@@ -527,6 +616,7 @@ async def list_all(
 __all__ = [
     "Backend",
     "ConnectionLost",
+    "Peer",
     "StderrCapture",
     "Timing",
     "backend_env",

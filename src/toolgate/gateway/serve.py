@@ -40,6 +40,7 @@ from toolgate.gateway.build import (
 )
 from toolgate.gateway.config import GatewayConfig
 from toolgate.gateway.session_cap import ClientOf, SessionCap
+from toolgate.gateway.upstream import Upstream
 from toolgate.identity import BearerTokens, IdentityResolver
 from toolgate.lowlevel import Binding, bind
 from toolgate.policy import TrustLadder
@@ -181,6 +182,8 @@ class Gateway:
                 "available and enable_tools to turn a group on."
             ),
         )
+        # progress, cancellation, logging, sampling/elicitation/roots: both ways
+        self.upstream = Upstream(self.backends)
         self.binding: Binding | None = None
         self.lazy: Addon | None = None
         self.report = BuildReport()
@@ -216,9 +219,10 @@ class Gateway:
         if handler is None:
             backend = self.backends[tool.server]
             name = tool.name
+            upstream = self.upstream
 
             async def handler(arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-                return await backend.call(name, arguments)
+                return await upstream.call(backend, name, arguments, ctx)
 
             self._handlers[key] = handler
         return handler
@@ -262,6 +266,7 @@ class Gateway:
 
             bind_groups(self.server, self.binding.delivery, facts=self.binding.facts)
         self.server.middleware.insert(0, log_store_failures)
+        self.upstream.install(self.server)
         # who each session is, in the store: the dashboard lists it, WebMCP adds to it
         from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
 
@@ -371,6 +376,7 @@ class Gateway:
             finally:
                 for task in list(self._tasks):
                     task.cancel()
+                await self.upstream.close()
         logger.info("backends stopped")
 
     async def serve_stdio(self) -> None:

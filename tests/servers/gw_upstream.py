@@ -1,0 +1,90 @@
+"""A small MCP backend for the gateway's relay tests (``test_gateway_upstream.py``).
+
+``sample_then_die`` asks the client to sample, then exits while the answer is awaited;
+``slow_progress`` reports progress every 50 ms until cancelled, and writes a line to
+``--marks DIR``/cancelled when it is. Run: ``python tests/servers/gw_upstream.py --marks
+DIR`` (stdio, SDK low-level ``Server``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as mt
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+
+EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
+TOOLS = [
+    mt.Tool(
+        name="sample_then_die",
+        description="Ask the client to sample; exit before the answer arrives.",
+        input_schema=EMPTY,
+    ),
+    mt.Tool(
+        name="slow_progress",
+        description="Report progress every 50 ms until cancelled.",
+        input_schema=EMPTY,
+    ),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--marks", type=Path, required=True)
+    marks: Path = parser.parse_args().marks
+
+    async def list_tools(
+        ctx: ServerRequestContext, params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        return mt.ListToolsResult(tools=list(TOOLS))
+
+    async def call_tool(
+        ctx: ServerRequestContext, params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult:
+        if params.name == "sample_then_die":
+            (marks / "sampling").write_text("asked\n")
+            # the process ends while the sampling request is outstanding
+            threading.Timer(0.3, os._exit, args=(3,)).start()
+            await ctx.session.send_request(
+                mt.CreateMessageRequest(
+                    params=mt.CreateMessageRequestParams(
+                        messages=[
+                            mt.SamplingMessage(
+                                role="user", content=mt.TextContent(type="text", text="hi")
+                            )
+                        ],
+                        max_tokens=10,
+                    )
+                ),
+                mt.CreateMessageResult,
+                metadata=None,
+            )
+            return mt.CallToolResult(content=[mt.TextContent(type="text", text="unreachable")])
+        step = 0
+        try:
+            while True:
+                step += 1
+                await ctx.session.report_progress(step, None, f"step {step}")
+                await anyio.sleep(0.05)
+        except anyio.get_cancelled_exc_class():
+            with (marks / "cancelled").open("a") as out:
+                out.write(f"cancelled at step {step}\n")
+            raise
+
+    server = Server("gw-upstream", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+if __name__ == "__main__":
+    main()
