@@ -1,6 +1,7 @@
 """A small MCP backend for the gateway's relay tests (``test_gateway_upstream.py``).
 
 ``sample_then_die`` asks the client to sample, then exits while the answer is awaited;
+``list_roots`` asks the client for its roots on every call (the URIs, one a line);
 ``slow_progress`` reports progress every 50 ms until cancelled, and writes a line to
 ``--marks DIR``/cancelled when it is. Run: ``python tests/servers/gw_upstream.py --marks
 DIR`` (stdio, SDK low-level ``Server``).
@@ -26,6 +27,7 @@ TOOLS = [
         description="Ask the client to sample; exit before the answer arrives.",
         input_schema=EMPTY,
     ),
+    mt.Tool(name="list_roots", description="The client's roots, asked now.", input_schema=EMPTY),
     mt.Tool(
         name="slow_progress",
         description="Report progress every 50 ms until cancelled.",
@@ -66,6 +68,12 @@ def main() -> None:
                 metadata=None,
             )
             return mt.CallToolResult(content=[mt.TextContent(type="text", text="unreachable")])
+        if params.name == "list_roots":
+            roots = await ctx.session.send_request(
+                mt.ListRootsRequest(), mt.ListRootsResult, metadata=None
+            )
+            uris = "\n".join(str(root.uri) for root in roots.roots)
+            return mt.CallToolResult(content=[mt.TextContent(type="text", text=uris)])
         step = 0
         try:
             while True:

@@ -479,8 +479,9 @@ class Backend:
     async def _watch(self, session: ClientSession) -> None:
         """Follow list changes and check health until the connection is lost."""
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.timing.health_interval)
+            # a cancel scope, not wait_for: no task is made per health interval
+            with anyio.move_on_after(self.timing.health_interval):
+                await self._wake.wait()
             self._wake.clear()
             if self._dead:
                 raise ConnectionLost(self.last_error)
