@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from _fixtures.mcp_servers import serve_http
 from _fixtures.npm_servers import NpmServers
@@ -180,6 +182,7 @@ async def talk(
             ClientSession(streams[0], streams[1], logging_callback=log, **callbacks) as session,
         ):
             await session.initialize()
+            assert session.protocol_version not in MODERN_PROTOCOL_VERSIONS
 
             async def call(
                 tool: str, args: dict[str, Any], *, progress: bool = False
@@ -214,6 +217,8 @@ async def talk(
     )
     mode = {"fastmcp-legacy": "legacy"}.get(kind, "auto")
     async with fastmcp.Client(transport, mode=mode, log_handler=fm_log, **handlers) as client:
+        if isinstance(target, str):  # the gateway speaks both eras; the npm server, legacy
+            assert (client.protocol_version in MODERN_PROTOCOL_VERSIONS) == (kind == "fastmcp")
 
         async def fcall(
             tool: str, args: dict[str, Any], *, progress: bool = False
@@ -347,10 +352,16 @@ async def test_a_client_without_the_capability_gets_a_clear_error(
     assert "does not support sampling" in text
 
 
+async def set_level(client: Talk, level: mt.LoggingLevel) -> None:
+    with warnings.catch_warnings():  # deprecated on 2026-07-28; these sessions are legacy
+        warnings.simplefilter("ignore")
+        await client.raw.set_logging_level(level)
+
+
 async def test_log_messages_reach_a_legacy_session_that_set_a_level(served: Served) -> None:
     for target in (served.everything, served.url):
         async with talk("session", target) as client:
-            await client.raw.set_logging_level("debug")
+            await set_level(client, "debug")
             text, _ = await client.call("toggle-simulated-logging", {})
             try:
                 await asyncio.wait_for(client.heard.got_log.wait(), 15)
@@ -372,6 +383,42 @@ async def test_log_messages_ride_a_2026_request_that_opted_in(served: Served) ->
         await client.call_tool("toggle-simulated-logging", {})
         await client.call_tool("toggle-simulated-logging", {})
     assert heard.logs and "level" in heard.logs[0].lower()
+
+
+async def test_each_legacy_session_hears_the_levels_it_asked_for(served: Served) -> None:
+    """The backend is asked for the lowest level any session wants; each session hears
+    its own levels: during its call on the call's stream, after it on its session."""
+    async with talk("session", served.url) as quiet, talk("session", served.url) as chatty:
+        await set_level(quiet, "error")
+        await set_level(chatty, "debug")
+        assert (served.marks / "level").read_text() == "debug"
+        await quiet.call("log", {})
+        assert quiet.heard.logs == ["error during the call"]
+        await chatty.call("log", {"later": True})
+        await eventually(lambda: "warning after the call" in chatty.heard.logs)
+        assert chatty.heard.logs == [
+            "debug during the call",
+            "error during the call",
+            "warning after the call",
+        ]
+        assert quiet.heard.logs == ["error during the call"]
+
+
+async def test_a_request_for_input_that_two_clients_calls_could_own_is_refused(
+    served: Served,
+) -> None:
+    """The backend's request does not say which call it serves: with calls of two
+    clients in flight it goes to neither."""
+    await _faulty_up(served)
+    async with talk("session", served.url) as first, talk("session", served.url) as second:
+        slow = asyncio.create_task(first.call("slow_progress", {}, progress=True))
+        await asyncio.wait_for(first.heard.got_progress.wait(), 20)
+        text, error = await second.call("list_roots", {})
+        slow.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await slow
+    assert error
+    assert "calls from different clients are in progress" in text
 
 
 # -- cancellation and faults ------------------------------------------------------------

@@ -2,16 +2,20 @@
 
 ``sample_then_die`` asks the client to sample, then exits while the answer is awaited;
 ``list_roots`` asks the client for its roots on every call (the URIs, one a line);
-``slow_progress`` reports progress every 50 ms until cancelled, and writes a line to
-``--marks DIR``/cancelled when it is. Run: ``python tests/servers/gw_upstream.py --marks
-DIR`` (stdio, SDK low-level ``Server``).
+``log`` sends a debug and an error message during the call and, with ``later``, a
+warning after it returned (outside any call); ``slow_progress`` reports progress every
+50 ms until cancelled, and then writes a line to ``DIR/cancelled``. ``logging/setLevel``
+writes the level to ``DIR/level``. Run: ``python tests/servers/gw_upstream.py --marks DIR``
+(stdio, SDK low-level ``Server``).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,11 @@ TOOLS = [
         description="Ask the client to sample; exit before the answer arrives.",
         input_schema=EMPTY,
     ),
+    mt.Tool(
+        name="log",
+        description="Log at debug and error now; with later, at warning after returning.",
+        input_schema={"type": "object", "properties": {"later": {"type": "boolean"}}},
+    ),
     mt.Tool(name="list_roots", description="The client's roots, asked now.", input_schema=EMPTY),
     mt.Tool(
         name="slow_progress",
@@ -36,10 +45,23 @@ TOOLS = [
 ]
 
 
+LATER: set[asyncio.Task[None]] = set()
+
+
+async def set_level(ctx: ServerRequestContext, params: mt.SetLevelRequestParams) -> mt.EmptyResult:
+    (MARKS / "level").write_text(params.level)
+    return mt.EmptyResult()
+
+
+MARKS = Path()
+
+
 def main() -> None:
+    global MARKS
     parser = argparse.ArgumentParser()
     parser.add_argument("--marks", type=Path, required=True)
     marks: Path = parser.parse_args().marks
+    MARKS = marks
 
     async def list_tools(
         ctx: ServerRequestContext, params: mt.PaginatedRequestParams | None
@@ -68,6 +90,26 @@ def main() -> None:
                 metadata=None,
             )
             return mt.CallToolResult(content=[mt.TextContent(type="text", text="unreachable")])
+        if params.name == "log":
+            session = ctx.session
+            with warnings.catch_warnings():  # logging is deprecated on 2026-07-28 only
+                warnings.simplefilter("ignore")
+                for level in ("debug", "error"):
+                    await session.send_log_message(
+                        level, f"{level} during the call", "gw", ctx.request_id
+                    )
+                if (params.arguments or {}).get("later"):
+
+                    async def later() -> None:
+                        await anyio.sleep(0.2)
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            await session.send_log_message(
+                                "warning", "warning after the call", "gw"
+                            )
+
+                    LATER.add(asyncio.get_running_loop().create_task(later()))
+            return mt.CallToolResult(content=[mt.TextContent(type="text", text="logged")])
         if params.name == "list_roots":
             roots = await ctx.session.send_request(
                 mt.ListRootsRequest(), mt.ListRootsResult, metadata=None
@@ -85,7 +127,14 @@ def main() -> None:
                 out.write(f"cancelled at step {step}\n")
             raise
 
-    server = Server("gw-upstream", on_list_tools=list_tools, on_call_tool=call_tool)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = Server(
+            "gw-upstream",
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_set_logging_level=set_level,
+        )
 
     async def run() -> None:
         async with stdio_server() as (read, write):
