@@ -342,6 +342,17 @@ async def test_each_client_is_asked_for_its_own_roots(served: Served, kind: str)
     assert theirs == ROOT_URI
 
 
+async def test_a_clients_roots_list_changed_reaches_the_backends(served: Served) -> None:
+    await _faulty_up(served)
+    marks = served.marks / "roots_changed"
+    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    async with talk("session", served.url) as client:
+        with warnings.catch_warnings():  # deprecated on 2026-07-28; this session is legacy
+            warnings.simplefilter("ignore")
+            await client.raw.send_roots_list_changed()
+        await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+
+
 @pytest.mark.parametrize("kind", LEGACY_KINDS)
 async def test_a_client_without_the_capability_gets_a_clear_error(
     served: Served, kind: str

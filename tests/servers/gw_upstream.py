@@ -5,8 +5,9 @@
 ``log`` sends a debug and an error message during the call and, with ``later``, a
 warning after it returned (outside any call); ``slow_progress`` reports progress every
 50 ms until cancelled, and then writes a line to ``DIR/cancelled``. ``logging/setLevel``
-writes the level to ``DIR/level``. Run: ``python tests/servers/gw_upstream.py --marks DIR``
-(stdio, SDK low-level ``Server``).
+writes the level to ``DIR/level``, ``notifications/roots/list_changed`` a line to
+``DIR/roots_changed``. Run: ``python tests/servers/gw_upstream.py --marks DIR`` (stdio,
+SDK low-level ``Server``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ LATER: set[asyncio.Task[None]] = set()
 async def set_level(ctx: ServerRequestContext, params: mt.SetLevelRequestParams) -> mt.EmptyResult:
     (MARKS / "level").write_text(params.level)
     return mt.EmptyResult()
+
+
+async def roots_changed(ctx: ServerRequestContext, params: mt.NotificationParams | None) -> None:
+    with (MARKS / "roots_changed").open("a") as out:
+        out.write("changed\n")
 
 
 MARKS = Path()
@@ -134,6 +140,7 @@ def main() -> None:
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             on_set_logging_level=set_level,
+            on_roots_list_changed=roots_changed,
         )
 
     async def run() -> None:
