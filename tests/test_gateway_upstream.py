@@ -353,7 +353,7 @@ async def test_a_clients_roots_list_changed_reaches_the_backends(served: Served)
         await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
 
 
-@pytest.mark.parametrize("kind", LEGACY_KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 async def test_a_client_without_the_capability_gets_a_clear_error(
     served: Served, kind: str
 ) -> None:

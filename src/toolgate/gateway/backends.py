@@ -327,25 +327,42 @@ class Backend:
             logger.warning("backend %s refused logging/setLevel: %s", self.name, exc.error.message)
 
     # -- what the backend sends on its own: handed to the peer ---------------------------------
-    async def _ask(self, request: mt.InputRequest) -> mt.InputResponse | mt.ErrorData:
+    async def _ask(self, request: mt.InputRequest, *answers: type[Any]) -> Any:
+        """The peer's answer to ``request``: one of ``answers``, or an ``ErrorData``."""
         if self.peer is None:
             return mt.ErrorData(
                 code=INVALID_REQUEST, message=f"toolgate does not relay {request.method}"
             )
-        return await self.peer.ask(self, request)
+        answer = await self.peer.ask(self, request)
+        if isinstance(answer, (mt.ErrorData, *answers)):
+            return answer
+        return mt.ErrorData(
+            code=INVALID_REQUEST,
+            message=f"{request.method} was answered with a {type(answer).__name__}",
+        )
 
     async def _on_sampling(
         self, context: ClientRequestContext, params: mt.CreateMessageRequestParams
-    ) -> mt.InputResponse | mt.ErrorData:
-        return await self._ask(mt.CreateMessageRequest(params=params))
+    ) -> mt.CreateMessageResult | mt.CreateMessageResultWithTools | mt.ErrorData:
+        request = mt.CreateMessageRequest(params=params)
+        answer: (
+            mt.CreateMessageResult | mt.CreateMessageResultWithTools | mt.ErrorData
+        ) = await self._ask(request, mt.CreateMessageResult, mt.CreateMessageResultWithTools)
+        return answer
 
     async def _on_elicitation(
         self, context: ClientRequestContext, params: mt.ElicitRequestParams
-    ) -> mt.InputResponse | mt.ErrorData:
-        return await self._ask(mt.ElicitRequest(params=params))
+    ) -> mt.ElicitResult | mt.ErrorData:
+        answer: mt.ElicitResult | mt.ErrorData = await self._ask(
+            mt.ElicitRequest(params=params), mt.ElicitResult
+        )
+        return answer
 
-    async def _on_roots(self, context: ClientRequestContext) -> mt.InputResponse | mt.ErrorData:
-        return await self._ask(mt.ListRootsRequest())
+    async def _on_roots(self, context: ClientRequestContext) -> mt.ListRootsResult | mt.ErrorData:
+        answer: mt.ListRootsResult | mt.ErrorData = await self._ask(
+            mt.ListRootsRequest(), mt.ListRootsResult
+        )
+        return answer
 
     async def _on_log(self, params: mt.LoggingMessageNotificationParams) -> None:
         if self.peer is not None:
@@ -400,9 +417,9 @@ class Backend:
                     client_info=CLIENT_INFO,
                     # declared always: the backend connection is shared by every client,
                     # so a client without the capability gets a clear error per request
-                    sampling_callback=self._on_sampling,  # type: ignore[arg-type]
-                    elicitation_callback=self._on_elicitation,  # type: ignore[arg-type]
-                    list_roots_callback=self._on_roots,  # type: ignore[arg-type]
+                    sampling_callback=self._on_sampling,
+                    elicitation_callback=self._on_elicitation,
+                    list_roots_callback=self._on_roots,
                     logging_callback=self._on_log,
                 ) as session:
                     with anyio.fail_after(self.timing.start_timeout):

@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from toolgate.catalog import CallContext, ToolResult
 from toolgate.errors import ToolgateError
@@ -54,7 +54,6 @@ LEVELS: tuple[mt.LoggingLevel, ...] = (
 #: how long a finished 2026-07-28 call waits for the client to come back for its result
 UNCLAIMED_TTL = 300.0
 _STATE_PREFIX = "toolgate.upstream:"
-_RESPONSE: TypeAdapter[mt.InputResponse] = TypeAdapter(mt.InputResponse)
 _CAPABILITY: dict[str, tuple[str, mt.ClientCapabilities]] = {
     "sampling/createMessage": ("sampling", mt.ClientCapabilities(sampling=mt.SamplingCapability())),
     "elicitation/create": (
@@ -83,6 +82,17 @@ def _level_index(level: str) -> int:
 def _meta_of(ctx: Context) -> Mapping[str, Any]:
     meta = (ctx.params or {}).get("_meta") if isinstance(ctx.params, Mapping) else None
     return meta if isinstance(meta, Mapping) else {}
+
+
+def answer_type(request: mt.InputRequest) -> type[mt.InputResponse]:
+    """The result a client answers ``request`` with (one rule for both eras)."""
+    if isinstance(request, mt.CreateMessageRequest):
+        params = request.params
+        tools = params.tools or params.tool_choice
+        return mt.CreateMessageResultWithTools if tools else mt.CreateMessageResult
+    if isinstance(request, mt.ElicitRequest):
+        return mt.ElicitResult
+    return mt.ListRootsResult
 
 
 def _lacks(ctx: Context, request: mt.InputRequest) -> mt.ErrorData | None:
@@ -127,19 +137,10 @@ class Relay:
         lacking = _lacks(ctx, request)
         if lacking is not None:
             return lacking
-        result_type: type[Any] = {
-            "sampling/createMessage": mt.CreateMessageResult,
-            "elicitation/create": mt.ElicitResult,
-            "roots/list": mt.ListRootsResult,
-        }[request.method]
-        if isinstance(request, mt.CreateMessageRequest) and (
-            request.params.tools or request.params.tool_choice
-        ):
-            result_type = mt.CreateMessageResultWithTools
         try:
             result: mt.InputResponse = await ctx.session.send_request(
                 request,
-                result_type,
+                answer_type(request),
                 metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
             )
         except MCPError as exc:
@@ -241,7 +242,8 @@ class Parked:
                 waiting.set_result(_error(f"The client did not answer {request.method}."))
                 continue
             try:
-                waiting.set_result(_RESPONSE.validate_python(raw, by_name=False))
+                answer = answer_type(request).model_validate(raw, by_name=False)
+                waiting.set_result(answer)
             except ValidationError:
                 waiting.set_result(
                     _error(f"The client's answer to {request.method} is not valid", INVALID_PARAMS)
