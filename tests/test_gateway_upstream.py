@@ -45,7 +45,6 @@ ANSWER = "a relayed answer"
 FORM = {"name": "Ada Lovelace", "check": True}
 #: the clients: name → (what it speaks to the gateway, the era)
 KINDS = ("session", "fastmcp-legacy", "fastmcp")
-LEGACY_KINDS = ("session", "fastmcp-legacy")
 
 
 @dataclass

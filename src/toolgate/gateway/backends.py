@@ -263,11 +263,10 @@ class Backend:
         arguments: Mapping[str, Any],
         *,
         progress: ProgressFnT | None = None,
-        meta: mt.RequestParamsMeta | None = None,
     ) -> ToolResult:
         """Run one of the backend's tools (by its own name), within its timeout. With
         ``progress``, the backend is asked for progress notifications and each one is
-        passed on; ``meta`` is sent as the request's ``_meta``. Cancelling the awaiting
+        passed on. Cancelling the awaiting
         task cancels the backend request (the SDK sends ``notifications/cancelled``)."""
         session = self.session
         if session is None or self.status != "up":
@@ -285,7 +284,6 @@ class Backend:
                     dict(arguments),
                     read_timeout_seconds=seconds,
                     progress_callback=progress,
-                    meta=meta,
                 )
         except TimeoutError:
             return self.timed_out(tool, seconds)
