@@ -119,7 +119,9 @@ ServerConfig = Annotated[
 
 def _primitive_pattern(pattern: str) -> str:
     if not pattern.strip():
-        raise ValueError("the pattern is empty; write a glob such as 'review_*' or 'file:///docs/*'")
+        raise ValueError(
+            "the pattern is empty; write a glob such as 'review_*' or 'file:///docs/*'"
+        )
     if pattern != pattern.strip():
         raise ValueError(f"{pattern!r} has spaces around it; prompt names and URIs have none")
     return pattern
