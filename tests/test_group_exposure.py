@@ -199,10 +199,13 @@ def test_a_client_without_the_extension_lists_every_prompt_it_may_use() -> None:
 
 def test_activation_does_not_change_what_a_legacy_session_lists() -> None:
     delivery, exposure = build("list_changed")
-    f = facts(("*",))
+    f = RequestFacts("s1", Principal(id="p"), LEGACY, frozenset())
     before = names(exposure.visible(f, PROMPTS))
-    strategy, request = RequestFacts("s1", Principal(id="p"), LEGACY, frozenset()).request(delivery)
+    strategy, request = f.request(delivery)
+    listed = [w["name"] for w in asyncio.run(strategy.list_tools(request))]
     asyncio.run(request.session.activate(["b"]))
+    relisted = [w["name"] for w in asyncio.run(strategy.list_tools(request))]
+    assert "tool_b" in relisted and "tool_b" not in listed  # the session's tools changed
     assert names(exposure.visible(f, PROMPTS)) == before == {p.name for p in PROMPTS}
 
 
