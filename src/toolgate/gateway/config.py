@@ -127,7 +127,12 @@ def _primitive_pattern(pattern: str) -> str:
     return pattern
 
 
-PrimitivePattern = Annotated[str, AfterValidator(_primitive_pattern)]
+PrimitivePattern = Annotated[
+    str,
+    AfterValidator(_primitive_pattern),
+    # the schema says what the validator says: not empty, no spaces around
+    Field(json_schema_extra={"minLength": 1, "pattern": r"^\S(?:[\s\S]*\S)?$"}),
+]
 
 
 class GroupConfig(_Model):
