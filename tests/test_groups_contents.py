@@ -93,7 +93,7 @@ def handler_for(tool: BackendTool) -> Handler:
 
 def build() -> tuple[Delivery, GroupExposure]:
     cfg = parse_config(CONFIG, environ={})
-    listed = {
+    listed: dict[str, list[dict[str, Any]]] = {
         "gh": [
             {"name": n, "inputSchema": {"type": "object"}} for n in ("code_search", "reset_repo")
         ],

@@ -99,15 +99,15 @@ class Placement:
             if any(p.matches(item) for p in kinds[key])
         )
 
-    def unmatched(self, items: Sequence[Relayed]) -> list[tuple[str, Pattern]]:
-        """``(config key, pattern)`` of each pattern that matches none of ``items``."""
+    def unmatched(self, items: Sequence[Relayed]) -> list[tuple[str, PatternKind, Pattern]]:
+        """``(config key, kind, pattern)`` of each pattern that matches none of ``items``."""
         out = []
         for group, kinds in self.patterns.items():
-            for key, patterns in kinds.items():
-                pool = [i for i in items if KEY_OF[i.kind] == key]
+            for kind, patterns in kinds.items():
+                pool = [i for i in items if KEY_OF[i.kind] == kind]
                 for n, p in enumerate(patterns):
                     if not any(p.matches(i) for i in pool):
-                        out.append((f"toolgate.groups.{group}.{key}[{n}]", p))
+                        out.append((f"toolgate.groups.{group}.{kind}[{n}]", kind, p))
         return out
 
 
@@ -140,8 +140,8 @@ def unmatched_warnings(
     offer; a pattern whose backend (or, unqualified, any backend) is down says so."""
     down = sorted(set(servers) - live)
     out = []
-    for key, p in placement.unmatched(items):
-        what = "prompt" if key.rsplit(".", 1)[-1].startswith("prompts") else "resource"
+    for key, kind, p in placement.unmatched(items):
+        what = "prompt" if kind == "prompts" else "resource"
         if p.server is not None and p.server not in live:
             out.append(f"{key}: {p.text!r} matches nothing while {p.server!r} is down")
         elif p.server is None and down:
@@ -172,6 +172,11 @@ class GroupExposure:
       (and their descendants'); a groups-extension client lists only top-level ones
       and finds the rest in ``groups/get``. Session activation plays no part
       (``docs/decisions.md``): both eras list the same for the same request.
+
+    The relay passes what a request uses: the prompt of ``prompts/get`` and of a
+    ``ref/prompt`` completion; the resource of ``resources/read`` / ``subscribe``, or,
+    for a URI no listed resource has, the template it instantiates (and the template
+    of a ``ref/resource`` completion).
     """
 
     def __init__(self, cfg: GatewayConfig, delivery: Delivery) -> None:
