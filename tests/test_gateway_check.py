@@ -226,3 +226,17 @@ def test_inspect_shows_each_groups_prompts_and_resources_and_the_warnings(
     )
     assert (other["prompts"], other["resources"]) == (["greet"], [])
     assert len(data["warnings"]) == 2
+
+
+def test_check_reads_resources_of_a_backend_that_has_no_templates_list(tmp_path: Path) -> None:
+    config = tmp_path / "toolgate.json"
+    server = {"command": sys.executable, "args": [str(SERVERS / "gw_resources_only.py")]}
+    group = {"description": "Messages", "tools": ["motd"], "resources": ["motd://*"]}
+    config.write_text(
+        json.dumps({"mcpServers": {"motd": server}, "toolgate": {"groups": {"motd": group}}})
+    )
+    done = subprocess.run(
+        [*toolgate_argv(), "check", str(config)], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.endswith("ok: 1 tools from 1 backend(s), 1 groups\n")

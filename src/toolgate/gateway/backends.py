@@ -445,7 +445,8 @@ async def list_offered(
 ) -> dict[str, list[dict[str, Any]]]:
     """Every page of what a backend offers beside tools, by kind (``prompt``,
     ``resource``, ``template``), each as its wire definition; a kind whose capability
-    the backend does not declare is absent."""
+    the backend does not declare, or whose list it refuses, is absent (check and
+    inspect read this to warn; it never fails a backend that serves its tools)."""
     out: dict[str, list[dict[str, Any]]] = {}
     lists: list[tuple[str, Any, str]] = []
     if capabilities.prompts is not None:
@@ -456,16 +457,20 @@ async def list_offered(
     for kind, list_page, field in lists:
         items: list[dict[str, Any]] = []
         cursor: str | None = None
-        for _ in range(MAX_LIST_PAGES):
-            params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await list_page(params=params)
-            items += [
-                i.model_dump(by_alias=True, exclude_none=True, mode="json")
-                for i in getattr(page, field)
-            ]
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        try:
+            for _ in range(MAX_LIST_PAGES):
+                params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await list_page(params=params)
+                items += [
+                    i.model_dump(by_alias=True, exclude_none=True, mode="json")
+                    for i in getattr(page, field)
+                ]
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        except MCPError as exc:  # e.g. resources without templates/list (-32601)
+            logger.info("backend: no %s list (%s)", kind, exc.error.message)
+            continue
         out[kind] = items
     return out
 
