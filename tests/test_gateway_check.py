@@ -3,6 +3,8 @@
 Every ``tests/configs/<name>.(json|toml)`` has a ``<name>.expected`` substring; the real
 command runs on a copy whose ``{python}`` / ``{servers}`` placeholders point at this
 interpreter and ``tests/servers``. Broken configs exit 1 with errors on stderr, one per line.
+Prompt and resource patterns that match nothing are warnings, from ``check`` and ``inspect``
+alike, over a real backend that offers prompts, resources and a template.
 """
 
 from __future__ import annotations
