@@ -190,6 +190,8 @@ class Backend:
         #: who answers the backend's requests and hears its log messages (set by the gateway)
         self.peer: Peer | None = None
         self.log_level: mt.LoggingLevel | None = None  # applied again on every reconnect
+        #: prompts, resources and templates (``connect(offers=True)``: check, inspect)
+        self.offered: dict[str, list[dict[str, Any]]] = {}
         self.ready = asyncio.Event()  # the first attempt finished, either way
         self._wake = asyncio.Event()
         self._changed = False
@@ -398,9 +400,10 @@ class Backend:
             )
             await asyncio.sleep(delay)
 
-    async def connect(self, *, watch: bool) -> None:
+    async def connect(self, *, watch: bool, offers: bool = False) -> None:
         """Connect and list the tools; with ``watch``, then follow the backend until the
-        connection is lost (raises ``ConnectionLost``), else disconnect at once."""
+        connection is lost (raises ``ConnectionLost``), else disconnect at once. With
+        ``offers``, also read its prompts, resources and templates into ``offered``."""
         self._dead = False
         self._changed = False
         self._wake = asyncio.Event()
@@ -426,6 +429,8 @@ class Backend:
                         self.instructions = init.instructions
                         self.server_info = init.server_info.model_dump(exclude_none=True)
                         await self._refresh(session)
+                        if offers:
+                            self.offered = await list_offered(session, init.capabilities)
                     self.session = session
                     self.status = "up"
                     self.last_error = None
@@ -540,6 +545,41 @@ class Backend:
             await self.on_tools(self)
 
 
+async def list_offered(
+    session: ClientSession, capabilities: mt.ServerCapabilities
+) -> dict[str, list[dict[str, Any]]]:
+    """Every page of what a backend offers beside tools, by kind (``prompt``,
+    ``resource``, ``template``), each as its wire definition; a kind whose capability
+    the backend does not declare, or whose list it refuses, is absent (check and
+    inspect read this to warn; it never fails a backend that serves its tools)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    lists: list[tuple[str, Any, str]] = []
+    if capabilities.prompts is not None:
+        lists.append(("prompt", session.list_prompts, "prompts"))
+    if capabilities.resources is not None:
+        lists.append(("resource", session.list_resources, "resources"))
+        lists.append(("template", session.list_resource_templates, "resource_templates"))
+    for kind, list_page, field in lists:
+        items: list[dict[str, Any]] = []
+        cursor: str | None = None
+        try:
+            for _ in range(MAX_LIST_PAGES):
+                params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await list_page(params=params)
+                items += [
+                    i.model_dump(by_alias=True, exclude_none=True, mode="json")
+                    for i in getattr(page, field)
+                ]
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        except MCPError as exc:  # e.g. resources without templates/list (-32601)
+            logger.info("backend: no %s list (%s)", kind, exc.error.message)
+            continue
+        out[kind] = items
+    return out
+
+
 def unsendable(arguments: Mapping[str, Any]) -> str | None:
     """Why ``arguments`` cannot be sent as JSON in UTF-8, or None. A lone UTF-16
     surrogate (``"\\ud800"``) would fail inside the transport's writer and close the
@@ -613,20 +653,33 @@ async def list_all(
     """Start every backend once, list its tools, stop it: ``(listed, failures)``.
 
     For ``inspect`` and ``check``: no reconnects, one attempt each."""
+    listed, _, failures = await list_offers(cfg, errlog=errlog)
+    return listed, failures
+
+
+async def list_offers(
+    cfg: GatewayConfig, *, errlog: TextIO | None = None
+) -> tuple[
+    dict[str, list[dict[str, Any]]], dict[str, dict[str, list[dict[str, Any]]]], dict[str, str]
+]:
+    """Like ``list_all``, with what each backend offers beside tools (``list_offered``):
+    ``(tools, offered, failures)``."""
     timing = Timing.from_env()
     backends = make_backends(cfg, timing=timing, errlog=errlog)
     listed: dict[str, list[dict[str, Any]]] = {}
+    offered: dict[str, dict[str, list[dict[str, Any]]]] = {}
     failures: dict[str, str] = {}
 
     async def one(b: Backend) -> None:
         try:
-            await b.connect(watch=False)
+            await b.connect(watch=False, offers=True)
             listed[b.name] = list(b.tools)
+            offered[b.name] = b.offered
         except Exception as exc:
             failures[b.name] = b.failure(exc)
 
     await asyncio.gather(*(one(b) for b in backends.values()))
-    return listed, failures
+    return listed, offered, failures
 
 
 __all__ = [
@@ -637,6 +690,8 @@ __all__ = [
     "Timing",
     "backend_env",
     "list_all",
+    "list_offered",
+    "list_offers",
     "make_backends",
     "running",
 ]

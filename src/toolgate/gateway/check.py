@@ -1,9 +1,11 @@
 """``toolgate check``: validate a gateway config, naming the key and the problem.
 
 Reads the file (JSON or TOML, unknown keys, unset ``${VAR}``), the descriptions folder,
-starts every backend once to list its tools (a backend that fails is reported with the
-last lines of its stderr), builds the catalog and the delivery, and collects every
-problem as ``key: message``. ``snapshot`` is shared with ``toolgate inspect``. Edge layer.
+starts every backend once to list its tools, prompts and resources (a backend that fails
+is reported with the last lines of its stderr), builds the catalog and the delivery, and
+collects every problem as ``key: message`` (a group's ``prompts:`` / ``resources:``
+pattern that matches nothing is a warning). ``snapshot`` is shared with ``toolgate
+inspect``. Edge layer.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from toolgate.errors import ConfigError, RegistrationError
 from toolgate.events import EventBus
 from toolgate.gateway.build import BackendTool, BuildReport, build_toolset, delivery_config
 from toolgate.gateway.config import GatewayConfig, load_config
+from toolgate.gateway.exposure import Placement, offered_items, unmatched_warnings
 from toolgate.state.memory import MemoryStore
 from toolgate.strategies import Delivery
 from toolgate.toolset import ToolSet
@@ -43,6 +46,8 @@ class Snapshot:
     report: BuildReport
     listed: dict[str, list[dict[str, Any]]]
     failures: dict[str, str] = field(default_factory=dict)
+    #: each backend's prompts, resources and templates, by kind (``list_offers``)
+    offered: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
 
 
 async def snapshot(
@@ -58,16 +63,17 @@ async def snapshot(
         except ConfigError as exc:
             report.fail("toolgate.descriptions.dir", exc.message)
     listed: dict[str, list[dict[str, Any]]] = {}
+    offered: dict[str, dict[str, list[dict[str, Any]]]] = {}
     failures: dict[str, str] = {}
     if not offline and cfg.mcp_servers:
-        from toolgate.gateway.backends import list_all  # starts MCP clients: import on use
+        from toolgate.gateway.backends import list_offers  # starts MCP clients: import on use
 
         if errlog is None:
             # backends' own start-up chatter would mix with the one-per-line errors
             with open(os.devnull, "w") as devnull:
-                listed, failures = await list_all(cfg, errlog=devnull)
+                listed, offered, failures = await list_offers(cfg, errlog=devnull)
         else:
-            listed, failures = await list_all(cfg, errlog=errlog)
+            listed, offered, failures = await list_offers(cfg, errlog=errlog)
         for name, why in sorted(failures.items()):
             report.fail(f"mcpServers.{name}", f"could not start or list its tools: {why}")
     live = set(listed) if not offline else set()
@@ -88,12 +94,16 @@ async def snapshot(
         )
     except (RegistrationError, ConfigError) as exc:
         report.fail("toolgate.strategy", exc.message)
+    if not offline:
+        report.warnings += unmatched_warnings(
+            Placement.from_config(cfg), offered_items(offered), live, cfg.mcp_servers
+        )
     if docs is not None and not offline and not failures:
         try:
             docs.check(toolset.catalog)
         except ConfigError as exc:
             report.fail("toolgate.descriptions.dir", exc.message)
-    return Snapshot(cfg, toolset, delivery, report, listed, failures)
+    return Snapshot(cfg, toolset, delivery, report, listed, failures, offered)
 
 
 def problems(path: str | Path, snap: Snapshot | None = None) -> list[str]:
