@@ -84,7 +84,7 @@ def _meta_of(ctx: Context) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def answer_type(request: mt.InputRequest) -> type[mt.InputResponse]:
+def _answer_type(request: mt.InputRequest) -> type[mt.InputResponse]:
     """The result a client answers ``request`` with (one rule for both eras)."""
     if isinstance(request, mt.CreateMessageRequest):
         params = request.params
@@ -140,7 +140,7 @@ class Relay:
         try:
             result: mt.InputResponse = await ctx.session.send_request(
                 request,
-                answer_type(request),
+                _answer_type(request),
                 metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
             )
         except MCPError as exc:
@@ -242,7 +242,7 @@ class Parked:
                 waiting.set_result(_error(f"The client did not answer {request.method}."))
                 continue
             try:
-                answer = answer_type(request).model_validate(raw, by_name=False)
+                answer = _answer_type(request).model_validate(raw, by_name=False)
                 waiting.set_result(answer)
             except ValidationError:
                 waiting.set_result(
@@ -357,11 +357,20 @@ class Upstream:
         """One 2026-07-28 request of a call: start it (or resume the parked one), then
         wait for its result or the backend's requests for input."""
         state = _ROUND.get()
-        parked = state.resume if state is not None else None
-        if parked is None or parked.backend is not backend or parked.tool != tool:
-            parked = self._park(backend, tool, arguments)
-        if state is not None:
+        resume = state.resume if state is not None else None
+        if (
+            state is not None
+            and resume is not None
+            and (resume.backend, resume.tool)
+            == (
+                backend,
+                tool,
+            )
+        ):
             state.attached = True
+            parked = resume
+        else:  # a new call (``rounds`` ends a resumed one this request did not reach)
+            parked = self._park(backend, tool, arguments)
         if parked.expiry is not None:
             parked.expiry.cancel()
         parked.ctx = ctx
