@@ -431,6 +431,37 @@ async def test_a_request_for_input_that_two_clients_calls_could_own_is_refused(
     assert "calls from different clients are in progress" in text
 
 
+async def test_a_2026_round_trip_driven_by_hand_and_a_spent_request_state(
+    served: Served,
+) -> None:
+    """The round trip on the wire: ``input_required`` with the backend's request and a
+    sealed ``requestState``; the retry answers it; the same state again is refused."""
+    await _faulty_up(served)
+    # the callback declares the roots capability; the test answers by hand
+    async with mcp.Client(served.url, mode="auto", list_roots_callback=_sdk_roots) as client:
+        session = client.session
+        first = await session.call_tool("list_roots", {}, allow_input_required=True)
+        assert isinstance(first, mt.InputRequiredResult)
+        assert first.request_state and "toolgate" not in first.request_state  # sealed
+        [(key, request)] = first.input_requests.items()
+        assert isinstance(request, mt.ListRootsRequest)
+        answers = {key: mt.ListRootsResult(roots=[mt.Root(uri="file:///by/hand")])}
+        done = await session.call_tool(
+            "list_roots",
+            {},
+            input_responses=answers,
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(done, mt.CallToolResult)
+        assert _text(done) == "file:///by/hand"
+        with pytest.raises(mcp.MCPError, match="input round is over"):
+            await session.call_tool(
+                "list_roots", {}, input_responses=answers, request_state=first.request_state
+            )
+    assert served.gateway.upstream.parked == {}
+
+
 # -- cancellation and faults ------------------------------------------------------------
 
 

@@ -185,7 +185,7 @@ class Parked:
     ctx: Context | None = None  # the round in progress, if any
     task: asyncio.Task[ToolResult] | None = None
     pending: dict[str, tuple[mt.InputRequest, asyncio.Future[Any]]] = field(default_factory=dict)
-    sent: dict[str, tuple[mt.InputRequest, asyncio.Future[Any]]] = field(default_factory=dict)
+    sent: set[str] = field(default_factory=set)  # keys of ``pending`` the client was given
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     asked: int = 0
     expiry: asyncio.TimerHandle | None = None  # while the client is between rounds
@@ -218,7 +218,7 @@ class Parked:
             result: mt.InputResponse | mt.ErrorData = await answer
         finally:
             self.pending.pop(key, None)
-            self.sent.pop(key, None)
+            self.sent.discard(key)
         return result
 
     async def log(self, params: mt.LoggingMessageNotificationParams) -> None:
@@ -234,8 +234,8 @@ class Parked:
     def answer(self, responses: Mapping[str, Any]) -> None:
         """Feed the client's ``inputResponses`` to the backend's waiting requests; one the
         client left out is refused, so the backend is never left waiting."""
-        for key, (request, waiting) in list(self.sent.items()):
-            if waiting.done():
+        for key, (request, waiting) in list(self.pending.items()):
+            if key not in self.sent or waiting.done():
                 continue
             raw = responses.get(key)
             if raw is None:
@@ -248,7 +248,6 @@ class Parked:
                 waiting.set_result(
                     _error(f"The client's answer to {request.method} is not valid", INVALID_PARAMS)
                 )
-        self.sent.clear()
 
     async def next(self) -> ToolResult | dict[str, mt.InputRequest]:
         """The call's result, or the backend's requests for input not yet sent."""
@@ -257,10 +256,14 @@ class Parked:
         while True:
             if task.done():
                 return task.result()
-            fresh = {k: v for k, v in self.pending.items() if k not in self.sent}
+            fresh = {
+                key: request
+                for key, (request, waiting) in self.pending.items()
+                if key not in self.sent and not waiting.done()
+            }
             if fresh:
                 self.sent.update(fresh)
-                return {k: request for k, (request, _) in fresh.items()}
+                return fresh
             self.changed.clear()
             waiter = asyncio.ensure_future(self.changed.wait())
             try:
@@ -273,7 +276,7 @@ class Parked:
             self.expiry.cancel()
         if self.task is not None:
             self.task.cancel()
-        for _, waiting in [*self.pending.values(), *self.sent.values()]:
+        for _, waiting in self.pending.values():
             if not waiting.done():
                 waiting.cancel()
 
