@@ -113,10 +113,10 @@ def _lacks(ctx: Context, request: mt.InputRequest) -> mt.ErrorData | None:
     )
 
 
-# -- one call's relay ------------------------------------------------------------------------
+# -- one call, as the backend's requests find it -------------------------------------------
 
 
-class Relay:
+class SessionCall:
     """What one client call carries to its backend and hears back, on the legacy protocol:
     progress and log messages related to the call, push requests to the client."""
 
@@ -165,7 +165,7 @@ class _Round:
     """One 2026-07-28 ``tools/call`` request: the parked call it resumes, if any, and the
     ``input_required`` result it ends with when the backend asks for input."""
 
-    resume: Parked | None = None
+    resume: ParkedCall | None = None
     attached: bool = False
     asked: mt.InputRequiredResult | None = None
 
@@ -174,7 +174,7 @@ _ROUND: ContextVar[_Round | None] = ContextVar("toolgate.upstream.round", defaul
 
 
 @dataclass(eq=False)
-class Parked:
+class ParkedCall:
     """A backend call that outlives the 2026-07-28 requests driving it: each request
     (round) waits for its result or for the backend's next requests for input, which
     end the round as ``input_required``; the client's retry answers them."""
@@ -193,10 +193,6 @@ class Parked:
     @property
     def origin(self) -> Hashable:
         return self.id
-
-    @property
-    def wants_progress(self) -> bool:
-        return True  # decided per round: ``progress`` drops what no round asked for
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         ctx = self.ctx
@@ -313,7 +309,7 @@ class LogLevels:
 
 # -- the gateway's side ----------------------------------------------------------------------
 
-CallRelay = Relay | Parked
+InFlight = SessionCall | ParkedCall
 
 
 class Upstream:
@@ -322,8 +318,8 @@ class Upstream:
     def __init__(self, backends: Mapping[str, Backend]) -> None:
         self.backends = backends
         self.levels = LogLevels()
-        self.parked: dict[str, Parked] = {}
-        self._calls: dict[str, list[CallRelay]] = {}  # backend name → calls in flight
+        self.parked: dict[str, ParkedCall] = {}
+        self._calls: dict[str, list[InFlight]] = {}  # backend name → calls in flight
         for backend in backends.values():
             backend.peer = self
 
@@ -348,9 +344,9 @@ class Upstream:
         if not isinstance(ctx, ServerRequestContext):
             return await backend.call(tool, arguments)
         if not is_stateless(ctx.protocol_version):
-            relay = Relay(ctx, self.levels)
-            progress = relay.progress if relay.wants_progress else None
-            with self._in_flight(backend, relay):
+            here = SessionCall(ctx, self.levels)
+            progress = here.progress if here.wants_progress else None
+            with self._in_flight(backend, here):
                 return await backend.call(tool, arguments, progress=progress)
         return await self._round(backend, tool, arguments, ctx)
 
@@ -397,8 +393,8 @@ class Upstream:
         self._expire_later(parked)
         raise InputPending(f"Backend {backend.name!r} asked the client for input")
 
-    def _park(self, backend: Backend, tool: str, arguments: Mapping[str, Any]) -> Parked:
-        parked = Parked(backend, tool)
+    def _park(self, backend: Backend, tool: str, arguments: Mapping[str, Any]) -> ParkedCall:
+        parked = ParkedCall(backend, tool)
 
         async def run() -> ToolResult:
             with self._in_flight(backend, parked):
@@ -408,11 +404,11 @@ class Upstream:
         self.parked[parked.id] = parked
         return parked
 
-    def _drop(self, parked: Parked) -> None:
+    def _drop(self, parked: ParkedCall) -> None:
         self.parked.pop(parked.id, None)
         parked.cancel()
 
-    def _expire_later(self, parked: Parked) -> None:
+    def _expire_later(self, parked: ParkedCall) -> None:
         """A parked call whose client never comes back: its backend request ends within
         the tool's timeout; its result is dropped ``UNCLAIMED_TTL`` seconds after."""
         seconds = parked.backend.spec.timeout_for(parked.tool) + UNCLAIMED_TTL
@@ -426,7 +422,7 @@ class Upstream:
             return await call_next(ctx)
         params = ctx.params or {}
         state = params.get("requestState")
-        resume: Parked | None = None
+        resume: ParkedCall | None = None
         if isinstance(state, str) and state.startswith(_STATE_PREFIX):
             resume = self.parked.get(state)
             if resume is None:
@@ -453,15 +449,15 @@ class Upstream:
         return result
 
     @contextlib.contextmanager
-    def _in_flight(self, backend: Backend, relay: CallRelay) -> Any:
+    def _in_flight(self, backend: Backend, call: InFlight) -> Any:
         calls = self._calls.setdefault(backend.name, [])
-        calls.append(relay)
+        calls.append(call)
         try:
             yield
         finally:
-            calls.remove(relay)
+            calls.remove(call)
 
-    def _caller(self, backend: Backend) -> CallRelay | str:
+    def _caller(self, backend: Backend) -> InFlight | str:
         """The call a backend's request belongs to, or why none can be named: the
         backend connection is shared, and its requests do not say which call they
         serve, so it must be the one call in flight (or calls of one connection)."""
@@ -522,4 +518,4 @@ class Upstream:
                     await p.task
 
 
-__all__ = ["InputPending", "LogLevels", "Parked", "Relay", "Upstream"]
+__all__ = ["InputPending", "LogLevels", "ParkedCall", "SessionCall", "Upstream"]
