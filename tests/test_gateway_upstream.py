@@ -90,7 +90,7 @@ class Heard:
     logs: list[str] = field(default_factory=list)
     got_progress: asyncio.Event = field(default_factory=asyncio.Event)
     got_log: asyncio.Event = field(default_factory=asyncio.Event)
-    #: awaited before answering a sampling request (a test holds the answer back with it)
+    #: awaited before answering sampling or elicitation (a test holds the answer back)
     hold: Callable[[], Awaitable[Any]] | None = None
 
     async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
@@ -134,12 +134,12 @@ async def _fm_sampling(messages: Any, params: Any, ctx: Any) -> str:
 
 
 def _held(heard: Heard, answer: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    async def sampling(*args: Any) -> Any:
+    async def held(*args: Any) -> Any:
         if heard.hold is not None:
             await heard.hold()
         return await answer(*args)
 
-    return sampling
+    return held
 
 
 async def _fm_elicitation(message: str, response_type: Any, params: Any, ctx: Any) -> Any:
@@ -166,7 +166,7 @@ async def talk(
         callbacks: dict[str, Any] = (
             {
                 "sampling_callback": _held(heard, _sdk_sampling),
-                "elicitation_callback": _sdk_elicitation,
+                "elicitation_callback": _held(heard, _sdk_elicitation),
                 "list_roots_callback": _sdk_roots,
             }
             if capable
@@ -208,7 +208,7 @@ async def talk(
     handlers: dict[str, Any] = (
         {
             "sampling_handler": _held(heard, _fm_sampling),
-            "elicitation_handler": _fm_elicitation,
+            "elicitation_handler": _held(heard, _fm_elicitation),
             "roots": [ROOT_URI],
         }
         if capable
@@ -524,16 +524,17 @@ async def test_a_client_that_leaves_mid_progress_cancels_the_backend_and_leaks_n
     assert served.gateway.upstream.parked == {}
 
 
-@pytest.mark.parametrize("kind", ["session", "fastmcp-legacy", "fastmcp"])
-async def test_a_backend_that_dies_during_sampling_gives_a_clear_error(
-    served: Served, kind: str
+@pytest.mark.parametrize("ask", ["sampling", "elicitation"])
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_backend_that_dies_during_a_round_trip_gives_a_clear_error(
+    served: Served, kind: str, ask: str
 ) -> None:
     await _faulty_up(served)
     gateway = served.gateway
     before = set(asyncio.all_tasks())
     heard = Heard(hold=lambda: eventually(lambda: not gateway.backends["faulty"].up))
     async with talk(kind, served.url, heard=heard) as client:
-        text, error = await client.call("sample_then_die", {})
+        text, error = await client.call("ask_then_die", {"ask": ask})
     assert error
     assert "'faulty'" in text and "unavailable" in text
     assert gateway.upstream.parked == {}

@@ -1,6 +1,7 @@
 """A small MCP backend for the gateway's relay tests (``test_gateway_upstream.py``).
 
-``sample_then_die`` asks the client to sample, then exits while the answer is awaited;
+``ask_then_die`` asks the client to sample (or, with ``{"ask": "elicitation"}``, to fill
+a form), then exits while the answer is awaited;
 ``list_roots`` asks the client for its roots on every call (the URIs, one a line);
 ``log`` sends a debug and an error message during the call and, with ``later``, a
 warning after it returned (outside any call); ``slow_progress`` reports progress every
@@ -28,9 +29,12 @@ from mcp.server.stdio import stdio_server
 EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 TOOLS = [
     mt.Tool(
-        name="sample_then_die",
-        description="Ask the client to sample; exit before the answer arrives.",
-        input_schema=EMPTY,
+        name="ask_then_die",
+        description="Ask the client to sample or elicit; exit before the answer arrives.",
+        input_schema={
+            "type": "object",
+            "properties": {"ask": {"enum": ["sampling", "elicitation"]}},
+        },
     ),
     mt.Tool(
         name="log",
@@ -77,24 +81,27 @@ def main() -> None:
     async def call_tool(
         ctx: ServerRequestContext, params: mt.CallToolRequestParams
     ) -> mt.CallToolResult:
-        if params.name == "sample_then_die":
-            (marks / "sampling").write_text("asked\n")
-            # the process ends while the sampling request is outstanding
-            threading.Timer(0.3, os._exit, args=(3,)).start()
-            await ctx.session.send_request(
-                mt.CreateMessageRequest(
-                    params=mt.CreateMessageRequestParams(
-                        messages=[
-                            mt.SamplingMessage(
-                                role="user", content=mt.TextContent(type="text", text="hi")
-                            )
-                        ],
-                        max_tokens=10,
-                    )
-                ),
-                mt.CreateMessageResult,
-                metadata=None,
+        if params.name == "ask_then_die":
+            request: Any = mt.CreateMessageRequest(
+                params=mt.CreateMessageRequestParams(
+                    messages=[
+                        mt.SamplingMessage(
+                            role="user", content=mt.TextContent(type="text", text="hi")
+                        )
+                    ],
+                    max_tokens=10,
+                )
             )
+            answer: Any = mt.CreateMessageResult
+            if (params.arguments or {}).get("ask") == "elicitation":
+                schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+                request = mt.ElicitRequest(
+                    params=mt.ElicitRequestFormParams(message="Your name?", requested_schema=schema)
+                )
+                answer = mt.ElicitResult
+            # the process ends while the request is outstanding (the client holds its answer)
+            threading.Timer(0.3, os._exit, args=(3,)).start()
+            await ctx.session.send_request(request, answer, metadata=None)
             return mt.CallToolResult(content=[mt.TextContent(type="text", text="unreachable")])
         if params.name == "log":
             session = ctx.session
