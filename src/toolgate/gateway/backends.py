@@ -4,9 +4,8 @@ Each ``Backend`` runs in its own task: connects (stdio subprocess or streamable 
 lists its tools, follows its ``tools/list_changed``, health-checks it, and reconnects
 with exponential backoff when it dies, while calls to its tools get a clear error.
 A stdio backend gets the environment its ``env``/``env_passthrough`` give it; its stderr
-goes to the log line by line, and its last lines go into the error when it fails.
-What a backend sends back during a call (sampling, elicitation, roots, log messages)
-goes to its ``peer`` (``toolgate.gateway.upstream``), which relays it to the right client.
+goes to the log line by line, and its last lines go into the error when it fails; its
+requests and log messages go to its ``peer`` (``toolgate.gateway.upstream``).
 Edge layer: imports ``mcp`` (client side) and the core's value types.
 """
 

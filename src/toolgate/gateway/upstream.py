@@ -1,12 +1,7 @@
-"""What travels with a request through the gateway, both ways: ``Upstream``.
-
-A client's call reaches its backend with the client's wish for progress, and its
-cancellation; what the backend sends back during the call (progress, log messages,
-sampling / elicitation / roots requests) reaches that client: on the legacy protocol as
-notifications and push requests related to the call, on 2026-07-28 on the call's response
-stream and as ``input_required`` round trips. Also relays ``logging/setLevel`` and
-``notifications/roots/list_changed`` to the backends. Edge layer: imports ``mcp``,
-``toolgate.gateway.backends`` and the core's value types; only ``serve`` imports it.
+"""What travels with a tool call through the gateway, both ways, on both eras: progress,
+cancellation, logging, and the backend's sampling/elicitation/roots requests (legacy: push
+requests related to the call; 2026-07-28: ``input_required`` rounds). ``Upstream`` is every
+backend's ``Peer``. Edge layer: imports ``mcp``, ``gateway.backends`` and the core's types.
 """
 
 from __future__ import annotations
