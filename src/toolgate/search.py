@@ -15,7 +15,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -29,15 +29,14 @@ from toolgate.errors import ConfigError, InvalidArguments
 MAX_LIMIT = 50
 MAX_PATTERN_LENGTH = 500
 
-# How many times each field's tokens count in a tool's document (BM25 over one document
-# per tool; repeating a field is the simple form of BM25F field weights).
-FIELD_WEIGHTS: Mapping[str, int] = {
-    "name": 3,
-    "title": 2,
-    "description": 1,
-    "arguments": 1,
-    "groups": 1,
-    "server": 1,
+# What a term's (length-normalised) frequency in each field counts for in BM25F.
+FIELD_WEIGHTS: Mapping[str, float] = {
+    "name": 3.0,
+    "title": 2.0,
+    "description": 1.0,
+    "arguments": 1.0,
+    "groups": 1.0,
+    "server": 1.0,
 }
 
 # A general English stop list: function words, pronouns and auxiliaries that say
@@ -254,23 +253,32 @@ def embedding_text(tool: Tool, server_title: str = "", max_chars: int = 2000) ->
 
 
 class Postings:
-    """An inverted index scored with BM25 (Okapi, Lucene's idf), updated one doc at a time.
+    """An inverted index scored with BM25F, updated one document at a time.
 
-    Documents live in slots; adding or removing one touches only its own terms, so a
-    catalog change costs what changed, not the catalog size. Scoring reads the posting
-    arrays of the query's terms only.
+    Each document is a set of fields (name, description, ...). A term's frequency in a
+    field is normalised by that field's length against the field's average length, the
+    fields' normalised frequencies are summed with their weights, and the sum saturates
+    once (BM25F, Robertson & Zaragoza 2009). So a long argument list does not dilute a
+    match in the name, and a word repeated across fields still counts with diminishing
+    returns. Idf is Lucene's. Documents live in slots; adding or removing one touches only
+    its own terms, so a catalog change costs what changed, not the catalog size.
     """
 
-    def __init__(self, np: Any, k1: float, b: float) -> None:
+    def __init__(
+        self, np: Any, fields: Sequence[str], weights: Mapping[str, float], k1: float, b: float
+    ) -> None:
         self._np = np
+        self.fields = tuple(fields)
         self.k1, self.b = k1, b
-        self._postings: dict[str, dict[int, int]] = {}  # term -> {slot: term frequency}
-        self._arrays: dict[str, tuple[Any, Any]] = {}  # term -> (slots, tfs), built lazily
-        self._terms: dict[int, Counter[str]] = {}
-        self._lengths = np.zeros(64)
+        self._weights = np.asarray([float(weights.get(f, 1.0)) for f in self.fields])
+        # term -> {slot: frequency per field}
+        self._postings: dict[str, dict[int, tuple[int, ...]]] = {}
+        self._arrays: dict[str, tuple[Any, Any]] = {}  # term -> (slots, tf matrix), lazily
+        self._terms: dict[int, tuple[str, ...]] = {}
+        self._lengths = np.zeros((64, len(self.fields)))
         self._free: list[int] = []
         self._next = 0
-        self._total = 0
+        self._total = np.zeros(len(self.fields))
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -279,65 +287,78 @@ class Postings:
     def capacity(self) -> int:
         return self._next
 
-    def add(self, terms: list[str]) -> int:
+    def add(self, fields: Mapping[str, list[str]]) -> int:
+        """A new document from its fields' terms (fields this index lacks are ignored)."""
+        np = self._np
         slot = self._free.pop() if self._free else self._next
         if slot == self._next:
             self._next += 1
             if self._next > len(self._lengths):
-                self._lengths = self._np.concatenate([self._lengths, self._np.zeros(self._next)])
-        counts = Counter(terms)
-        for term, tf in counts.items():
-            self._postings.setdefault(term, {})[slot] = tf
+                self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
+        counts = [Counter(fields.get(f, ())) for f in self.fields]
+        terms = set().union(*counts)
+        for term in terms:
+            self._postings.setdefault(term, {})[slot] = tuple(c[term] for c in counts)
             self._arrays.pop(term, None)
-        self._terms[slot] = counts
-        self._lengths[slot] = len(terms)
-        self._total += len(terms)
+        self._terms[slot] = tuple(terms)
+        lengths = np.asarray([sum(c.values()) for c in counts], dtype=float)
+        self._lengths[slot] = lengths
+        self._total += lengths
         return slot
 
     def remove(self, slot: int) -> None:
-        counts = self._terms.pop(slot)
-        for term in counts:
+        for term in self._terms.pop(slot):
             posting = self._postings[term]
             del posting[slot]
             if not posting:
                 del self._postings[term]
             self._arrays.pop(term, None)
-        self._total -= int(self._lengths[slot])
+        self._total -= self._lengths[slot]
         self._lengths[slot] = 0
         self._free.append(slot)
 
-    def statistics(self, population: Any = None) -> tuple[int, float]:
-        """(documents, total length) of the whole index or of the ``population`` slots."""
+    def statistics(self, population: Any = None) -> tuple[int, Any]:
+        """(documents, total length per field) of the index or of the ``population``."""
         if population is None:
-            return len(self._terms), float(self._total)
+            return len(self._terms), self._total
         live = population[: self._next]
-        return int(live.sum()), float(self._lengths[: self._next][live].sum())
+        return int(live.sum()), self._lengths[: self._next][live].sum(axis=0)
 
-    def term_score(self, term: str, slot: int, population: Any = None) -> float:
-        """One term's BM25 contribution to one slot's score (0 when absent), with the
-        statistics of ``population`` (a boolean mask of slots; None: every document)."""
+    def _field_scale(self, n: int, total: Any) -> Any:
+        """Slot x field: weight / length normalisation, the factor on a raw frequency."""
+        np = self._np
+        average = np.where(total > 0, total / max(n, 1), 1.0)
+        norm = 1 - self.b + self.b * self._lengths[: self._next] / average
+        return self._weights / np.where(norm > 0, norm, 1.0)
+
+    def field_scores(self, term: str, slot: int, population: Any = None) -> dict[str, float]:
+        """One term's BM25F score in one slot, split by field in proportion to each
+        field's share of the term's weighted frequency (empty when absent)."""
         posting = self._postings.get(term)
         if not posting or slot not in posting:
-            return 0.0
+            return {}
         n, total = self.statistics(population)
         df = len(posting) if population is None else sum(1 for s in posting if population[s])
-        tf = posting[slot]
-        norm = self.k1 * (1 - self.b + self.b * self._lengths[slot] * n / total)
+        scaled = self._np.asarray(posting[slot]) * self._field_scale(n, total)[slot]
+        tf = float(scaled.sum())
+        if tf <= 0:
+            return {}
         idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        return float(idf * tf * (self.k1 + 1) / (tf + norm))
+        score = idf * tf * (self.k1 + 1) / (tf + self.k1)
+        return {f: score * float(x) / tf for f, x in zip(self.fields, scaled, strict=True) if x}
 
     def scores(self, terms: list[str], population: Any = None) -> Any:
-        """BM25 score of every slot for ``terms`` (a repeated term counts again).
+        """BM25F score of every slot for ``terms`` (a repeated term counts again).
 
         With ``population`` (a boolean mask of slots) only those documents are scored
-        and the statistics (document count, average length, document frequencies) are
-        theirs, so what lies outside it cannot move a score inside it."""
+        and the statistics (document count, average field lengths, document
+        frequencies) are theirs, so what lies outside it cannot move a score inside it."""
         np = self._np
         out = np.zeros(self._next)
         n, total = self.statistics(population)
-        if not n or not total:
+        if not n or not total.any():
             return out
-        norm = self.k1 * (1 - self.b + self.b * self._lengths[: self._next] * n / total)
+        scale = self._field_scale(n, total)
         for term in terms:
             arrays = self._arrays.get(term)
             if arrays is None:
@@ -346,7 +367,7 @@ class Postings:
                     continue
                 arrays = (
                     np.fromiter(posting.keys(), dtype=np.int64, count=len(posting)),
-                    np.fromiter(posting.values(), dtype=np.float64, count=len(posting)),
+                    np.asarray(list(posting.values()), dtype=np.float64),
                 )
                 self._arrays[term] = arrays
             slots, tfs = arrays
@@ -357,7 +378,8 @@ class Postings:
             if not df:
                 continue
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            out[slots] += idf * tfs * (self.k1 + 1) / (tfs + norm[slots])
+            tf = (tfs * scale[slots]).sum(axis=1)
+            out[slots] += idf * tf * (self.k1 + 1) / (tf + self.k1)
         return out
 
 
@@ -426,7 +448,7 @@ class SearchIndex:
         catalog: Catalog,
         settings: SearchSettings | None = None,
         *,
-        field_weights: Mapping[str, int] = FIELD_WEIGHTS,
+        field_weights: Mapping[str, float] = FIELD_WEIGHTS,
         k1: float = 1.2,
         b: float = 0.75,
     ) -> None:
@@ -444,7 +466,7 @@ class SearchIndex:
         self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
-        self._postings = Postings(numpy, k1, b)
+        self._postings = Postings(numpy, list(FIELD_WEIGHTS), self._weights, k1, b)
         # name -> (tool, its groups, slot); tool and groups are compared by identity
         self._docs: dict[str, tuple[Tool, tuple[Group, ...], int]] = {}
         self._slot_names: list[str] = []
@@ -491,7 +513,7 @@ class SearchIndex:
                         continue
                     postings.remove(old[2])
                     self._texts.pop(old[2], None)
-                slot = postings.add(self._document(tool, groups))
+                slot = postings.add(self._field_terms(tool, groups))
                 self._docs[name] = (tool, groups, slot)
                 changed.append((slot, tool))
                 reanalysed += 1
@@ -566,12 +588,6 @@ class SearchIndex:
                 terms += self.analyzer.text_terms(text, name=is_name)
             out[field_name] = terms
         return out
-
-    def _document(self, tool: Tool, groups: tuple[Group, ...]) -> list[str]:
-        terms: list[str] = []
-        for field_name, field_terms in self._field_terms(tool, groups).items():
-            terms += field_terms * self._weights.get(field_name, 1)
-        return terms
 
     def __len__(self) -> int:
         self.refresh()
@@ -685,35 +701,21 @@ class SearchIndex:
         """``search``'s ranking with each tool's BM25 score split by field, and its
         embedding similarity (cosine) in hybrid mode.
 
-        A field's share of a query term's BM25 score is its share of that term's
-        (weighted) frequency in the tool's document, so the fields add up to ``bm25``.
+        A field's share of a query term's BM25F score is its share of that term's
+        weighted, length-normalised frequency in the tool, so the fields add up to
+        ``bm25`` (a term repeated in the query counts once, as in ranking).
         """
         slots, fused, bm25, semantic, names = self._ranked(query, limit, allowed)
         population = self.population(allowed)
-        terms = set(self.analyzer.query_terms(query))
+        terms = self.analyzer.query_terms(query)
         out: list[Explanation] = []
         for slot in slots:
             name = names[slot]
-            with self._lock:
-                tool, groups, _ = self._docs[name]
-                per_field = self._field_terms(tool, groups)
-            counts = {f: Counter(t for t in ts if t in terms) for f, ts in per_field.items()}
             total: Counter[str] = Counter()
-            for f, c in counts.items():
-                for term, n in c.items():
-                    total[term] += n * self._weights.get(f, 1)
-            term_scores = {t: self._postings.term_score(t, slot, population) for t in total}
-            fields = {
-                f: round(
-                    sum(
-                        term_scores[t] * n * self._weights.get(f, 1) / total[t]
-                        for t, n in c.items()
-                    ),
-                    6,
-                )
-                for f, c in counts.items()
-                if c
-            }
+            with self._lock:
+                for term in terms:
+                    total.update(self._postings.field_scores(term, slot, population))
+            fields = {f: round(v, 6) for f, v in total.items() if v}
             out.append(
                 Explanation(
                     name=name,
