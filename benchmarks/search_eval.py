@@ -242,6 +242,8 @@ def toolgate_ranker(data: Dataset, settings: SearchSettings) -> tuple[Ranker, fl
 
 def fastmcp_ranker(data: Dataset) -> Ranker:
     logging.getLogger("fastmcp").setLevel(logging.ERROR)
+    # MCP-Manager's own tool names (e.g. "Is-Feed-Done-") draw naming warnings: not ours
+    logging.getLogger("mcp.shared.tool_name_validation").setLevel(logging.ERROR)
     from fastmcp.server.transforms.search import BM25SearchTransform
     from fastmcp.tools.base import Tool as FastMCPTool
 
@@ -348,27 +350,52 @@ def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
 
 
 def tune(sets: list[Dataset]) -> None:
-    """recall@5 on each set's dev half, lexical and hybrid at a range of weights.
+    """recall@5 on each set's dev half: lexical at a range of prefix weights, then
+    hybrid at a range of fusion weights.
 
-    The rule for ``HYBRID_WEIGHT``: the best mean among weights that beat lexical
-    search on every set (a weight that helps one catalog and hurts another is not
-    chosen).
+    The rule for both (``PREFIX_WEIGHT``, ``HYBRID_WEIGHT``): the best mean among the
+    values that beat the baseline (no prefix matching; lexical search) on every set,
+    so a value that helps one catalog and hurts another is not chosen.
     """
-    rows: dict[str, list[float]] = {}
+    devs = [[(q, g) for q, g in d.queries if split(q) == "dev"] for d in sets]
+    catalogs = []
     for d in sets:
-        dev = [(q, g) for q, g in d.queries if split(q) == "dev"]
-        lexical, _ = toolgate_ranker(d, SearchSettings("lexical", servers=d.servers))
-        rows.setdefault("lexical", []).append(evaluate(lexical, dev)["recall@5"])
-        for w in (0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6):
-            rank, _ = toolgate_ranker(d, SearchSettings("hybrid", weight=w, servers=d.servers))
-            rows.setdefault(f"{w:.2f}", []).append(evaluate(rank, dev)["recall@5"])
-    base = rows["lexical"]
-    print("weight | " + " | ".join(d.name for d in sets) + " | mean | beats lexical on all")
-    for label, scores in rows.items():
-        wins = all(s > b for s, b in zip(scores, base, strict=True))
-        cells = " | ".join(f"{s:.4f}" for s in scores)
-        verdict = "" if label == "lexical" else ("yes" if wins else "no")
-        print(f"{label} | {cells} | {sum(scores) / len(scores):.4f} | {verdict}")
+        c = Catalog()
+        c.add_tools(d.tools)
+        catalogs.append(c)
+
+    def run(settings: Callable[[Dataset], SearchSettings], **options: float) -> list[float]:
+        out = []
+        for d, c, dev in zip(sets, catalogs, devs, strict=True):
+            index = SearchIndex(c, settings(d), **options)  # type: ignore[arg-type]
+            rank = lambda q, i=index: [h.name for h in i.search(q, limit=DEPTH)]  # noqa: E731
+            out.append(evaluate(rank, dev)["recall@5"])
+        return out
+
+    def show(title: str, rows: dict[str, list[float]]) -> None:
+        base = next(iter(rows.values()))
+        print(f"{title} | " + " | ".join(d.name for d in sets) + " | mean | beats first on all")
+        for label, scores in rows.items():
+            wins = all(s > b for s, b in zip(scores, base, strict=True))
+            cells = " | ".join(f"{s:.4f}" for s in scores)
+            verdict = "" if scores is base else ("yes" if wins else "no")
+            print(f"{label} | {cells} | {sum(scores) / len(scores):.4f} | {verdict}")
+
+    def lexical(d: Dataset) -> SearchSettings:
+        return SearchSettings("lexical", servers=d.servers)
+
+    show(
+        "prefix weight",
+        {f"{p:.2f}": run(lexical, prefix_weight=p) for p in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)},
+    )
+    rows = {"lexical": run(lexical)}
+    for w in (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5):
+
+        def hybrid(d: Dataset, w: float = w) -> SearchSettings:
+            return SearchSettings("hybrid", weight=w, servers=d.servers)
+
+        rows[f"{w:.2f}"] = run(hybrid)
+    show("hybrid weight", rows)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ the caller's: ``allowed(name)`` filters every result. Core: no MCP imports.
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import math
 import re
@@ -27,6 +28,13 @@ from toolgate.embedding import Embedder, VectorCache, load_embedder
 from toolgate.errors import ConfigError, InvalidArguments
 
 MAX_LIMIT = 50
+
+# A query word of at least MIN_PREFIX characters also matches the longer index words it
+# begins, at PREFIX_WEIGHT of a full match ("crypto" -> "cryptocurrencies", "auth" ->
+# "authentication"): compounds and derived forms the stemmer leaves apart. Chosen on the
+# development halves of the evaluation sets (benchmarks/search_eval.py --tune).
+MIN_PREFIX = 4
+PREFIX_WEIGHT = 0.4
 MAX_PATTERN_LENGTH = 500
 
 # What a term's (length-normalised) frequency in each field counts for in BM25F.
@@ -244,12 +252,39 @@ def tool_fields(
     }
 
 
-def embedding_text(tool: Tool, server_title: str = "", max_chars: int = 2000) -> str:
-    """The text a tool's vector is made of: name words, title, description, server."""
-    parts = [" ".join(name_parts(tool.name)), tool.title or "", tool.description]
-    if tool.source:
-        parts += [" ".join(name_parts(tool.source)), server_title]
-    return " ".join(p.strip() for p in parts if p and p.strip())[:max_chars]
+# What each part of a tool's text weighs in its vector (hybrid mode): the parts are
+# embedded apart and their unit vectors summed with these weights, so a long
+# description does not drown the name, and a server's name, shared by all its tools,
+# does not make them all alike. Chosen on the development halves of the evaluation sets
+# (benchmarks/search_eval.py --tune).
+EMBEDDING_PARTS: Mapping[str, float] = {
+    "name": 1.0,
+    "description": 2.0,
+    "server": 0.5,
+    "arguments": 0.5,
+}
+
+
+def embedding_texts(tool: Tool, server_title: str = "", max_chars: int = 2000) -> dict[str, str]:
+    """The texts a tool's vector is made of, by part (``EMBEDDING_PARTS``); empty
+    parts are left out.
+
+    >>> embedding_texts(Tool("send_email", "Send an email."))
+    {'name': 'send email', 'description': 'Send an email.'}
+    """
+    arg_names, arg_descriptions = schema_text(tool.input_schema)
+    parts = {
+        "name": [" ".join(name_parts(tool.name)), tool.title or ""],
+        "description": [tool.description],
+        "server": [" ".join(name_parts(tool.source)), server_title] if tool.source else [],
+        "arguments": [" ".join(name_parts(n)) for n in arg_names] + arg_descriptions,
+    }
+    out = {}
+    for part, texts in parts.items():
+        text = " ".join(t.strip() for t in texts if t and t.strip())[:max_chars]
+        if text:
+            out[part] = text
+    return out
 
 
 class Postings:
@@ -279,6 +314,7 @@ class Postings:
         self._free: list[int] = []
         self._next = 0
         self._total = np.zeros(len(self.fields))
+        self._vocabulary: list[str] | None = []  # sorted terms; None: to be re-sorted
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -298,6 +334,8 @@ class Postings:
         counts = [Counter(fields.get(f, ())) for f in self.fields]
         terms = set().union(*counts)
         for term in terms:
+            if term not in self._postings:
+                self._vocabulary = None
             self._postings.setdefault(term, {})[slot] = tuple(c[term] for c in counts)
             self._arrays.pop(term, None)
         self._terms[slot] = tuple(terms)
@@ -312,10 +350,26 @@ class Postings:
             del posting[slot]
             if not posting:
                 del self._postings[term]
+                self._vocabulary = None
             self._arrays.pop(term, None)
         self._total -= self._lengths[slot]
         self._lengths[slot] = 0
         self._free.append(slot)
+
+    def extensions(self, term: str) -> list[str]:
+        """Indexed terms that begin with ``term`` and are longer (``term`` of at least
+        ``MIN_PREFIX`` characters): "crypto" reaches "cryptocurr", "auth" "authent"."""
+        if len(term) < MIN_PREFIX:
+            return []
+        if self._vocabulary is None:
+            self._vocabulary = sorted(self._postings)
+        vocabulary = self._vocabulary
+        out = []
+        for i in range(bisect.bisect_right(vocabulary, term), len(vocabulary)):
+            if not vocabulary[i].startswith(term):
+                break
+            out.append(vocabulary[i])
+        return out
 
     def statistics(self, population: Any = None) -> tuple[int, Any]:
         """(documents, total length per field) of the index or of the ``population``."""
@@ -347,8 +401,11 @@ class Postings:
         score = idf * tf * (self.k1 + 1) / (tf + self.k1)
         return {f: score * float(x) / tf for f, x in zip(self.fields, scaled, strict=True) if x}
 
-    def scores(self, terms: list[str], population: Any = None) -> Any:
-        """BM25F score of every slot for ``terms`` (a repeated term counts again).
+    def scores(
+        self, terms: Sequence[str], population: Any = None, weights: Sequence[float] = ()
+    ) -> Any:
+        """BM25F score of every slot for ``terms`` (a repeated term counts again), each
+        term's score times its entry in ``weights`` when given.
 
         With ``population`` (a boolean mask of slots) only those documents are scored
         and the statistics (document count, average field lengths, document
@@ -359,7 +416,8 @@ class Postings:
         if not n or not total.any():
             return out
         scale = self._field_scale(n, total)
-        for term in terms:
+        for i, term in enumerate(terms):
+            weight = weights[i] if weights else 1.0
             arrays = self._arrays.get(term)
             if arrays is None:
                 posting = self._postings.get(term)
@@ -379,7 +437,7 @@ class Postings:
                 continue
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
             tf = (tfs * scale[slots]).sum(axis=1)
-            out[slots] += idf * tf * (self.k1 + 1) / (tf + self.k1)
+            out[slots] += weight * idf * tf * (self.k1 + 1) / (tf + self.k1)
         return out
 
 
@@ -388,7 +446,7 @@ SearchMode = Literal["lexical", "hybrid"]
 # Hybrid score = HYBRID_WEIGHT * z(BM25) + (1 - HYBRID_WEIGHT) * z(cosine). Chosen on the
 # development halves of both evaluation sets (benchmarks/search_eval.py --tune): the
 # weight with the best mean recall@5 among those that beat lexical search on each set.
-HYBRID_WEIGHT = 0.4
+HYBRID_WEIGHT = 0.3
 MAX_POPULATIONS = 64  # access masks remembered (one per principal's view)
 
 
@@ -451,6 +509,7 @@ class SearchIndex:
         field_weights: Mapping[str, float] = FIELD_WEIGHTS,
         k1: float = 1.2,
         b: float = 0.75,
+        prefix_weight: float = PREFIX_WEIGHT,
     ) -> None:
         try:
             import numpy
@@ -463,6 +522,7 @@ class SearchIndex:
         self.settings = settings = settings or SearchSettings()
         self.analyzer = Analyzer()
         self._weights = dict(field_weights)
+        self._prefix_weight = prefix_weight
         self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
@@ -479,7 +539,6 @@ class SearchIndex:
         self.embedder: Embedder | None = None
         self._cache: VectorCache | None = None
         self._vectors: Any = None  # slot -> unit vector (hybrid mode)
-        self._texts: dict[int, str] = {}  # slot -> embedded text (hybrid mode)
         if settings.mode == "hybrid":
             self.embedder = load_embedder(settings.embedder)
             if settings.cache is not None:
@@ -502,7 +561,6 @@ class SearchIndex:
             for name in [n for n in self._docs if n not in tools]:
                 slot = self._docs.pop(name)[2]
                 postings.remove(slot)
-                self._texts.pop(slot, None)
             reanalysed = 0
             changed: list[tuple[int, Tool]] = []
             for name, tool in tools.items():
@@ -512,7 +570,6 @@ class SearchIndex:
                     if old[0] is tool and _same(old[1], groups):
                         continue
                     postings.remove(old[2])
-                    self._texts.pop(old[2], None)
                 slot = postings.add(self._field_terms(tool, groups))
                 self._docs[name] = (tool, groups, slot)
                 changed.append((slot, tool))
@@ -524,21 +581,22 @@ class SearchIndex:
             self._version = version
 
     def _embed(self, changed: list[tuple[int, Tool]]) -> None:
-        """Vectors for the changed tools' slots: from the cache, else from the embedder."""
+        """Vectors for the changed tools' slots, each the weighted sum of its parts'
+        unit vectors (``EMBEDDING_PARTS``); a part's vector comes from the cache, else
+        from the embedder."""
         np = self._np
         assert self.embedder is not None
         model = self.embedder.model_id
-        texts = {
-            slot: embedding_text(t, self._servers.get(t.source or "", "")) for slot, t in changed
+        parts = {
+            slot: embedding_texts(t, self._servers.get(t.source or "", "")) for slot, t in changed
         }
-        keys = {slot: VectorCache.key(model, text) for slot, text in texts.items()}
-        cached = self._cache.get(list(dict.fromkeys(keys.values()))) if self._cache else {}
-        vectors: dict[int, Any] = {}
-        for slot, key in keys.items():
-            if key in cached:
-                vectors[slot] = np.frombuffer(cached[key], dtype=np.float32)
-        missing = list(dict.fromkeys(texts[s] for s in texts if s not in vectors))
-        fresh: dict[str, Any] = {}
+        texts = list(dict.fromkeys(text for p in parts.values() for text in p.values()))
+        keys = {text: VectorCache.key(model, text) for text in texts}
+        cached = self._cache.get(list(keys.values())) if self._cache else {}
+        found: dict[str, Any] = {
+            t: np.frombuffer(cached[k], dtype=np.float32) for t, k in keys.items() if k in cached
+        }
+        missing = [t for t in texts if t not in found]
         if missing:
             rows = _unit(np, np.asarray(self.embedder.embed(missing), dtype=np.float32))
             if rows.shape[0] != len(missing):
@@ -547,25 +605,29 @@ class SearchIndex:
                 )
             fresh = dict(zip(missing, rows, strict=True))
             if self._cache is not None:
-                self._cache.put(
-                    [(VectorCache.key(model, t), v.tobytes()) for t, v in fresh.items()]
-                )
+                self._cache.put([(keys[t], v.tobytes()) for t, v in fresh.items()])
+            found.update(fresh)
         self.embedded = len(missing)
-        for slot in texts:
-            if slot not in vectors:
-                vectors[slot] = fresh[texts[slot]]
+        vectors: dict[int, Any] = {}
+        for slot, by_part in parts.items():
+            if not by_part:  # a tool with no text at all: the zero vector matches nothing
+                vectors[slot] = None
+                continue
+            total = sum(
+                EMBEDDING_PARTS.get(part, 1.0) * found[text] for part, text in by_part.items()
+            )
+            vectors[slot] = _unit(np, np.asarray([total], dtype=np.float32))[0]
         capacity = self._postings.capacity
-        if vectors:
-            dim = next(iter(vectors.values())).shape[0]
-            if self._vectors is None or self._vectors.shape[1] != dim:
-                self._vectors = np.zeros((capacity, dim), dtype=np.float32)
+        dims = [v.shape[0] for v in vectors.values() if v is not None]
+        if dims and (self._vectors is None or self._vectors.shape[1] != dims[0]):
+            self._vectors = np.zeros((capacity, dims[0]), dtype=np.float32)
         if self._vectors is not None and self._vectors.shape[0] < capacity:
             grown = np.zeros((capacity, self._vectors.shape[1]), dtype=np.float32)
             grown[: self._vectors.shape[0]] = self._vectors
             self._vectors = grown
-        for slot, vector in vectors.items():
-            self._vectors[slot] = vector
-        self._texts.update(texts)
+        if self._vectors is not None:
+            for slot, vector in vectors.items():
+                self._vectors[slot] = 0.0 if vector is None else vector
 
     def _reorder(self) -> None:
         """Slot -> name and slot -> rank of the name, for results and name-ordered ties."""
@@ -615,6 +677,22 @@ class SearchIndex:
             self._masks[id(owner)] = (owner, version, mask)
         return mask
 
+    def _weighted_terms(self, query: str) -> tuple[list[str], list[float]]:
+        """The query's terms (weight 1) and the longer index words they begin
+        (``PREFIX_WEIGHT``); each term once. Call with the lock held."""
+        terms = self.analyzer.query_terms(query)
+        weights = [1.0] * len(terms)
+        if not self._prefix_weight:
+            return terms, weights
+        seen = set(terms)
+        for term in list(terms):
+            for longer in self._postings.extensions(term):
+                if longer not in seen:
+                    seen.add(longer)
+                    terms.append(longer)
+                    weights.append(self._prefix_weight)
+        return terms, weights
+
     def _scores(
         self, query: str, population: Any = None
     ) -> tuple[Any, Any, Any, Any, list[str], Any]:
@@ -630,8 +708,8 @@ class SearchIndex:
         """
         np = self._np
         with self._lock:
-            terms = self.analyzer.query_terms(query)
-            bm25 = self._postings.scores(terms, population)
+            terms, weights = self._weighted_terms(query)
+            bm25 = self._postings.scores(terms, population, weights)
             names, rank = self._slot_names, self._name_rank
             vectors, live = self._vectors, self._live
         if population is not None:
@@ -707,14 +785,16 @@ class SearchIndex:
         """
         slots, fused, bm25, semantic, names = self._ranked(query, limit, allowed)
         population = self.population(allowed)
-        terms = self.analyzer.query_terms(query)
+        with self._lock:
+            terms, weights = self._weighted_terms(query)
         out: list[Explanation] = []
         for slot in slots:
             name = names[slot]
             total: Counter[str] = Counter()
             with self._lock:
-                for term in terms:
-                    total.update(self._postings.field_scores(term, slot, population))
+                for term, weight in zip(terms, weights, strict=True):
+                    found = self._postings.field_scores(term, slot, population)
+                    total.update({f: weight * v for f, v in found.items()})
             fields = {f: round(v, 6) for f, v in total.items() if v}
             out.append(
                 Explanation(
