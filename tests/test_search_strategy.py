@@ -187,26 +187,34 @@ async def test_search_never_returns_an_inaccessible_tool_even_when_it_matches_be
     ]
 
 
-async def test_several_needs_are_ranked_apart_interleaved_each_best_in_full() -> None:
-    """A task's needs in one call: every need's best first, each of those in full, the
-    rest one line each; a tool two needs find comes once."""
-    reply = await search_mode().call(
-        "search_tools",
-        {"query": "open a pull request", "queries": ["open a new issue", "get a file"], "limit": 2},
-    )
+async def test_several_needs_are_ranked_apart_and_interleaved_best_of_each_first() -> None:
+    """A task's needs in one call: every need's best first, then every need's second;
+    a tool two needs find comes once; the first comes in full, the rest one line each,
+    and detail 'full' gives them all in full."""
+    needs = {"query": "open a pull request", "queries": ["open a new issue", "get a file"]}
+    served = search_mode()
+    reply = await served.call("search_tools", {**needs, "limit": 2})
     assert (reply.result.is_error, reply.list_changed) == (False, False)
     assert reply.result.structured == {
         "query": "open a pull request",
         "queries": ["open a new issue", "get a file"],
-        "results": [
-            {"name": "create_pull_request", "score": 3.561579, "tool": CREATE_PR},
-            {"name": "create_issue", "score": 4.796414, "tool": CREATE_ISSUE},
-            {"name": "get_file", "score": 4.827345, "tool": wire("get_file", "Get a file.", PATH)},
+        "results": [{"name": "create_pull_request", "score": 3.561579, "tool": CREATE_PR}],
+        "more": [
+            "create_issue(): Open a new issue.",
+            "get_file(path): Get a file.",
+            "list_pull_requests(): List the pull requests of a repository.",
         ],
-        "more": ["list_pull_requests(): List the pull requests of a repository."],
         "revealed": [],
         "errors": [],
     }
+    full = await served.call("search_tools", {**needs, "limit": 2, "detail": "full"})
+    assert full.result.structured is not None
+    assert full.result.structured["results"] == [
+        {"name": "create_pull_request", "score": 3.561579, "tool": CREATE_PR},
+        {"name": "create_issue", "score": 4.796414, "tool": CREATE_ISSUE},
+        {"name": "get_file", "score": 4.827345, "tool": wire("get_file", "Get a file.", PATH)},
+        {"name": "list_pull_requests", "score": 2.791167, "tool": LIST_PRS},
+    ]
 
 
 async def test_no_need_of_a_multi_need_search_returns_an_inaccessible_tool() -> None:
@@ -593,7 +601,12 @@ async def test_mcp_clients_on_both_eras_search_several_needs_in_one_call() -> No
     """One call for a task's needs, through the SDK's real client: on the legacy
     protocol every result joins the session's list; on 2026 nothing is revealed and
     each need's best tool runs directly."""
-    needs = {"query": "open a pull request", "queries": ["open a new issue"], "limit": 1}
+    needs = {
+        "query": "open a pull request",
+        "queries": ["open a new issue"],
+        "limit": 1,
+        "detail": "full",
+    }
     notes = Notes()
     legacy_server = sdk_server(DeliveryConfig(strategy="list_changed", search=True))
     async with Client(legacy_server, mode="legacy", message_handler=notes) as client:

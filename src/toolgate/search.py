@@ -1,11 +1,11 @@
-"""Tool search over a catalog: BM25 over name parts, title, description, arguments,
+"""Tool search over a catalog: BM25F over name parts, title, description, arguments,
 group text and the backend server, optionally fused with embeddings; plus a regex variant
 run by RE2 (linear time, no catastrophic patterns).
 
 ``SearchIndex`` owns the analysis (name-part splitting, CJK n-grams, stop words,
-stemming), an index that follows the catalog's version re-analysing only tools that
-changed, and the fusion with ``toolgate.embedding`` vectors in hybrid mode. Access is
-the caller's: ``allowed(name)`` filters every result. Core: no MCP imports.
+stemming, prefix matches), an index that follows the catalog's version re-analysing only
+tools that changed, and the fusion with ``toolgate.embedding`` vectors in hybrid mode.
+Access is the caller's: ``allowed(name)`` filters every result. Core: no MCP imports.
 """
 
 from __future__ import annotations
@@ -444,9 +444,9 @@ class Postings:
 SearchMode = Literal["lexical", "hybrid"]
 
 # Hybrid score = HYBRID_WEIGHT * z(BM25) + (1 - HYBRID_WEIGHT) * z(cosine). Chosen on the
-# development halves of both evaluation sets (benchmarks/search_eval.py --tune): the
-# weight with the best mean recall@5 among those that beat lexical search on each set.
-HYBRID_WEIGHT = 0.3
+# development halves of the evaluation sets (benchmarks/search_eval.py --tune): the
+# weight with the best mean recall@5 among those that beat lexical search on every set.
+HYBRID_WEIGHT = 0.25
 MAX_POPULATIONS = 64  # access masks remembered (one per principal's view)
 
 
@@ -781,7 +781,8 @@ class SearchIndex:
 
         A field's share of a query term's BM25F score is its share of that term's
         weighted, length-normalised frequency in the tool, so the fields add up to
-        ``bm25`` (a term repeated in the query counts once, as in ranking).
+        ``bm25`` (a term repeated in the query counts once, a prefix match at
+        ``PREFIX_WEIGHT``, as in ranking).
         """
         slots, fused, bm25, semantic, names = self._ranked(query, limit, allowed)
         population = self.population(allowed)

@@ -46,7 +46,7 @@ _LIMIT_PROPERTY: Mapping[str, Any] = {
 }
 _NEED_LIMIT_PROPERTY: Mapping[str, Any] = {
     **_LIMIT_PROPERTY,
-    "description": f"How many tools per need, best first (1 to {MAX_LIMIT}).",
+    "description": f"Results per need, 1 to {MAX_LIMIT}.",
 }
 SEARCH_SCHEMA: Mapping[str, Any] = {
     "type": "object",
@@ -60,13 +60,13 @@ SEARCH_SCHEMA: Mapping[str, Any] = {
             "type": "array",
             "items": {"type": "string", "minLength": 1},
             "maxItems": MAX_NEEDS - 1,
-            "description": "Other needs of the same task, one per entry.",
+            "description": "The task's other needs, one each.",
         },
         "limit": _NEED_LIMIT_PROPERTY,
         "detail": {
             **DETAIL_PROPERTY,
-            "description": "summary (default): the best of each need in full, one line for "
-            "the rest; full: all in full; names: names only.",
+            "description": "summary (default): the best in full, one line for the rest; "
+            "full; names.",
         },
     },
     "required": ["query"],
@@ -78,8 +78,7 @@ SEARCH_REGEX_SCHEMA: Mapping[str, Any] = {
         "pattern": {
             "type": "string",
             "minLength": 1,
-            "description": "A Python regular expression, matched case-insensitively against "
-            'tool names, titles and descriptions, e.g. "^get_.*issue".',
+            "description": 'A regular expression (RE2), e.g. "^get_.*issue".',
         },
         "limit": _LIMIT_PROPERTY,
         "detail": SEARCH_SCHEMA["properties"]["detail"],
@@ -185,11 +184,11 @@ class ToolSearch(Addon):
 
         return MetaTool(
             strategy.names.search_tools,
-            "Search the tools you may use by what they do, in plain words; a task with "
-            "several needs lists the others in queries, each ranked on its own. Returns the "
-            "best matches of each need in full, the rest as one line each "
-            f"({strategy.names.describe_tools} gives them in full). Run a result directly, "
-            "or through call_tool if it is not in your tool list.",
+            "Find the tools you may use by what they do, in plain words; put a task's other "
+            "needs in queries, each ranked on its own. Gives the best match in full, the rest "
+            f"one line each, every need's best first ({strategy.names.describe_tools} gives "
+            "them in full). "
+            "Run a result directly, or via call_tool if it is not listed.",
             SEARCH_SCHEMA,
             run,
             READ_ONLY,
@@ -204,30 +203,24 @@ class ToolSearch(Addon):
         return MetaTool(
             strategy.names.search_tools_regex,
             "Find the tools you may use whose name, title or description match a regular "
-            "expression (case-insensitive); a name match ranks above a title match, which "
-            "ranks above a description match. Results are given as by search_tools.",
+            "expression (case-insensitive); name matches rank first, then title, then "
+            "description. Results as search_tools gives them.",
             SEARCH_REGEX_SCHEMA,
             run,
             READ_ONLY,
         )
 
     def answer(
-        self, found: Sequence[tuple[SearchHit, Tool]], detail: Detail, best: Sequence[str] = ()
+        self, found: Sequence[tuple[SearchHit, Tool]], detail: Detail
     ) -> tuple[list[dict[str, Any]], list[str]]:
         """The ``results`` (name, score, and the full definition unless ``detail`` is
-        'names') and the ``more`` lines of a compact index: under 'summary' only the
-        ``best`` (each need's best ``full_results``; by default the first
-        ``full_results``) come in full, the other matches as one line each."""
+        'names') and the ``more`` lines of a compact index: under 'summary' only the first
+        ``full_results`` come in full, the other matches as one line each."""
         if detail == "names":
             return [{"name": h.name, "score": h.score} for h, _ in found], []
-        if detail == "full":
-            full = {h.name for h, _ in found}
-        else:
-            full = set(best) if best else {h.name for h, _ in found[: self.full_results]}
-        results = [
-            {"name": h.name, "score": h.score, "tool": t.wire()} for h, t in found if h.name in full
-        ]
-        return results, [index_entry(t) for h, t in found if h.name not in full]
+        cut = len(found) if detail == "full" else self.full_results
+        results = [{"name": h.name, "score": h.score, "tool": t.wire()} for h, t in found[:cut]]
+        return results, [index_entry(t) for _, t in found[cut:]]
 
     async def search(
         self,
@@ -241,9 +234,9 @@ class ToolSearch(Addon):
     ) -> Reply:
         """Rank, reveal where the list follows the session, and answer.
 
-        ``text`` may be several needs: each is ranked on its own (``limit`` each), the
+        ``text`` may be several needs: each is ranked on its own (``limit`` each) and the
         rankings are interleaved (every need's best first, then every need's second,
-        ...; ``MAX_LIMIT`` in all) and each need's best ``full_results`` come in full."""
+        ...; ``MAX_LIMIT`` in all); the answer treats that list as one ranking."""
         session = request.session
         view = await session.view()
         index = strategy.toolset.search_index
@@ -254,12 +247,7 @@ class ToolSearch(Addon):
             rankings[0] if len(rankings) == 1 else interleave(rankings, MAX_LIMIT)
         )
         found = [(h, t) for h in hits if (t := view.surfacing(h.name).tool) is not None]
-        best = (
-            [h.name for ranking in rankings for h in ranking[: self.full_results]]
-            if len(rankings) > 1
-            else []
-        )
-        results, more = self.answer(found, detail, best)
+        results, more = self.answer(found, detail)
         revealed: list[str] = []
         errors: list[str] = []
         changed = False
