@@ -315,6 +315,9 @@ class Postings:
         self._next = 0
         self._total = np.zeros(len(self.fields))
         self._vocabulary: list[str] | None = []  # sorted terms; None: to be re-sorted
+        self._changes = 0  # bumped by every add and remove
+        # id(population) -> (population, changes, documents, field scale): one per view
+        self._scales: dict[int, tuple[Any, int, int, Any]] = {}
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -342,6 +345,7 @@ class Postings:
         lengths = np.asarray([sum(c.values()) for c in counts], dtype=float)
         self._lengths[slot] = lengths
         self._total += lengths
+        self._changes += 1
         return slot
 
     def remove(self, slot: int) -> None:
@@ -355,6 +359,7 @@ class Postings:
         self._total -= self._lengths[slot]
         self._lengths[slot] = 0
         self._free.append(slot)
+        self._changes += 1
 
     def extensions(self, term: str) -> list[str]:
         """Indexed terms that begin with ``term`` and are longer (``term`` of at least
@@ -377,6 +382,19 @@ class Postings:
             return len(self._terms), self._total
         live = population[: self._next]
         return int(live.sum()), self._lengths[: self._next][live].sum(axis=0)
+
+    def _scale(self, population: Any) -> tuple[int, Any]:
+        """(documents, slot x field scale) of ``population``, remembered per population
+        object while the index is unchanged (a view's mask is one object per view)."""
+        hit = self._scales.get(id(population))
+        if hit is not None and hit[0] is population and hit[1] == self._changes:
+            return hit[2], hit[3]
+        n, total = self.statistics(population)
+        scale = self._field_scale(n, total)
+        if len(self._scales) >= 64:
+            self._scales.pop(next(iter(self._scales)))
+        self._scales[id(population)] = (population, self._changes, n, scale)
+        return n, scale
 
     def _field_scale(self, n: int, total: Any) -> Any:
         """Slot x field: weight / length normalisation, the factor on a raw frequency."""
@@ -412,10 +430,9 @@ class Postings:
         frequencies) are theirs, so what lies outside it cannot move a score inside it."""
         np = self._np
         out = np.zeros(self._next)
-        n, total = self.statistics(population)
-        if not n or not total.any():
+        n, scale = self._scale(population)
+        if not n:
             return out
-        scale = self._field_scale(n, total)
         for i, term in enumerate(terms):
             weight = weights[i] if weights else 1.0
             arrays = self._arrays.get(term)
