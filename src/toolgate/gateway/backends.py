@@ -61,14 +61,19 @@ def _env_float(name: str, default: float) -> float:
 class Timing:
     """Reconnect backoff, health checks and start-up patience, in seconds.
 
-    Defaults suit production; tests shorten them through ``TOOLGATE_BACKOFF_INITIAL``,
-    ``TOOLGATE_BACKOFF_MAX``, ``TOOLGATE_HEALTH_INTERVAL`` and ``TOOLGATE_START_TIMEOUT``.
+    ``start_timeout`` bounds one backend's initialize and first tools/list;
+    ``start_grace`` is how long serving waits for the slower backends before it starts
+    with those that are up (the others join when they come up). Defaults suit
+    production; tests change them through ``TOOLGATE_BACKOFF_INITIAL``,
+    ``TOOLGATE_BACKOFF_MAX``, ``TOOLGATE_HEALTH_INTERVAL``, ``TOOLGATE_START_TIMEOUT``
+    and ``TOOLGATE_START_GRACE``.
     """
 
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
     health_interval: float = 10.0
     start_timeout: float = 30.0
+    start_grace: float = 5.0
 
     @classmethod
     def from_env(cls) -> Timing:
@@ -77,6 +82,7 @@ class Timing:
             backoff_max=_env_float("TOOLGATE_BACKOFF_MAX", cls.backoff_max),
             health_interval=_env_float("TOOLGATE_HEALTH_INTERVAL", cls.health_interval),
             start_timeout=_env_float("TOOLGATE_START_TIMEOUT", cls.start_timeout),
+            start_grace=_env_float("TOOLGATE_START_GRACE", cls.start_grace),
         )
 
     def delays(self) -> Iterator[float]:
@@ -482,15 +488,17 @@ async def running(
     backends: Mapping[str, Backend], *, wait: float | None = None
 ) -> AsyncIterator[Mapping[str, Backend]]:
     """Run every backend in its own task; yields once each has made its first attempt
-    (or ``wait`` seconds passed), cancels them all on exit."""
+    or ``wait`` seconds passed (default: the longest ``start_grace``), whichever comes
+    first, so one slow backend does not hold the others back; the slower ones go on
+    starting in their tasks. Cancels them all on exit."""
     tasks = [asyncio.create_task(b.run(), name=f"backend:{n}") for n, b in backends.items()]
     try:
         if backends:
             timeout = (
-                wait if wait is not None else max(b.timing.start_timeout for b in backends.values())
+                wait if wait is not None else max(b.timing.start_grace for b in backends.values())
             )
             waits = [asyncio.create_task(b.ready.wait()) for b in backends.values()]
-            _, pending = await asyncio.wait(waits, timeout=timeout + 1)
+            _, pending = await asyncio.wait(waits, timeout=timeout)
             for p in pending:
                 p.cancel()
         yield backends
