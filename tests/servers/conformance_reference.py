@@ -253,9 +253,7 @@ def static_binary() -> bytes:
     return _png_1x1_red()
 
 
-@mcp.resource(
-    "test://template/{id}/data", name="template-data", mime_type="application/json"
-)
+@mcp.resource("test://template/{id}/data", name="template-data", mime_type="application/json")
 def template_data(id: str) -> str:
     """A resource template: the id is substituted into the content."""
     return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
@@ -301,7 +299,7 @@ def test_prompt_with_arguments(
 
 @mcp.prompt
 def test_prompt_with_embedded_resource(
-    resourceUri: Annotated[str, Field(description="URI of the resource to embed")],  # noqa: N803
+    resourceUri: Annotated[str, Field(description="URI of the resource to embed")],
 ) -> list[Message]:
     """A prompt that embeds a resource."""
     resource = mt.TextResourceContents(
