@@ -28,13 +28,13 @@ import anyio
 import mcp_types as mt
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
 
 from toolgate import __version__
 from toolgate.catalog import ToolResult
 from toolgate.gateway.config import GatewayConfig, HttpServer, StdioServer
+from toolgate.gateway.pool import backend_http_client
 from toolgate.wire import result_from_mcp, tool_wire
 
 logger = logging.getLogger("toolgate.gateway")
@@ -345,7 +345,7 @@ class Backend:
         spec = self.spec
         if isinstance(spec, HttpServer):
             async with (
-                create_mcp_http_client(headers=dict(spec.headers)) as http,
+                backend_http_client(spec.headers) as http,
                 streamable_http_client(spec.url, http_client=http) as streams,
             ):
                 yield streams[0], streams[1]
