@@ -151,7 +151,10 @@ async def test_sampling(prompt: str, ctx: Context) -> str:
     message = mt.SamplingMessage(role="user", content=mt.TextContent(type="text", text=prompt))
     with warnings.catch_warnings():  # sampling is deprecated as of 2026-07-28 (SEP-2577)
         warnings.simplefilter("ignore")
-        reply = await ctx.session.create_message([message], max_tokens=100)
+        # on the tools/call's own stream: the client may not have opened its GET stream yet
+        reply = await ctx.session.create_message(
+            [message], max_tokens=100, related_request_id=ctx.request_id
+        )
     return f"LLM response: {getattr(reply.content, 'text', reply.content)}"
 
 
@@ -218,7 +221,8 @@ _SEP1330_SCHEMA: dict[str, Any] = {
 
 
 async def _elicit_raw(ctx: Context, message: str, schema: dict[str, Any]) -> str:
-    answer = await ctx.session.elicit_form(message, schema)
+    # on the tools/call's own stream: the client may not have opened its GET stream yet
+    answer = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
     return f"Elicitation completed: action={answer.action}, content={answer.content}"
 
 
