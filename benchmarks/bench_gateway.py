@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import platform
+import signal
 import socket
 import statistics
 import subprocess
@@ -132,13 +133,21 @@ async def load(
 
     async def worker() -> None:
         nonlocal errors
-        async with Connection(url) as session:
+        connection = Connection(url)
+        try:
+            session = await connection.__aenter__()
+        except BaseException:
+            await ready.abort()  # a client that cannot connect must not hang the others
+            raise
+        try:
             await ready.wait()
             while time.perf_counter() < stop:
                 try:
                     latencies.append(await timed_call(session))
                 except Exception:
                     errors += 1
+        finally:
+            await connection.__aexit__(None, None, None)
 
     tasks = [asyncio.create_task(worker()) for _ in range(clients)]
     await ready.wait()
@@ -184,7 +193,12 @@ async def main() -> None:
     backend_url = f"http://127.0.0.1:{backend_port}/mcp"
     config = {
         "mcpServers": {"math": {"url": backend_url}},
-        "toolgate": {"always": ["math:*"], "events": {"logging": False}},
+        "toolgate": {
+            "always": ["math:*"],
+            "events": {"logging": False},
+            # every benchmark client comes from 127.0.0.1: let them all open a session
+            "http": {"max_sessions_per_client": max(32, args.clients + 8)},
+        },
     }
     (tmp / "toolgate.json").write_text(json.dumps(config))
     env = {**os.environ}
@@ -199,7 +213,7 @@ async def main() -> None:
         )
         procs.append(backend)
         wait_port(backend_port, backend)
-        profiler = ["-m", "cProfile", "-o", str(args.profile)] if args.profile else ["-m"]
+        profiler = ["-m", "cProfile", "-o", str(args.profile), "-m"] if args.profile else ["-m"]
         serve = [sys.executable, *profiler, "toolgate.cli", "serve", str(tmp / "toolgate.json")]
         gateway = subprocess.Popen(
             [*serve, "--transport", "http", "--port", str(gateway_port), "--log-level", "warning"],
@@ -211,15 +225,19 @@ async def main() -> None:
         wait_port(gateway_port, gateway)
         gateway_url = f"http://127.0.0.1:{gateway_port}/mcp"
         over = await overhead(backend_url, gateway_url, args.calls)
-        print(json.dumps(over))
+        print(json.dumps(over), flush=True)
+        if args.clients == 0:  # overhead only (e.g. to profile the per-call path)
+            return
         direct = await load(backend_url, args.clients, args.duration)
-        print(json.dumps({"direct": direct}))
+        print(json.dumps({"direct": direct}), flush=True)
         probe = lambda: gateway_connections(gateway.pid, backend_port)  # noqa: E731
         loaded = await load(gateway_url, args.clients, args.duration, probe)
-        print(json.dumps({"gateway": loaded}))
+        print(json.dumps({"gateway": loaded}), flush=True)
     finally:
         for p in reversed(procs):  # the gateway first: a profile is written as it exits
-            p.terminate()
+            # SIGINT: uvicorn re-raises the signal it stopped on, and only an interrupt
+            # (not SIGTERM's default action) lets cProfile write its file
+            p.send_signal(signal.SIGINT)
             p.wait(timeout=30)
     ratio = loaded["throughput"] / max(direct["throughput"], 1e-9)
     print(json.dumps({"throughput_ratio": ratio}))

@@ -150,8 +150,8 @@ def reference_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         )
     )
     gateway = HttpGateway([*toolgate_argv(), "serve", str(config)], tmp / "gateway.log")
-    gateway.start()
     try:
+        gateway.start()
         wait_ready(gateway.port)
         yield gateway.url
     finally:

@@ -94,8 +94,8 @@ async def test_calls_reuse_one_pooled_connection_to_an_http_backend(
             )
         )
         gateway = HttpGateway([*toolgate_argv(), "serve", str(config)], tmp_path / "gw.log")
-        await asyncio.to_thread(gateway.start)
         try:
+            await asyncio.to_thread(gateway.start)
             client = Client(StreamableHttpTransport(gateway.url), mode="legacy")
             async with client:
                 for _ in range(5):  # the session's set-up and first calls open the pool

@@ -86,9 +86,9 @@ async def test_a_slow_backend_does_not_hold_back_the_others_and_joins_when_up(
     gate = tmp_path / "slow.gate"
     log = tmp_path / "gateway.log"
     gateway = HttpGateway([*toolgate_argv(), "serve", str(slow_config(tmp_path, gate))], log)
-    gateway.start()  # returns once the port is open: the slow backend is still gated
     heard = Heard()
     try:
+        gateway.start()  # returns once the port is open: the slow backend is still gated
         legacy = Client(StreamableHttpTransport(gateway.url), mode="legacy", message_handler=heard)
         async with legacy:
             ready = await backend_up(gateway, "math")
