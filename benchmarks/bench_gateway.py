@@ -115,11 +115,23 @@ async def overhead(direct_url: str, gateway_url: str, calls: int) -> dict[str, f
     }
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def load(
-    url: str, clients: int, duration: float, probe: Callable[[], int] | None = None
+    url: str,
+    clients: int,
+    duration: float,
+    probe: Callable[[], int] | None = None,
+    pids: dict[str, int] | None = None,
 ) -> dict[str, float]:
-    """``clients`` sessions calling ``echo`` back to back for ``duration`` seconds;
-    ``probe`` (connections to the backend) is sampled halfway through."""
+    """``clients`` sessions calling ``echo`` back to back for ``duration`` seconds (calls
+    that end later are not counted); ``probe`` (connections to the backend) is sampled
+    halfway through; the CPU time each process in ``pids`` (and this one) spends over
+    the window is reported per call."""
     latencies: list[float] = []
     errors = 0
     stop = time.perf_counter() + duration
@@ -143,24 +155,35 @@ async def load(
             await ready.wait()
             while time.perf_counter() < stop:
                 try:
-                    latencies.append(await timed_call(session))
+                    latency = await timed_call(session)
                 except Exception:
                     errors += 1
+                else:
+                    if time.perf_counter() <= stop:
+                        latencies.append(latency)
         finally:
             await connection.__aexit__(None, None, None)
 
     tasks = [asyncio.create_task(worker()) for _ in range(clients)]
+    pids = {**(pids or {}), "client": os.getpid()}
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     await ready.wait()
     start = time.perf_counter()
     stop = start + duration
-    await asyncio.gather(*tasks, sample())
-    elapsed = time.perf_counter() - start
+
+    async def window() -> dict[str, float]:
+        await asyncio.sleep(duration)
+        return {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+
+    _, cpu, *_ = await asyncio.gather(sample(), window(), *tasks)
     latencies.sort()
+    calls = max(len(latencies), 1)
     return {
+        **{f"cpu_ms_per_call_{name}": used / calls * 1000 for name, used in cpu.items()},
         "connections": sampled[0] if sampled else -1,
         "calls": len(latencies),
         "errors": errors,
-        "throughput": len(latencies) / elapsed,
+        "throughput": len(latencies) / duration,
         "p50_ms": latencies[len(latencies) // 2] * 1000,
         "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
         "max_ms": latencies[-1] * 1000,
@@ -228,10 +251,16 @@ async def main() -> None:
         print(json.dumps(over), flush=True)
         if args.clients == 0:  # overhead only (e.g. to profile the per-call path)
             return
-        direct = await load(backend_url, args.clients, args.duration)
+        direct = await load(backend_url, args.clients, args.duration, pids={"backend": backend.pid})
         print(json.dumps({"direct": direct}), flush=True)
         probe = lambda: gateway_connections(gateway.pid, backend_port)  # noqa: E731
-        loaded = await load(gateway_url, args.clients, args.duration, probe)
+        loaded = await load(
+            gateway_url,
+            args.clients,
+            args.duration,
+            probe,
+            pids={"backend": backend.pid, "gateway": gateway.pid},
+        )
         print(json.dumps({"gateway": loaded}), flush=True)
     finally:
         for p in reversed(procs):  # the gateway first: a profile is written as it exits
@@ -265,6 +294,11 @@ one Python process on the same machine ({os.cpu_count()} CPUs, \
 | throughput, gateway / direct (same run) | {ratio:.2f} | ≥ 0.9 |
 | errors (direct, gateway) | {direct["errors"]:.0f}, {loaded["errors"]:.0f} | 0 |
 | TCP connections gateway → backend under load (`ss`) | {loaded["connections"]:.0f} | pooled |
+| CPU per call, direct: client, backend | {direct["cpu_ms_per_call_client"]:.2f} ms, \
+{direct["cpu_ms_per_call_backend"]:.2f} ms | |
+| CPU per call, through the gateway: client, gateway, backend \
+| {loaded["cpu_ms_per_call_client"]:.2f} ms, {loaded["cpu_ms_per_call_gateway"]:.2f} ms, \
+{loaded["cpu_ms_per_call_backend"]:.2f} ms | |
 """
     print(table)
     if not args.no_write:
