@@ -91,7 +91,7 @@ async def test_a_slow_backend_does_not_hold_back_the_others_and_joins_when_up(
         gateway.start()  # returns once the port is open: the slow backend is still gated
         legacy = Client(StreamableHttpTransport(gateway.url), mode="legacy", message_handler=heard)
         async with legacy:
-            ready = await backend_up(gateway, "math")
+            ready = await backend_up(gateway, "math")  # served within the grace after it
             assert (ready["status"], ready["backends"]["slow"]["status"]) == (
                 "degraded",
                 "starting",
@@ -101,11 +101,10 @@ async def test_a_slow_backend_does_not_hold_back_the_others_and_joins_when_up(
             assert text(added) == "42"
             lines = log_lines(log)
             assert "backend slow: connecting" in lines
-            starting = re.findall(r"still starting after 0\.5s: ([\w, ]+);", lines)
-            assert len(starting) == 1 and "slow" in starting[0].split(", ")
+            assert re.findall(r"still starting: ([\w, ]+);", lines) == ["slow"]
             assert "backend slow: up" not in lines
 
-            heard.methods.clear()  # math coming up after the grace was announced too
+            heard.methods.clear()  # only what follows the slow backend's start counts
             gate.touch()
             await wait_for(heard, LIST_CHANGED)
             assert await tool_names(legacy) == ["add", "echo", "multiply", "slow_hello"]

@@ -62,8 +62,9 @@ class Timing:
     """Reconnect backoff, health checks and start-up patience, in seconds.
 
     ``start_timeout`` bounds one backend's initialize and first tools/list;
-    ``start_grace`` is how long serving waits for the slower backends before it starts
-    with those that are up (the others join when they come up). Defaults suit
+    ``start_grace`` is how long serving waits for the slower backends once the first
+    one is up, before it starts with those that are up (the others join when they come
+    up). Defaults suit
     production; tests change them through ``TOOLGATE_BACKOFF_INITIAL``,
     ``TOOLGATE_BACKOFF_MAX``, ``TOOLGATE_HEALTH_INTERVAL``, ``TOOLGATE_START_TIMEOUT``
     and ``TOOLGATE_START_GRACE``.
@@ -485,22 +486,21 @@ def make_backends(
 
 @contextlib.asynccontextmanager
 async def running(
-    backends: Mapping[str, Backend], *, wait: float | None = None
+    backends: Mapping[str, Backend], *, wait: float | None = None, grace: float | None = None
 ) -> AsyncIterator[Mapping[str, Backend]]:
-    """Run every backend in its own task; yields once each has made its first attempt
-    or ``wait`` seconds passed (default: the longest ``start_grace``), whichever comes
-    first, so one slow backend does not hold the others back; the slower ones go on
-    starting in their tasks. Cancels them all on exit."""
+    """Run every backend in its own task; yields once each has made its first attempt,
+    or ``grace`` seconds after the first one came up (default: the longest
+    ``start_grace``), or after ``wait`` seconds (default: the longest ``start_timeout``),
+    whichever comes first. So one slow backend does not hold the others back, and
+    backends that start about as fast as each other are all in the first catalog; the
+    slower ones go on starting in their tasks. Cancels them all on exit."""
     tasks = [asyncio.create_task(b.run(), name=f"backend:{n}") for n, b in backends.items()]
     try:
         if backends:
-            timeout = (
-                wait if wait is not None else max(b.timing.start_grace for b in backends.values())
-            )
-            waits = [asyncio.create_task(b.ready.wait()) for b in backends.values()]
-            _, pending = await asyncio.wait(waits, timeout=timeout)
-            for p in pending:
-                p.cancel()
+            timings = [b.timing for b in backends.values()]
+            limit = wait if wait is not None else max(t.start_timeout for t in timings) + 1
+            patience = grace if grace is not None else max(t.start_grace for t in timings)
+            await _first_attempts(backends, limit, patience)
         yield backends
     finally:
         for t in tasks:
@@ -508,6 +508,27 @@ async def running(
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
+
+
+async def _first_attempts(backends: Mapping[str, Backend], limit: float, grace: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    pending = {asyncio.create_task(b.ready.wait()) for b in backends.values()}
+    graced = False
+    try:
+        while pending:
+            if not graced and any(b.up for b in backends.values()):
+                graced = True  # the grace runs from the first backend up
+                deadline = min(deadline, loop.time() + grace)
+            timeout = deadline - loop.time()
+            if timeout <= 0:
+                break
+            _, pending = await asyncio.wait(
+                pending, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+    finally:
+        for p in pending:
+            p.cancel()
 
 
 async def list_all(

@@ -355,21 +355,21 @@ class Gateway:
     # -- running --------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
-        """Start the backends, build from those up after their first attempt or the
-        start-up grace (``Timing.start_grace``), whichever is first; stop them on exit.
+        """Start the backends and build from those up once each made its first attempt
+        or ``Timing.start_grace`` after the first one came up, whichever is first (see
+        ``backends.running``); stop them on exit.
 
         A backend still starting joins later: its first tool list syncs the catalog
         (``sync``), which notifies the legacy sessions whose list changed."""
         names = ", ".join(self.backends) or "none"
         logger.info("starting %d backend(s): %s", len(self.backends), names)
-        async with running(self.backends, wait=self.timing.start_grace):
+        async with running(self.backends):
             starting = sorted(n for n, b in self.backends.items() if not b.ready.is_set())
             failed = sorted(n for n, b in self.backends.items() if b.ready.is_set() and not b.up)
             if starting:
                 logger.info(
-                    "backend(s) still starting after %gs: %s; serving the others now, their "
-                    "tools appear when they are up",
-                    self.timing.start_grace,
+                    "backend(s) still starting: %s; serving the others now, their tools "
+                    "appear when they are up",
                     ", ".join(starting),
                 )
             if failed:
