@@ -2,14 +2,16 @@
 ``tests/_fixtures/npm_servers.py``) against the real gateway.
 
 ``toolgate serve`` (streamable HTTP, strategy ``flat``) fronts the suite's reference
-backend, ``tests/servers/conformance_reference.py``, over stdio; the suite's active
-server scenarios run in one invocation and every one must pass. The same suite against
+backend, ``tests/servers/conformance_reference.py``, reached over stdio and over
+streamable HTTP; the suite's active server scenarios run in one invocation per setup and
+every one must pass. The same suite against
 the reference backend served directly proves the backend implements every scenario, so
 a failure through the gateway is the gateway's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -19,6 +21,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,18 +113,22 @@ def run_suite(suite: ConformanceSuite, url: str, out: Path) -> dict[str, list[st
     return results
 
 
-def failures(results: dict[str, list[str]]) -> str:
+def assert_all_pass(results: dict[str, list[str]]) -> None:
+    """Fails naming every failed scenario and its failed checks, one per line."""
     failed = {name: why for name, why in sorted(results.items()) if why}
     lines = [f"  {name}: {' | '.join(why)}" for name, why in failed.items()]
-    return f"{len(failed)} of {len(results)} scenarios failed:\n" + "\n".join(lines)
+    if failed:
+        pytest.fail(
+            f"{len(failed)} of {len(results)} scenarios failed:\n" + "\n".join(lines),
+            pytrace=False,
+        )
 
 
-@pytest.fixture(scope="module")
-def reference_direct(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The reference backend served over streamable HTTP, without the gateway."""
+@contextlib.contextmanager
+def reference_http(tmp: Path) -> Iterator[str]:
+    """The reference backend over streamable HTTP on a free port; yields its URL."""
     port = free_port()
-    log = tmp_path_factory.mktemp("reference") / "reference.log"
-    with log.open("wb") as out:
+    with (tmp / "reference.log").open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, str(REFERENCE), "--http", "--port", str(port)],
             stdin=subprocess.DEVNULL,
@@ -137,36 +144,42 @@ def reference_direct(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def reference_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``toolgate serve`` over HTTP in front of the reference backend (stdio)."""
-    tmp = tmp_path_factory.mktemp("conformance-gateway")
-    config = tmp / "reference.json"
-    config.write_text(
-        json.dumps(
-            {
-                "mcpServers": {"ref": {"command": sys.executable, "args": [str(REFERENCE)]}},
-                "toolgate": {"strategy": "flat"},
-            }
+def reference_direct(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The reference backend served over streamable HTTP, without the gateway."""
+    with reference_http(tmp_path_factory.mktemp("reference")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def reference_gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """``toolgate serve`` over HTTP in front of the reference backend, which the gateway
+    reaches over stdio or over streamable HTTP."""
+    tmp = tmp_path_factory.mktemp(f"conformance-gateway-{request.param}")
+    with contextlib.ExitStack() as stack:
+        if request.param == "stdio":
+            backend: dict[str, Any] = {"command": sys.executable, "args": [str(REFERENCE)]}
+        else:
+            backend = {"url": stack.enter_context(reference_http(tmp))}
+        config = tmp / "reference.json"
+        config.write_text(
+            json.dumps({"mcpServers": {"ref": backend}, "toolgate": {"strategy": "flat"}})
         )
-    )
-    gateway = HttpGateway([*toolgate_argv(), "serve", str(config)], tmp / "gateway.log")
-    try:
+        gateway = HttpGateway([*toolgate_argv(), "serve", str(config)], tmp / "gateway.log")
+        stack.callback(gateway.stop)
         gateway.start()
         wait_ready(gateway.port)
         yield gateway.url
-    finally:
-        gateway.stop()
 
 
 def test_reference_backend_passes_every_active_scenario_directly(
     conformance_suite: ConformanceSuite, reference_direct: str, tmp_path: Path
 ) -> None:
-    results = run_suite(conformance_suite, reference_direct, tmp_path)
-    assert not any(results.values()), failures(results)
+    assert_all_pass(run_suite(conformance_suite, reference_direct, tmp_path))
 
 
 def test_gateway_passes_every_active_scenario(
     conformance_suite: ConformanceSuite, reference_gateway: str, tmp_path: Path
 ) -> None:
-    results = run_suite(conformance_suite, reference_gateway, tmp_path)
-    assert not any(results.values()), failures(results)
+    assert_all_pass(run_suite(conformance_suite, reference_gateway, tmp_path))
