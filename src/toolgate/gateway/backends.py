@@ -64,10 +64,9 @@ class Timing:
     ``start_timeout`` bounds one backend's initialize and first tools/list;
     ``start_grace`` is how long serving waits for the slower backends once the first
     one is up, before it starts with those that are up (the others join when they come
-    up). Defaults suit
-    production; tests change them through ``TOOLGATE_BACKOFF_INITIAL``,
-    ``TOOLGATE_BACKOFF_MAX``, ``TOOLGATE_HEALTH_INTERVAL``, ``TOOLGATE_START_TIMEOUT``
-    and ``TOOLGATE_START_GRACE``.
+    up). Defaults suit production; tests change them through
+    ``TOOLGATE_BACKOFF_INITIAL``, ``TOOLGATE_BACKOFF_MAX``, ``TOOLGATE_HEALTH_INTERVAL``,
+    ``TOOLGATE_START_TIMEOUT`` and ``TOOLGATE_START_GRACE``.
     """
 
     backoff_initial: float = 0.5

@@ -1,11 +1,7 @@
-"""The HTTP client the gateway talks to its streamable-HTTP backends with.
-
-One ``httpx2.AsyncClient`` per backend, whose keep-alive connections are reused across
-requests. The SDK's client transport closes a POST's SSE response as soon as the
-JSON-RPC response arrives, before the server's end of stream is read, and leaves a
-202's empty body unread; httpx then drops the connection instead of pooling it. The
-transport here finishes reading such a body (bounded in time and size) when the
-response is closed, so the connection goes back to the pool. Edge layer: imports httpx2.
+"""The HTTP client the gateway talks to its streamable-HTTP backends with: one pooled
+keep-alive ``httpx2.AsyncClient`` per backend, whose transport finishes reading a
+response closed before its end (the SDK's client does that with every POST's SSE
+stream and 202), so its connection is reused instead of dropped. Edge layer: httpx2.
 """
 
 from __future__ import annotations
