@@ -6,6 +6,7 @@ saying so on stderr, then serves one tool, ``slow_hello``, over stdio.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,7 +27,10 @@ if __name__ == "__main__":
     parser.add_argument("--gate", type=Path, required=True)
     ns = parser.parse_args()
     print(f"gw-slow: waiting for {ns.gate}", file=sys.stderr, flush=True)
+    parent = os.getppid()
     while not ns.gate.exists():
+        if os.getppid() != parent:  # the gateway is gone: nobody will open the gate
+            sys.exit("gw-slow: the gateway went away before the gate opened")
         time.sleep(0.05)
     print("gw-slow: gate open, serving", file=sys.stderr, flush=True)
     mcp.run(transport="stdio", show_banner=False)
