@@ -3,8 +3,9 @@ group text and the backend server, optionally fused with embeddings; plus a rege
 run by RE2 (linear time, no catastrophic patterns).
 
 ``SearchIndex`` owns the analysis (name-part splitting, CJK n-grams, stop words,
-stemming, prefix matches), an index that follows the catalog's version re-analysing only
-tools that changed, and the fusion with ``toolgate.embedding`` vectors in hybrid mode.
+stemming, prefix and spelling matches), an index that follows the catalog's version
+re-analysing only tools that changed, and the fusion with ``toolgate.embedding`` vectors
+in hybrid mode.
 Access is the caller's: ``allowed(name)`` filters every result. Core: no MCP imports.
 """
 
@@ -867,7 +868,7 @@ class SearchIndex:
         A field's share of a query term's BM25F score is its share of that term's
         weighted, length-normalised frequency in the tool, so the fields add up to
         ``bm25`` (a term repeated in the query counts once, a prefix match at
-        ``PREFIX_WEIGHT``, as in ranking).
+        ``PREFIX_WEIGHT`` and a spelling match at ``FUZZY_WEIGHT``, as in ranking).
         """
         slots, fused, bm25, semantic, names = self._ranked(query, limit, allowed)
         population = self.population(allowed)
