@@ -398,11 +398,12 @@ def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
 
 
 def tune(sets: list[Dataset]) -> None:
-    """recall@5 on each set's dev half: lexical at a range of prefix weights, then
-    hybrid at a range of fusion weights.
+    """recall@5 on each set's dev half: lexical at a range of prefix weights and of
+    spelling-match weights and similarities, then hybrid at a range of fusion weights.
 
-    The rule for both (``PREFIX_WEIGHT``, ``HYBRID_WEIGHT``): the best mean among the
-    values that beat the baseline (no prefix matching; lexical search) on every set,
+    The rule for all (``PREFIX_WEIGHT``, ``FUZZY_WEIGHT``, ``HYBRID_WEIGHT``): the best
+    mean among the values that beat or tie the baseline (no prefix or spelling matching;
+    lexical search) on every set,
     so a value that helps one catalog and hurts another is not chosen.
     """
     devs = [[(q, g) for q, g in d.queries if split(q) == "dev"] for d in sets]
@@ -425,8 +426,9 @@ def tune(sets: list[Dataset]) -> None:
         print(f"{title} | " + " | ".join(d.name for d in sets) + " | mean | beats first on all")
         for label, scores in rows.items():
             wins = all(s > b for s, b in zip(scores, base, strict=True))
+            holds = all(s >= b for s, b in zip(scores, base, strict=True))
             cells = " | ".join(f"{s:.4f}" for s in scores)
-            verdict = "" if scores is base else ("yes" if wins else "no")
+            verdict = "" if scores is base else ("yes" if wins else "none lower" if holds else "no")
             print(f"{label} | {cells} | {sum(scores) / len(scores):.4f} | {verdict}")
 
     def lexical(d: Dataset) -> SearchSettings:
@@ -435,6 +437,13 @@ def tune(sets: list[Dataset]) -> None:
     show(
         "prefix weight",
         {f"{p:.2f}": run(lexical, prefix_weight=p) for p in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)},
+    )
+    show(
+        "spelling (fuzzy) weight @ similarity",
+        {
+            f"{w:.1f} @ {j:.1f}": run(lexical, fuzzy_weight=w, fuzzy_similarity=j)
+            for w, j in ((0.0, 0.4), (0.2, 0.4), (0.4, 0.4), (0.6, 0.4), (0.4, 0.3), (0.4, 0.5))
+        },
     )
     rows = {"lexical": run(lexical)}
     for w in (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5):

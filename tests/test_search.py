@@ -438,7 +438,58 @@ def test_a_query_word_reaches_the_longer_index_words_it_begins() -> None:
     assert names(index.search("crypto", limit=3)) == ["coin_prices"]
     # a full match outranks a prefix match; words under four letters extend nothing
     assert names(index.search("cry", limit=3)) == ["cry_detector"]
-    assert SearchIndex(catalog, prefix_weight=0.0).search("crypto", limit=3) == []
+    # (without spelling matches, which would also reach "cryptocurrencies")
+    assert SearchIndex(catalog, prefix_weight=0.0, fuzzy_weight=0.0).search("crypto") == []
+
+
+def test_a_word_that_reaches_no_tool_matches_words_spelled_like_it() -> None:
+    """British and American spellings, which the stemmer keeps apart ("analys",
+    "analyz"), meet through shared character trigrams; a word that matches a tool
+    as it is does not spread to its look-alikes."""
+    catalog = Catalog()
+    catalog.add_tools(
+        [
+            Tool("log_analyzer", "Analyze server logs."),
+            Tool("color_picker", "Pick a color from the screen."),
+            Tool("weather", "The forecast."),
+        ]
+    )
+    index = SearchIndex(catalog)
+    hits = index.search("analyse logs", limit=3)
+    assert names(hits) == ["log_analyzer"]
+    assert names(index.search("analyse", limit=3)) == ["log_analyzer"]
+    assert names(index.search("colour", limit=3)) == ["color_picker"]
+    assert SearchIndex(catalog, fuzzy_weight=0.0).search("analyse", limit=3) == []
+    # a spelling match counts FUZZY_WEIGHT of a full one
+    exact = SearchIndex(catalog).search("analyze", limit=1)[0]
+    assert 0 < index.search("analyse", limit=1)[0].score < exact.score
+    [explained] = index.explain("analyse", limit=1)
+    assert explained.fields and sum(explained.fields.values()) == pytest.approx(explained.bm25)
+
+    catalog.add_tools([Tool("colour_mixer", "Mix paint.")])
+    # "colour" now matches a tool as it is: no look-alikes
+    assert names(index.search("colour", limit=3)) == ["colour_mixer"]
+    catalog.remove_tool("colour_mixer")
+    catalog.remove_tool("color_picker")
+    assert index.search("colour", limit=3) == []  # removed tools are found no more
+
+
+def test_spelling_matches_depend_only_on_the_callers_tools() -> None:
+    """A word held only by tools the caller cannot see does not count as found: the
+    caller's search falls back to look-alikes exactly as on a catalog of its tools."""
+    tools = [
+        Tool("colour_mixer", "Mix paint colour."),
+        Tool("color_picker", "Pick a color from the screen."),
+        Tool("weather", "The forecast."),
+    ]
+    catalog = Catalog()
+    catalog.add_tools(tools)
+    visible = {"color_picker", "weather"}
+    hits = SearchIndex(catalog).search("colour", limit=3, allowed=visible.__contains__)
+    alone = Catalog()
+    alone.add_tools([t for t in tools if t.name in visible])
+    assert hits == SearchIndex(alone).search("colour", limit=3)
+    assert names(hits) == ["color_picker"]
 
 
 def test_field_scores_add_up_to_the_bm25_score_with_prefix_matches() -> None:

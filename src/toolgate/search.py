@@ -3,8 +3,9 @@ group text and the backend server, optionally fused with embeddings; plus a rege
 run by RE2 (linear time, no catastrophic patterns).
 
 ``SearchIndex`` owns the analysis (name-part splitting, CJK n-grams, stop words,
-stemming, prefix matches), an index that follows the catalog's version re-analysing only
-tools that changed, and the fusion with ``toolgate.embedding`` vectors in hybrid mode.
+stemming, prefix and spelling matches), an index that follows the catalog's version
+re-analysing only tools that changed, and the fusion with ``toolgate.embedding`` vectors
+in hybrid mode.
 Access is the caller's: ``allowed(name)`` filters every result. Core: no MCP imports.
 """
 
@@ -35,6 +36,14 @@ MAX_LIMIT = 50
 # development halves of the evaluation sets (benchmarks/search_eval.py --tune).
 MIN_PREFIX = 4
 PREFIX_WEIGHT = 0.4
+# A query word of at least MIN_PREFIX characters that matches no tool of the caller's
+# view, not even as a prefix, is replaced by the index words sharing at least
+# FUZZY_SIMILARITY of their character trigrams with it (Jaccard), at FUZZY_WEIGHT:
+# misspellings and spelling variants ("analyse" -> "analyz", "colour" -> "color",
+# "summarise" -> "summar") that neither the stemmer nor a prefix joins. Chosen on the
+# development halves of the evaluation sets (benchmarks/search_eval.py --tune).
+FUZZY_SIMILARITY = 0.4
+FUZZY_WEIGHT = 0.4
 MAX_PATTERN_LENGTH = 500
 
 # What a term's (length-normalised) frequency in each field counts for in BM25F.
@@ -113,6 +122,17 @@ def _runs(text: str) -> Iterable[str]:
                 yield spaced
             else:
                 yield from char_ngrams(unspaced)
+
+
+def trigrams(term: str) -> frozenset[str]:
+    """A term's character trigrams, for terms of ``MIN_PREFIX`` characters or more.
+
+    >>> sorted(trigrams("colour"))
+    ['col', 'lou', 'olo', 'our']
+    """
+    if len(term) < MIN_PREFIX:
+        return frozenset()
+    return frozenset(term[i : i + 3] for i in range(len(term) - 2))
 
 
 def char_ngrams(text: str) -> list[str]:
@@ -315,6 +335,8 @@ class Postings:
         self._next = 0
         self._total = np.zeros(len(self.fields))
         self._vocabulary: list[str] | None = []  # sorted terms; None: to be re-sorted
+        # character trigram -> the terms (of MIN_PREFIX characters or more) holding it
+        self._trigrams: dict[str, set[str]] = {}
         self._changes = 0  # bumped by every add and remove
         # id(population) -> (population, changes, documents, field scale): one per view
         self._scales: dict[int, tuple[Any, int, int, Any]] = {}
@@ -339,6 +361,8 @@ class Postings:
         for term in terms:
             if term not in self._postings:
                 self._vocabulary = None
+                for gram in trigrams(term):
+                    self._trigrams.setdefault(gram, set()).add(term)
             self._postings.setdefault(term, {})[slot] = tuple(c[term] for c in counts)
             self._arrays.pop(term, None)
         self._terms[slot] = tuple(terms)
@@ -355,6 +379,11 @@ class Postings:
             if not posting:
                 del self._postings[term]
                 self._vocabulary = None
+                for gram in trigrams(term):
+                    holders = self._trigrams[gram]
+                    holders.discard(term)
+                    if not holders:
+                        del self._trigrams[gram]
             self._arrays.pop(term, None)
         self._total -= self._lengths[slot]
         self._lengths[slot] = 0
@@ -375,6 +404,29 @@ class Postings:
                 break
             out.append(vocabulary[i])
         return out
+
+    def similar(self, term: str, threshold: float) -> list[str]:
+        """Indexed terms other than ``term`` whose character trigrams overlap its own
+        by at least ``threshold`` (Jaccard), most similar first, ties by term."""
+        grams = trigrams(term)
+        if not grams:
+            return []
+        shared: Counter[str] = Counter()
+        for gram in grams:
+            shared.update(self._trigrams.get(gram, ()))
+        found = []
+        for other, common in shared.items():
+            similarity = common / (len(grams) + len(trigrams(other)) - common)
+            if similarity >= threshold and other != term:
+                found.append((-similarity, other))
+        return [other for _, other in sorted(found)]
+
+    def matches(self, term: str, population: Any = None) -> bool:
+        """Whether ``term`` occurs in any document (of ``population``, when given)."""
+        posting = self._postings.get(term)
+        if not posting:
+            return False
+        return population is None or any(population[slot] for slot in posting)
 
     def statistics(self, population: Any = None) -> tuple[int, Any]:
         """(documents, total length per field) of the index or of the ``population``."""
@@ -527,6 +579,8 @@ class SearchIndex:
         k1: float = 1.2,
         b: float = 0.75,
         prefix_weight: float = PREFIX_WEIGHT,
+        fuzzy_weight: float = FUZZY_WEIGHT,
+        fuzzy_similarity: float = FUZZY_SIMILARITY,
     ) -> None:
         try:
             import numpy
@@ -540,6 +594,8 @@ class SearchIndex:
         self.analyzer = Analyzer()
         self._weights = dict(field_weights)
         self._prefix_weight = prefix_weight
+        self._fuzzy_weight = fuzzy_weight
+        self._fuzzy_similarity = fuzzy_similarity
         self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
@@ -694,20 +750,33 @@ class SearchIndex:
             self._masks[id(owner)] = (owner, version, mask)
         return mask
 
-    def _weighted_terms(self, query: str) -> tuple[list[str], list[float]]:
-        """The query's terms (weight 1) and the longer index words they begin
-        (``PREFIX_WEIGHT``); each term once. Call with the lock held."""
+    def _weighted_terms(self, query: str, population: Any = None) -> tuple[list[str], list[float]]:
+        """The query's terms (weight 1), the longer index words they begin
+        (``PREFIX_WEIGHT``) and, for a term that reaches no tool of ``population``
+        either way, the index words spelled like it (``FUZZY_WEIGHT``); each term once.
+        Call with the lock held."""
+        postings = self._postings
         terms = self.analyzer.query_terms(query)
         weights = [1.0] * len(terms)
-        if not self._prefix_weight:
-            return terms, weights
         seen = set(terms)
+
+        def extend(found: Iterable[str], weight: float) -> None:
+            for other in found:
+                if other not in seen:
+                    seen.add(other)
+                    terms.append(other)
+                    weights.append(weight)
+
         for term in list(terms):
-            for longer in self._postings.extensions(term):
-                if longer not in seen:
-                    seen.add(longer)
-                    terms.append(longer)
-                    weights.append(self._prefix_weight)
+            longer = postings.extensions(term) if self._prefix_weight else []
+            extend(longer, self._prefix_weight)
+            if (
+                self._fuzzy_weight
+                and len(term) >= MIN_PREFIX
+                and not postings.matches(term, population)
+                and not any(postings.matches(t, population) for t in longer)
+            ):
+                extend(postings.similar(term, self._fuzzy_similarity), self._fuzzy_weight)
         return terms, weights
 
     def _scores(
@@ -725,7 +794,7 @@ class SearchIndex:
         """
         np = self._np
         with self._lock:
-            terms, weights = self._weighted_terms(query)
+            terms, weights = self._weighted_terms(query, population)
             bm25 = self._postings.scores(terms, population, weights)
             names, rank = self._slot_names, self._name_rank
             vectors, live = self._vectors, self._live
@@ -799,12 +868,12 @@ class SearchIndex:
         A field's share of a query term's BM25F score is its share of that term's
         weighted, length-normalised frequency in the tool, so the fields add up to
         ``bm25`` (a term repeated in the query counts once, a prefix match at
-        ``PREFIX_WEIGHT``, as in ranking).
+        ``PREFIX_WEIGHT`` and a spelling match at ``FUZZY_WEIGHT``, as in ranking).
         """
         slots, fused, bm25, semantic, names = self._ranked(query, limit, allowed)
         population = self.population(allowed)
         with self._lock:
-            terms, weights = self._weighted_terms(query)
+            terms, weights = self._weighted_terms(query, population)
         out: list[Explanation] = []
         for slot in slots:
             name = names[slot]
