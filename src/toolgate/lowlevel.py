@@ -152,17 +152,22 @@ class Binding:
     async def list_resources(
         self, ctx: Context, params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
-        cursor_of(params)
+        cursor = cursor_of(params)
         _, request = await self.request_for(ctx)
         try:
             ours = await self.delivery.list_resources(request)
         except ToolgateError as exc:
             _fail(exc)
-        resources = [mt.Resource.model_validate(r) for r in ours]
+        # ours on the first page; the server's own pages (and their cursor) after them
+        resources = [mt.Resource.model_validate(r) for r in ours] if cursor is None else []
+        next_cursor = None
         if self._resources_list is not None:
-            theirs = await self._resources_list.handler(ctx, params)
-            resources += mt.ListResourcesResult.model_validate(theirs).resources
-        return mt.ListResourcesResult(resources=resources)
+            theirs = mt.ListResourcesResult.model_validate(
+                await self._resources_list.handler(ctx, params)
+            )
+            resources += theirs.resources
+            next_cursor = theirs.next_cursor
+        return mt.ListResourcesResult(resources=resources, next_cursor=next_cursor)
 
     async def read_resource(self, ctx: Context, params: mt.ReadResourceRequestParams) -> Any:
         _, request = await self.request_for(ctx)

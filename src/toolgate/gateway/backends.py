@@ -1,8 +1,9 @@
 """The gateway's backends: one supervised MCP client connection per configured server.
 
 Each ``Backend`` runs in its own task: connects (stdio subprocess or streamable HTTP),
-lists its tools, follows its ``tools/list_changed``, health-checks it, and reconnects
-with exponential backoff when it dies, while calls to its tools get a clear error.
+lists its tools, prompts, resources and resource templates, follows their
+``list_changed``, health-checks it, and reconnects with exponential backoff when it dies,
+while calls to its tools (and requests for its prompts and resources) get a clear error.
 A stdio backend gets the environment its ``env``/``env_passthrough`` give it; its stderr
 goes to the log line by line, and its last lines go into the error when it fails.
 Edge layer: imports ``mcp`` (client side) and the core's value types.
@@ -19,10 +20,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import anyio
 import mcp_types as mt
@@ -31,6 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
+from pydantic import BaseModel
 
 from toolgate import __version__
 from toolgate.catalog import ToolResult
@@ -44,6 +46,7 @@ STDERR_TAIL_LINES = 20  # kept per backend for the error of a failed start
 CONNECTION_CLOSED = -32000  # the SDK's code for a connection that went away
 MAX_LIST_PAGES = 1000
 CLIENT_INFO = mt.Implementation(name="toolgate-gateway", version=__version__)
+T = TypeVar("T")
 
 
 def _env_float(name: str, default: float) -> float:
@@ -141,6 +144,12 @@ class ConnectionLost(Exception):
 
 
 ToolsChanged = Callable[["Backend"], Awaitable[None]]
+#: told which of ``PRIMITIVES`` changed (re-listed, or a backend came up with them)
+PrimitivesChanged = Callable[["Backend", frozenset[str]], Awaitable[None]]
+#: told a subscribed resource changed (``notifications/resources/updated``): its URI
+ResourceUpdated = Callable[["Backend", str], Awaitable[None]]
+#: what a backend offers besides tools, each listed (every page) when it declares it
+PRIMITIVES = frozenset({"prompts", "resources", "templates"})
 
 
 class Backend:
@@ -155,6 +164,8 @@ class Backend:
         timing: Timing | None = None,
         on_tools: ToolsChanged | None = None,
         errlog: TextIO | None = None,
+        on_primitives: PrimitivesChanged | None = None,
+        on_updated: ResourceUpdated | None = None,
     ) -> None:
         self.name = name
         self.spec = spec
@@ -164,6 +175,15 @@ class Backend:
         self.errlog = errlog
         self.status = "starting"  # starting | up | down | stopped
         self.tools: tuple[dict[str, Any], ...] = ()
+        # prompts, resources, resource templates: wire dicts, as the backend lists them
+        self.prompts: tuple[dict[str, Any], ...] = ()
+        self.resources: tuple[dict[str, Any], ...] = ()
+        self.templates: tuple[dict[str, Any], ...] = ()
+        self.capabilities: dict[str, Any] = {}  # the backend's, from its initialize result
+        self.on_primitives = on_primitives
+        self.on_updated = on_updated
+        #: URIs the gateway subscribed to on this backend (renewed after a reconnect)
+        self.subscribed: set[str] = set()
         self.listed = False  # whether ``tools`` came from the backend at least once
         self.last_error: str | None = None
         self.next_attempt_at: float | None = None
@@ -174,6 +194,7 @@ class Backend:
         self.ready = asyncio.Event()  # the first attempt finished, either way
         self._wake = asyncio.Event()
         self._changed = False
+        self._stale: set[str] = set()  # primitives whose list_changed came in
         self._dead = False
         self._check = False
         self._was_up = False
@@ -190,6 +211,19 @@ class Backend:
 
     def unavailable(self) -> ToolResult:
         """The error result a call gets while the backend is down."""
+        data = self._unavailable_data("tool", "Tools")
+        return ToolResult(
+            content=({"type": "text", "text": json.dumps(data)},), structured=data, is_error=True
+        )
+
+    def unavailable_error(self, what: str) -> MCPError:
+        """The JSON-RPC error a request for one of its prompts or resources gets while the
+        backend is down (``what``: "prompt", "resource"...)."""
+        data = self._unavailable_data(what, "Prompts and resources")
+        message = data.pop("error")
+        return MCPError(code=mt.INTERNAL_ERROR, message=message, data={**data, "retryable": True})
+
+    def _unavailable_data(self, what: str, others: str) -> dict[str, Any]:
         retry = None
         if self.next_attempt_at is not None:
             retry = max(0.0, round(self.next_attempt_at - time.monotonic(), 1))
@@ -197,7 +231,7 @@ class Backend:
         when = f" (next attempt in {retry:g}s)" if retry is not None else ""
         message = (
             f"Backend {self.name!r} is unavailable{why}. toolgate is reconnecting to it"
-            f"{when}; try this tool again shortly. Tools of other backends still work."
+            f"{when}; try this {what} again shortly. {others} of other backends still work."
         )
         data: dict[str, Any] = {
             "error": message,
@@ -207,9 +241,7 @@ class Backend:
         }
         if retry is not None:
             data["retry_after_s"] = retry
-        return ToolResult(
-            content=({"type": "text", "text": json.dumps(data)},), structured=data, is_error=True
-        )
+        return data
 
     def timed_out(self, tool: str, seconds: float) -> ToolResult:
         """The error result of a call that got no answer in time (it was cancelled)."""
@@ -269,6 +301,76 @@ class Backend:
             return ToolResult.error(f"Backend {self.name!r} failed on {tool!r}: {exc}")
         return result_from_mcp(result)
 
+    # -- relayed requests (prompts, resources, completions) ---------------------------------
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None
+    ) -> mt.GetPromptResult | mt.InputRequiredResult:
+        """``prompts/get`` for one of its prompts (by its own name)."""
+        args = dict(arguments) if arguments is not None else None
+        return await self.request("prompt", lambda s: s.get_prompt(name, args))
+
+    async def read_resource(self, uri: str) -> mt.ReadResourceResult | mt.InputRequiredResult:
+        """``resources/read`` of one of its resources."""
+        return await self.request("resource", lambda s: s.read_resource(uri))
+
+    async def complete(
+        self,
+        ref: mt.PromptReference | mt.ResourceTemplateReference,
+        argument: Mapping[str, str],
+        context: Mapping[str, str] | None,
+    ) -> mt.CompleteResult:
+        """``completion/complete`` for one of its prompts or resource templates."""
+        ctx = dict(context) if context is not None else None
+        return await self.request("completion", lambda s: s.complete(ref, dict(argument), ctx))
+
+    async def subscribe(self, uri: str) -> None:
+        """Subscribe the gateway to ``uri`` (kept across reconnects until ``unsubscribe``)."""
+        self.subscribed.add(uri)
+        try:
+            await self.request("resource", lambda s: s.subscribe_resource(uri))
+        except BaseException:
+            self.subscribed.discard(uri)
+            raise
+
+    async def unsubscribe(self, uri: str) -> None:
+        """Drop the gateway's subscription to ``uri``; nothing to tell a backend that is down
+        (its subscriptions went with its connection)."""
+        self.subscribed.discard(uri)
+        if self.up:
+            await self.request("resource", lambda s: s.unsubscribe_resource(uri))
+
+    async def request(self, what: str, send: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """Send one relayed request within the backend's timeout. The backend's own errors
+        reach the caller as they are; a backend that is down or dies gives
+        ``unavailable_error``, one that does not answer a timeout error."""
+        session = self.session
+        if session is None or self.status != "up":
+            raise self.unavailable_error(what)
+        seconds = self.spec.timeout
+        try:
+            with anyio.fail_after(seconds):
+                return await send(session)
+        except TimeoutError:
+            raise MCPError(
+                code=REQUEST_TIMEOUT,
+                message=f"Backend {self.name!r} did not answer this {what} request within "
+                f"{seconds:g}s (mcpServers.{self.name}.timeout)",
+                data={"code": "backend_timeout", "backend": self.name, "retryable": True},
+            ) from None
+        except MCPError as exc:
+            if exc.error.code == CONNECTION_CLOSED:
+                self._lost("the connection closed during a request")
+                raise self.unavailable_error(what) from None
+            raise
+        except Exception as exc:  # transport trouble, or a result the SDK rejected
+            self._check = True
+            self._wake.set()  # have the supervisor ping it now
+            raise MCPError(
+                code=mt.INTERNAL_ERROR,
+                message=f"Backend {self.name!r} failed on this {what} request: {exc}",
+                data={"code": "backend_failed", "backend": self.name},
+            ) from exc
+
     # -- supervision ------------------------------------------------------------------------
     async def run(self) -> None:
         """Connect, serve, and reconnect with backoff until cancelled."""
@@ -321,7 +423,12 @@ class Backend:
                         init = await session.initialize()
                         self.instructions = init.instructions
                         self.server_info = init.server_info.model_dump(exclude_none=True)
+                        self.capabilities = init.capabilities.model_dump(
+                            by_alias=True, exclude_none=True, mode="json"
+                        )
                         await self._refresh(session)
+                        await self._refresh_primitives(session, self.offered(), connecting=True)
+                        await self._resubscribe(session)
                     self.session = session
                     self.status = "up"
                     self.last_error = None
@@ -384,6 +491,15 @@ class Backend:
         if isinstance(message, mt.ToolListChangedNotification):
             self._changed = True
             self._wake.set()
+        elif isinstance(message, mt.PromptListChangedNotification):
+            self._stale.add("prompts")
+            self._wake.set()
+        elif isinstance(message, mt.ResourceListChangedNotification):
+            self._stale.update(("resources", "templates"))
+            self._wake.set()
+        elif isinstance(message, mt.ResourceUpdatedNotification):
+            if self.on_updated is not None:
+                await self.on_updated(self, str(message.params.uri))
         elif isinstance(message, Exception):
             logger.debug("backend %s: transport error: %s", self.name, message)
 
@@ -399,6 +515,11 @@ class Backend:
                 self._changed = False
                 logger.info("backend %s: tools/list_changed; re-reading its tools", self.name)
                 await self._guard(self._refresh(session))
+                continue
+            if self._stale:
+                stale, self._stale = frozenset(self._stale), set()
+                logger.info("backend %s: %s list_changed; re-reading", self.name, "/".join(stale))
+                await self._guard(self._refresh_primitives(session, stale & self.offered()))
                 continue
             self._check = False
             await self._guard(session.send_ping())
@@ -433,6 +554,71 @@ class Backend:
         self.listed = True
         if changed and self.on_tools is not None:
             await self.on_tools(self)
+
+    def offered(self) -> frozenset[str]:
+        """Which of ``PRIMITIVES`` the backend declared in its capabilities."""
+        caps = self.capabilities
+        return frozenset(
+            kind
+            for kind, cap in (
+                ("prompts", "prompts"),
+                ("resources", "resources"),
+                ("templates", "resources"),
+            )
+            if cap in caps
+        )
+
+    async def _refresh_primitives(
+        self, session: ClientSession, kinds: frozenset[str], *, connecting: bool = False
+    ) -> None:
+        """Re-read every page of the named lists; tell the gateway which ones changed (on
+        a (re)connect always, so it also re-reads the backend's instructions)."""
+        changed: set[str] = set()
+        for kind in sorted(kinds):
+            items = tuple(await _list_pages(session, kind))
+            if items != getattr(self, kind):
+                changed.add(kind)
+            setattr(self, kind, items)
+        for kind in PRIMITIVES - self.offered():  # no longer declared: nothing to serve
+            if getattr(self, kind):
+                changed.add(kind)
+                setattr(self, kind, ())
+        if connecting:  # the gateway re-reads everything, instructions included
+            changed.update(self.offered())
+        if (changed or connecting) and self.on_primitives is not None:
+            await self.on_primitives(self, frozenset(changed))
+
+    async def _resubscribe(self, session: ClientSession) -> None:
+        """Renew the gateway's subscriptions on a new connection."""
+        for uri in sorted(self.subscribed):
+            try:
+                await session.subscribe_resource(uri)
+            except MCPError as exc:
+                logger.warning(
+                    "backend %s: cannot renew subscription to %s: %s", self.name, uri, exc
+                )
+
+
+async def _list_pages(session: ClientSession, kind: str) -> list[dict[str, Any]]:
+    """Every page of one of ``PRIMITIVES``, as wire dicts in the backend's order."""
+    out: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(MAX_LIST_PAGES):
+        params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+        items: Sequence[BaseModel]
+        if kind == "prompts":
+            prompts = await session.list_prompts(params=params)
+            items, cursor = prompts.prompts, prompts.next_cursor
+        elif kind == "resources":
+            resources = await session.list_resources(params=params)
+            items, cursor = resources.resources, resources.next_cursor
+        else:
+            templates = await session.list_resource_templates(params=params)
+            items, cursor = templates.resource_templates, templates.next_cursor
+        out += [i.model_dump(by_alias=True, exclude_none=True, mode="json") for i in items]
+        if not cursor:
+            break
+    return out
 
 
 def unsendable(arguments: Mapping[str, Any]) -> str | None:
@@ -508,15 +694,24 @@ async def list_all(
     """Start every backend once, list its tools, stop it: ``(listed, failures)``.
 
     For ``inspect`` and ``check``: no reconnects, one attempt each."""
+    listed, failures = await connect_all(cfg, errlog=errlog)
+    return {name: list(b.tools) for name, b in listed.items()}, failures
+
+
+async def connect_all(
+    cfg: GatewayConfig, *, errlog: TextIO | None = None
+) -> tuple[dict[str, Backend], dict[str, str]]:
+    """Start every backend once, list what it offers (tools, prompts, resources,
+    templates), stop it: ``(the backends that listed, failures)``. No reconnects."""
     timing = Timing.from_env()
     backends = make_backends(cfg, timing=timing, errlog=errlog)
-    listed: dict[str, list[dict[str, Any]]] = {}
+    listed: dict[str, Backend] = {}
     failures: dict[str, str] = {}
 
     async def one(b: Backend) -> None:
         try:
             await b.connect(watch=False)
-            listed[b.name] = list(b.tools)
+            listed[b.name] = b
         except Exception as exc:
             failures[b.name] = b.failure(exc)
 
@@ -525,11 +720,13 @@ async def list_all(
 
 
 __all__ = [
+    "PRIMITIVES",
     "Backend",
     "ConnectionLost",
     "StderrCapture",
     "Timing",
     "backend_env",
+    "connect_all",
     "list_all",
     "make_backends",
     "running",

@@ -1,8 +1,9 @@
 """``toolgate check``: validate a gateway config, naming the key and the problem.
 
 Reads the file (JSON or TOML, unknown keys, unset ``${VAR}``), the descriptions folder,
-starts every backend once to list its tools (a backend that fails is reported with the
-last lines of its stderr), builds the catalog and the delivery, and collects every
+starts every backend once to list its tools, prompts and resources (a backend that fails
+is reported with the last lines of its stderr), builds the catalog, the delivery and the
+relayed namespace (prompt-name and resource-URI collisions), and collects every
 problem as ``key: message``. ``snapshot`` is shared with ``toolgate inspect``. Edge layer.
 """
 
@@ -60,16 +61,20 @@ async def snapshot(
     listed: dict[str, list[dict[str, Any]]] = {}
     failures: dict[str, str] = {}
     if not offline and cfg.mcp_servers:
-        from toolgate.gateway.backends import list_all  # starts MCP clients: import on use
+        # starts MCP clients: import on use
+        from toolgate.gateway.backends import connect_all
+        from toolgate.gateway.relay import namespace
 
         if errlog is None:
             # backends' own start-up chatter would mix with the one-per-line errors
             with open(os.devnull, "w") as devnull:
-                listed, failures = await list_all(cfg, errlog=devnull)
+                backends, failures = await connect_all(cfg, errlog=devnull)
         else:
-            listed, failures = await list_all(cfg, errlog=errlog)
+            backends, failures = await connect_all(cfg, errlog=errlog)
+        listed = {name: list(b.tools) for name, b in backends.items()}
         for name, why in sorted(failures.items()):
             report.fail(f"mcpServers.{name}", f"could not start or list its tools: {why}")
+        namespace(cfg, backends, report)  # prompt names and resource URIs offered twice
     live = set(listed) if not offline else set()
     toolset, report = build_toolset(
         cfg,

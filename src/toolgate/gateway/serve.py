@@ -3,7 +3,9 @@
 ``Gateway`` starts the backends, builds the catalog (``build.py``), binds it to an SDK
 low-level ``Server`` (``toolgate.lowlevel``) and serves it over stdio or streamable
 HTTP. When a backend's tools change, the live catalog is synced in place (sessions keep
-their state) and every legacy session whose list changed is notified. Optional HTTP
+their state) and every legacy session whose list changed is notified. The backends'
+prompts, resources and completions are relayed by ``relay.Relay`` (``Gateway.relay``),
+through the ``PrimitiveAccess`` in ``Gateway.access``. Optional HTTP
 apps (WebMCP, health and metrics, the dashboard) are ``GatewayApp``s in
 ``Gateway.apps``. Edge layer: the top of ``toolgate.gateway``; nothing in the gateway
 package imports it.
@@ -30,6 +32,7 @@ from starlette.types import Scope
 from toolgate.catalog import CallContext, Handler, Tool, ToolResult
 from toolgate.errors import ConfigError, StoreUnavailable
 from toolgate.events import EventBus, JsonlSink, LoggingSink
+from toolgate.gateway.access import PrimitiveAccess
 from toolgate.gateway.backends import Backend, Timing, make_backends, running
 from toolgate.gateway.build import (
     BackendTool,
@@ -39,11 +42,12 @@ from toolgate.gateway.build import (
     principal_from,
 )
 from toolgate.gateway.config import GatewayConfig
+from toolgate.gateway.relay import Relay, attach
 from toolgate.gateway.session_cap import ClientOf, SessionCap
 from toolgate.identity import BearerTokens, IdentityResolver
 from toolgate.lowlevel import Binding, bind
 from toolgate.policy import TrustLadder
-from toolgate.request import Live, LiveConnections
+from toolgate.request import Live, LiveConnections, RequestFacts
 from toolgate.state.base import StateStore
 from toolgate.state.memory import MemoryStore
 from toolgate.state.open import is_store_path, open_store
@@ -154,6 +158,7 @@ class Gateway:
         errlog: TextIO | None = None,
         store: StateStore | None = None,
         events: EventBus | None = None,
+        access: PrimitiveAccess | None = None,
     ) -> None:
         self.cfg = cfg
         tg = cfg.toolgate
@@ -181,6 +186,9 @@ class Gateway:
                 "available and enable_tools to turn a group on."
             ),
         )
+        #: the backends' prompts, resources and completions (``access``: who sees which)
+        self.relay = Relay(cfg, self.backends, access=access)
+        attach(self.relay, self.backends.values())
         self.binding: Binding | None = None
         self.lazy: Addon | None = None
         self.report = BuildReport()
@@ -190,6 +198,15 @@ class Gateway:
         self.syncs = 0  # how many times backend changes were synced (tests, logs)
 
     # -- the catalog ----------------------------------------------------------------------
+    @property
+    def access(self) -> PrimitiveAccess:
+        """Who may list and use the relayed prompts and resources (default ``OpenAccess``)."""
+        return self.relay.access
+
+    @access.setter
+    def access(self, access: PrimitiveAccess) -> None:
+        self.relay.access = access
+
     @property
     def toolset(self) -> ToolSet:
         if self.binding is None:
@@ -256,6 +273,8 @@ class Gateway:
             addons.append(lazy)  # bind() logs its start-up warnings
             self.lazy = lazy
         config = delivery_config(self.cfg)
+        # before bind(): the lazy add-on's own resources chain after the relayed ones
+        self.relay.install(self.server, facts=self._facts, connections=self._live)
         self.binding = bind(self.server, toolset, config, identity=self.identity, addons=addons)
         if tg.strategy in ("auto", "groups"):
             from toolgate.groups_extension import bind_groups
@@ -277,6 +296,15 @@ class Gateway:
             tg.strategy,
         )
         return report
+
+    async def _facts(self, ctx: Context) -> RequestFacts:
+        """A relayed request's facts, read by the binding like a tool request's."""
+        if self.binding is None:
+            raise RuntimeError("the gateway has not been built yet")
+        return await self.binding.facts(ctx)
+
+    def _live(self) -> LiveConnections | None:
+        return self.binding.live if self.binding is not None else None
 
     # -- following the backends -----------------------------------------------------------
     async def _tools_changed(self, backend: Backend) -> None:
@@ -371,6 +399,7 @@ class Gateway:
             finally:
                 for task in list(self._tasks):
                     task.cancel()
+                await self.relay.close()
         logger.info("backends stopped")
 
     async def serve_stdio(self) -> None:
