@@ -17,7 +17,7 @@ import asyncio
 import logging
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -319,9 +319,10 @@ class Relay:
 
     async def list_prompts(
         self, ctx: Context, params: mt.PaginatedRequestParams | None
-    ) -> dict[str, Any]:
+    ) -> mt.ListPromptsResult:
         items, cursor = self._page(await self._request_facts(ctx), "prompt", params)
-        return _listed("prompts", items, cursor)
+        prompts = [mt.Prompt.model_validate(w) for w in items]
+        return mt.ListPromptsResult(prompts=prompts, next_cursor=cursor)
 
     async def get_prompt(
         self, ctx: Context, params: mt.GetPromptRequestParams
@@ -334,15 +335,17 @@ class Relay:
 
     async def list_resources(
         self, ctx: Context, params: mt.PaginatedRequestParams | None
-    ) -> dict[str, Any]:
+    ) -> mt.ListResourcesResult:
         items, cursor = self._page(await self._request_facts(ctx), "resource", params)
-        return _listed("resources", items, cursor)
+        resources = [mt.Resource.model_validate(w) for w in items]
+        return mt.ListResourcesResult(resources=resources, next_cursor=cursor)
 
     async def list_resource_templates(
         self, ctx: Context, params: mt.PaginatedRequestParams | None
-    ) -> dict[str, Any]:
+    ) -> mt.ListResourceTemplatesResult:
         items, cursor = self._page(await self._request_facts(ctx), "template", params)
-        return _listed("resourceTemplates", items, cursor)
+        templates = [mt.ResourceTemplate.model_validate(w) for w in items]
+        return mt.ListResourceTemplatesResult(resource_templates=templates, next_cursor=cursor)
 
     def _resource(self, uri: str) -> Relayed:
         item = self.namespace.resource(uri)
@@ -450,13 +453,6 @@ class Relay:
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
-
-
-def _listed(key: str, items: Sequence[Mapping[str, Any]], cursor: str | None) -> dict[str, Any]:
-    result: dict[str, Any] = {key: list(items)}
-    if cursor is not None:
-        result["nextCursor"] = cursor
-    return result
 
 
 def _with_lists_changed(server: Server[Any]) -> None:
