@@ -2,7 +2,8 @@
 tests, on the SDK's low-level ``Server``.
 
 Everything is named after ``--tag`` except the prompt ``greet`` and the resource
-``memo://shared`` (two instances collide on those). ``grow_<tag>`` adds a prompt and a
+``memo://shared`` (two instances collide on those); resources are listed one per page.
+``grow_<tag>`` adds a prompt and a
 resource and sends both list_changed notifications; ``touch_<tag>`` sends
 ``notifications/resources/updated`` for a URI; ``crash_<tag>`` kills the process;
 ``--fail-if FILE`` refuses to start while FILE exists. Run:
@@ -63,7 +64,10 @@ def build(tag: str) -> Server[Any]:
     async def list_resources(
         ctx: ServerRequestContext, params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
-        return mt.ListResourcesResult(resources=list(resources))
+        # one resource per page: a client must walk the cursor to see them all
+        index = int(params.cursor) if params is not None and params.cursor else 0
+        more = str(index + 1) if index + 1 < len(resources) else None
+        return mt.ListResourcesResult(resources=resources[index : index + 1], next_cursor=more)
 
     async def list_templates(
         ctx: ServerRequestContext, params: mt.PaginatedRequestParams | None
@@ -83,9 +87,7 @@ def build(tag: str) -> Server[Any]:
     async def subscribe(ctx: ServerRequestContext, params: mt.SubscribeRequestParams) -> None:
         return None
 
-    async def unsubscribe(
-        ctx: ServerRequestContext, params: mt.UnsubscribeRequestParams
-    ) -> None:
+    async def unsubscribe(ctx: ServerRequestContext, params: mt.UnsubscribeRequestParams) -> None:
         return None
 
     async def complete(
