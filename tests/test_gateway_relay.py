@@ -496,3 +496,39 @@ async def test_down_backend_gives_clear_errors_and_the_others_serve(relayed: Rel
     assert alpha["messages"][0]["content"]["text"] == "[alpha] greet: hello Ann"
     assert everything == relayed.direct["static"]
     assert "b.greet" in listed  # still listed, as its tools are, while it reconnects
+
+
+# -- toolgate's own resources beside the relayed ones -----------------------------------
+
+
+async def test_lazy_descriptions_resource_is_served_beside_the_relayed_ones() -> None:
+    from _fixtures.mcp_servers import serve_http
+    from toolgate.gateway.config import parse_config
+    from toolgate.gateway.serve import Gateway
+    from toolgate.strategies.lazy import DEFAULT_URI
+
+    cfg = parse_config(
+        {
+            "mcpServers": {"alpha": primitives("alpha")},
+            "toolgate": {"descriptions": {"mode": "lazy"}, "page_size": 1},
+        }
+    )
+    gateway = Gateway(cfg)
+    try:
+        async with (
+            gateway.running(),
+            serve_http(gateway.http_app()) as url,
+            connect(url, "sdk", "legacy") as wire,
+        ):
+            first = await wire.session.list_resources()
+            uris = [r["uri"] for r in await wire.resources()]
+            ours = await wire.read(f"{DEFAULT_URI}?tools=grow_alpha")
+            theirs = await wire.read("memo://alpha/note")
+    finally:
+        await gateway.close()
+    # toolgate's resource first, then every relayed page behind the relay's cursor
+    assert uris == [DEFAULT_URI, "memo://alpha/note", "memo://shared"]
+    assert [str(r.uri) for r in first.resources] == [DEFAULT_URI, "memo://alpha/note"]
+    assert first.next_cursor is not None
+    assert "grow_alpha" in ours["contents"][0]["text"]
+    assert theirs["contents"][0]["text"] == "alpha says memo://alpha/note"
