@@ -20,7 +20,14 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -427,7 +434,7 @@ class Backend:
                             by_alias=True, exclude_none=True, mode="json"
                         )
                         await self._refresh(session)
-                        await self._refresh_primitives(session, self.offered(), connecting=True)
+                        changed = await self._read_primitives(session, self.offered())
                         await self._resubscribe(session)
                     self.session = session
                     self.status = "up"
@@ -436,6 +443,7 @@ class Backend:
                     self.ready.set()
                     self._was_up = True
                     logger.info("backend %s: up, %d tools", self.name, len(self.tools))
+                    await self._primitives_changed(changed | self.offered(), connected=True)
                     if watch:
                         await self._watch(session)
                     self.session = None
@@ -519,15 +527,16 @@ class Backend:
             if self._stale:
                 stale, self._stale = frozenset(self._stale), set()
                 logger.info("backend %s: %s list_changed; re-reading", self.name, "/".join(stale))
-                await self._guard(self._refresh_primitives(session, stale & self.offered()))
+                changed = await self._guard(self._read_primitives(session, stale & self.offered()))
+                await self._primitives_changed(changed)
                 continue
             self._check = False
             await self._guard(session.send_ping())
 
-    async def _guard(self, work: Awaitable[Any]) -> None:
+    async def _guard(self, work: Awaitable[T]) -> T:
         try:
             with anyio.fail_after(max(self.timing.health_interval, 5.0)):
-                await work
+                return await work
         except TimeoutError:
             self._lost("it stopped answering")
             raise ConnectionLost(self.last_error) from None
@@ -568,14 +577,18 @@ class Backend:
             if cap in caps
         )
 
-    async def _refresh_primitives(
-        self, session: ClientSession, kinds: frozenset[str], *, connecting: bool = False
-    ) -> None:
-        """Re-read every page of the named lists; tell the gateway which ones changed (on
-        a (re)connect always, so it also re-reads the backend's instructions)."""
+    async def _read_primitives(self, session: ClientSession, kinds: frozenset[str]) -> set[str]:
+        """Re-read every page of the named lists; which ones changed. A list the backend
+        declares but fails to give is logged and served empty: its tools still work."""
         changed: set[str] = set()
         for kind in sorted(kinds):
-            items = tuple(await _list_pages(session, kind))
+            try:
+                items = tuple(await _list_pages(session, kind))
+            except MCPError as exc:
+                if exc.error.code == CONNECTION_CLOSED:
+                    raise
+                logger.warning("backend %s: cannot list its %s: %s", self.name, kind, exc)
+                items = ()
             if items != getattr(self, kind):
                 changed.add(kind)
             setattr(self, kind, items)
@@ -583,10 +596,12 @@ class Backend:
             if getattr(self, kind):
                 changed.add(kind)
                 setattr(self, kind, ())
-        if connecting:  # the gateway re-reads everything, instructions included
-            changed.update(self.offered())
-        if (changed or connecting) and self.on_primitives is not None:
-            await self.on_primitives(self, frozenset(changed))
+        return changed
+
+    async def _primitives_changed(self, kinds: set[str], *, connected: bool = False) -> None:
+        """Tell the gateway; after a (re)connect always, so it re-reads the instructions."""
+        if (kinds or connected) and self.on_primitives is not None:
+            await self.on_primitives(self, frozenset(kinds))
 
     async def _resubscribe(self, session: ClientSession) -> None:
         """Renew the gateway's subscriptions on a new connection."""

@@ -227,6 +227,10 @@ class Relay:
         """Register the handlers on ``server`` and advertise prompts and resources with
         ``listChanged`` (and ``subscribe``) and completions, whatever the backends offer
         now: a backend may come up later, and the lists are simply empty until then."""
+        if server is self.server:  # built again: the handlers are in place
+            self._facts, self._connections = facts, connections
+            self.refresh()
+            return
         self.server = server
         self.own_instructions = server.instructions
         self._facts = facts
