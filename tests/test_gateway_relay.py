@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from _fixtures.gateway import SERVERS, HttpGateway, toolgate_argv
 from _fixtures.mcp_servers import Notes
 from _fixtures.npm_servers import NpmServers, ensure_npm_servers
+from toolgate.errors import ToolgateError
 from toolgate.gateway.check import run_check
 
 Kind = Literal["sdk", "fastmcp"]
@@ -532,3 +533,67 @@ async def test_lazy_descriptions_resource_is_served_beside_the_relayed_ones() ->
     assert first.next_cursor is not None
     assert "grow_alpha" in ours["contents"][0]["text"]
     assert theirs["contents"][0]["text"] == "alpha says memo://alpha/note"
+
+
+# -- the access seam -----------------------------------------------------------------------
+
+
+class AliceOnlyNotes:
+    """A ``PrimitiveAccess``: ``memo://alpha/note`` is alice's; everything else is open."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str | None, str]] = []
+
+    def visible(self, facts: Any, items: Any) -> list[Any]:
+        return [i for i in items if self._may(facts, i)]
+
+    def check(self, facts: Any, item: Any) -> None:
+        self.asked.append((facts.principal.id if facts.principal else None, item.name))
+        if not self._may(facts, item):
+            raise ToolgateError(f"{item.name} is not yours", kind=item.kind)
+
+    @staticmethod
+    def _may(facts: Any, item: Any) -> bool:
+        return item.name != "memo://alpha/note" or (
+            facts.principal is not None and facts.principal.id == "alice"
+        )
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026"])
+async def test_every_relayed_request_goes_through_the_gateways_access(era: Era) -> None:
+    from _fixtures.gateway import ALICE_TOKEN, BOB_TOKEN, sha256
+    from _fixtures.mcp_servers import serve_http
+    from toolgate.gateway.config import parse_config
+    from toolgate.gateway.serve import Gateway
+
+    tokens = {
+        sha256(ALICE_TOKEN): {"id": "alice", "trust": "verified"},
+        sha256(BOB_TOKEN): {"id": "bob", "trust": "declared"},
+    }
+    cfg = parse_config(
+        {"mcpServers": {"alpha": primitives("alpha")}, "toolgate": {"identity": {"tokens": tokens}}}
+    )
+    access = AliceOnlyNotes()
+    gateway = Gateway(cfg, access=access)
+    mode = "legacy" if era == "legacy" else "auto"
+    try:
+        async with gateway.running(), serve_http(gateway.http_app()) as url:
+            seen: dict[str, list[str]] = {}
+            for who, token in (("alice", ALICE_TOKEN), ("bob", BOB_TOKEN)):
+                transport = StreamableHttpTransport(url, auth=token)
+                async with fastmcp.Client(transport, mode=mode) as client:
+                    seen[who] = [str(r.uri) for r in await client.list_resources()]
+                    if who == "alice":
+                        note = await client.read_resource_mcp("memo://alpha/note")
+                    else:
+                        with pytest.raises(MCPError) as refused:
+                            await client.read_resource_mcp("memo://alpha/note")
+    finally:
+        await gateway.close()
+    assert seen == {
+        "alice": ["memo://alpha/note", "memo://shared"],
+        "bob": ["memo://shared"],
+    }
+    assert note.contents[0].text == "alpha says memo://alpha/note"  # type: ignore[union-attr]
+    assert refused.value.error.message == "memo://alpha/note is not yours"
+    assert access.asked == [("alice", "memo://alpha/note"), ("bob", "memo://alpha/note")]
