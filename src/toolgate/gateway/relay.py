@@ -17,7 +17,7 @@ import asyncio
 import logging
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -32,7 +32,7 @@ from toolgate.gateway.access import OpenAccess, PrimitiveAccess, PrimitiveKind, 
 from toolgate.gateway.backends import Backend
 from toolgate.gateway.build import BuildReport
 from toolgate.gateway.config import GatewayConfig
-from toolgate.request import LiveConnections, RequestFacts
+from toolgate.request import Live, LiveConnections, RequestFacts
 from toolgate.view import paginate
 from toolgate.wire import RESOURCE_NOT_FOUND, PageParams, cursor_of, mcp_error
 
@@ -213,7 +213,6 @@ class Relay:
         # (backend, URI) -> the legacy connections subscribed to it through the gateway
         self._subscribers: dict[tuple[str, str], weakref.WeakSet[Any]] = {}
         self._watched: weakref.WeakSet[Any] = weakref.WeakSet()  # connections with a cleanup
-        self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- wiring ---------------------------------------------------------------------------
@@ -266,36 +265,55 @@ class Relay:
 
     # -- following the backends -------------------------------------------------------------
     async def changed(self, backend: Backend, kinds: frozenset[str]) -> None:
-        """``Backend.on_primitives``: recompute, and tell each legacy session whose
-        prompts or resources list changed."""
-        async with self._lock:
-            before = self.namespace
-            after = self.refresh()
-            connections = self._connections()
-            if connections is None or not kinds:
-                return
-            methods: dict[str, list[PrimitiveKind]] = {}
-            for kind, attr in LISTS.items():
-                if attr in kinds:
-                    methods.setdefault(LIST_CHANGED[attr], []).append(kind)
-            for method, of in methods.items():
+        """``Backend.on_primitives``: recompute now (the next request sees the new lists),
+        then tell each legacy session whose prompts or resources list changed, in a task
+        of its own (a slow client never holds up the backend's connection)."""
+        before = self.namespace
+        after = self.refresh()
+        connections = self._connections()
+        if connections is not None and kinds:
+            self._spawn(self._announce(backend.name, kinds, before, after, connections))
 
-                async def differs(live: Any, of: list[PrimitiveKind] = of) -> bool:
-                    return any(
-                        self.access.visible(live.facts, before.of(k))
-                        != self.access.visible(live.facts, after.of(k))
-                        for k in of
-                    )
+    async def _announce(
+        self,
+        name: str,
+        kinds: frozenset[str],
+        before: Namespace,
+        after: Namespace,
+        connections: LiveConnections,
+    ) -> None:
+        methods: dict[str, list[PrimitiveKind]] = {}
+        for kind, attr in LISTS.items():
+            if attr in kinds:
+                methods.setdefault(LIST_CHANGED[attr], []).append(kind)
+        for method, of in methods.items():
 
-                sent = await connections.notify(method, differs)
-                if sent:
-                    logger.info("%s: %s sent to %d session(s)", backend.name, method, sent)
+            async def differs(live: Live, of: list[PrimitiveKind] = of) -> bool:
+                return any(
+                    self.access.visible(live.facts, before.of(k))
+                    != self.access.visible(live.facts, after.of(k))
+                    for k in of
+                )
+
+            sent = await connections.notify(method, differs)
+            if sent:
+                logger.info("%s: %s sent to %d session(s)", name, method, sent)
 
     async def updated(self, backend: Backend, uri: str) -> None:
         """``Backend.on_updated``: pass ``notifications/resources/updated`` to the legacy
         sessions subscribed to ``uri`` through this backend."""
-        for connection in list(self._subscribers.get((backend.name, uri), ())):
+        subscribers = list(self._subscribers.get((backend.name, uri), ()))
+        if subscribers:
+            self._spawn(self._tell(subscribers, uri))
+
+    async def _tell(self, connections: Sequence[Any], uri: str) -> None:
+        for connection in connections:
             await connection.notify(RESOURCE_UPDATED, {"uri": uri})  # never raises
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # -- requests -------------------------------------------------------------------------
     async def _request_facts(self, ctx: Context) -> RequestFacts:
@@ -406,9 +424,7 @@ class Relay:
         for (name, uri), subscribers in list(self._subscribers.items()):
             if connection in subscribers:
                 subscribers.discard(connection)
-                task = asyncio.get_running_loop().create_task(self._drop_if_unused(name, uri))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._spawn(self._drop_if_unused(name, uri))
 
     async def _drop_if_unused(self, name: str, uri: str) -> None:
         subscribers = self._subscribers.get((name, uri))
