@@ -525,6 +525,9 @@ async def test_lazy_descriptions_resource_is_served_beside_the_relayed_ones() ->
             uris = [r["uri"] for r in await wire.resources()]
             ours = await wire.read(f"{DEFAULT_URI}?tools=grow_alpha")
             theirs = await wire.read("memo://alpha/note")
+            # the only backend with resources is asked for a URI it does not list
+            with pytest.raises(MCPError) as unlisted:
+                await wire.read("memo://elsewhere")
     finally:
         await gateway.close()
     # toolgate's resource first, then every relayed page behind the relay's cursor
@@ -533,6 +536,10 @@ async def test_lazy_descriptions_resource_is_served_beside_the_relayed_ones() ->
     assert first.next_cursor is not None
     assert "grow_alpha" in ours["contents"][0]["text"]
     assert theirs["contents"][0]["text"] == "alpha says memo://alpha/note"
+    assert (unlisted.value.error.code, unlisted.value.error.message) == (
+        -32002,
+        "Resource not found: memo://elsewhere",  # the backend's words, not the gateway's
+    )
 
 
 # -- the access seam -----------------------------------------------------------------------

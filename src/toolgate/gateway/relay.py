@@ -370,10 +370,15 @@ class Relay:
         return mt.ListResourceTemplatesResult(resource_templates=templates, next_cursor=cursor)
 
     def _resource(self, uri: str) -> Relayed:
+        """Who serves ``uri``: its lister, else a matching template's backend, else the
+        only backend that offers resources (servers may serve URIs they do not list)."""
         item = self.namespace.resource(uri)
-        if item is None:
-            raise self._unknown("resource", uri, RESOURCE_NOT_FOUND)
-        return item
+        if item is not None:
+            return item
+        offering = [n for n, b in self.backends.items() if "resources" in b.offered()]
+        if len(offering) == 1:
+            return Relayed("resource", offering[0], uri, uri, {"uri": uri})
+        raise self._unknown("resource", uri, RESOURCE_NOT_FOUND)
 
     async def read_resource(
         self, ctx: Context, params: mt.ReadResourceRequestParams
