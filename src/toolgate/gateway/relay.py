@@ -1,14 +1,9 @@
-"""Relaying the backends' prompts, resources, resource templates and completions.
+"""The backends' prompts, resources, templates and completions, in one namespace.
 
-``namespace`` gathers what every backend offers into one ``Namespace`` (prompts named like
-its tools, with the backend's ``prefix``; resource URIs and URI templates as they are; a
-collision is a reported content problem and the first backend by name keeps the key).
-``Relay`` serves it on an SDK low-level ``Server``: lists (all pages in, toolgate's own
-cursor out), ``prompts/get``, ``resources/read``, subscriptions, ``completion/complete``
-routed to the owning backend, each through a ``PrimitiveAccess``; it fans list changes
-and resource updates out to legacy sessions and merges the backends' instructions under
-toolgate's own. Edge layer: imports ``mcp``, the request kit and the gateway's
-backends, build report and access seam; ``serve.py`` wires it.
+``namespace`` names them (prompts take the backend's ``prefix``; URIs stay; a collision
+is reported, the first backend by name keeps the key); ``Relay`` serves them through a
+``PrimitiveAccess``, fans changes out and merges instructions. Edge layer: imports
+``mcp``, ``toolgate.lowlevel``, the request kit and the gateway below it.
 """
 
 from __future__ import annotations
@@ -22,9 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import mcp_types as mt
-from mcp.server import NotificationOptions, Server
+from mcp.server import Server
 from mcp.server.context import ServerRequestContext
-from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
 from toolgate.errors import ToolgateError
@@ -32,6 +26,7 @@ from toolgate.gateway.access import OpenAccess, PrimitiveAccess, PrimitiveKind, 
 from toolgate.gateway.backends import Backend
 from toolgate.gateway.build import BuildReport
 from toolgate.gateway.config import GatewayConfig
+from toolgate.lowlevel import advertise_list_changed
 from toolgate.request import Live, LiveConnections, RequestFacts
 from toolgate.view import paginate
 from toolgate.wire import RESOURCE_NOT_FOUND, PageParams, cursor_of, mcp_error
@@ -248,7 +243,7 @@ class Relay:
             "resources/unsubscribe", mt.UnsubscribeRequestParams, self.unsubscribe
         )
         server.add_request_handler("completion/complete", mt.CompleteRequestParams, self.complete)
-        _with_lists_changed(server)
+        advertise_list_changed(server, "prompts", "resources")
         self.refresh()
 
     def refresh(self) -> Namespace:
@@ -478,24 +473,6 @@ class Relay:
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
-
-
-def _with_lists_changed(server: Server[Any]) -> None:
-    """Advertise ``prompts.listChanged`` and ``resources.listChanged`` on the legacy
-    protocol from every entry point (as ``toolgate.lowlevel`` does for tools)."""
-    original = server.create_initialization_options
-
-    def create_initialization_options(
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> InitializationOptions:
-        options = notification_options or NotificationOptions()
-        options.prompts_changed = True
-        options.resources_changed = True
-        return original(options, experimental_capabilities, extensions)
-
-    server.create_initialization_options = create_initialization_options  # type: ignore[method-assign]
 
 
 def attach(relay: Relay, backends: Iterable[Backend]) -> None:
