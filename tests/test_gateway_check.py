@@ -3,6 +3,8 @@
 Every ``tests/configs/<name>.(json|toml)`` has a ``<name>.expected`` substring; the real
 command runs on a copy whose ``{python}`` / ``{servers}`` placeholders point at this
 interpreter and ``tests/servers``. Broken configs exit 1 with errors on stderr, one per line.
+Prompt and resource patterns that match nothing are warnings, from ``check`` and ``inspect``
+alike, over a real backend that offers prompts, resources and a template.
 """
 
 from __future__ import annotations
@@ -166,3 +168,77 @@ def test_check_expands_environment_variables_in_server_values(tmp_path: Path) ->
     )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.endswith("ok: 5 tools from 1 backend(s), 0 groups\n")
+
+
+def prompts_config(tmp_path: Path) -> Path:
+    """A backend offering prompts, resources and a template (``gw_prompts.py``), and
+    groups whose patterns match some of them and nothing in two places."""
+    config = tmp_path / "toolgate.json"
+    docs = {
+        "description": "Docs",
+        "tools": ["lookup"],
+        "prompts": ["review_*", "docs:nothing_*"],
+        "resources": ["docs://pages/*", "docs://readme", "nope://*"],
+    }
+    other = {"description": "Other", "parent": "docs", "prompts": ["docs:greet"]}
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "docs": {"command": sys.executable, "args": [str(SERVERS / "gw_prompts.py")]}
+                },
+                "toolgate": {"groups": {"docs": docs, "other": other}},
+            }
+        )
+    )
+    return config
+
+
+def test_check_warns_about_prompt_and_resource_patterns_that_match_nothing(
+    tmp_path: Path,
+) -> None:
+    config = prompts_config(tmp_path)
+    done = subprocess.run(
+        [*toolgate_argv(), "check", str(config)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"{config}: warning: toolgate.groups.docs.prompts[1]: 'docs:nothing_*' matches no prompt",
+        f"{config}: warning: toolgate.groups.docs.resources[2]: 'nope://*' matches no resource",
+    ]
+
+
+def test_inspect_shows_each_groups_prompts_and_resources_and_the_warnings(
+    tmp_path: Path,
+) -> None:
+    config = prompts_config(tmp_path)
+    done = subprocess.run(
+        [*toolgate_argv(), "inspect", str(config), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    (docs,) = data["groups"]
+    (other,) = docs["children"]
+    assert (docs["prompts"], docs["resources"]) == (
+        ["review_pr"],
+        ["docs://pages/{page}", "docs://readme"],
+    )
+    assert (other["prompts"], other["resources"]) == (["greet"], [])
+    assert len(data["warnings"]) == 2
+
+
+def test_check_reads_resources_of_a_backend_that_has_no_templates_list(tmp_path: Path) -> None:
+    config = tmp_path / "toolgate.json"
+    server = {"command": sys.executable, "args": [str(SERVERS / "gw_resources_only.py")]}
+    group = {"description": "Messages", "tools": ["motd"], "resources": ["motd://*"]}
+    config.write_text(
+        json.dumps({"mcpServers": {"motd": server}, "toolgate": {"groups": {"motd": group}}})
+    )
+    done = subprocess.run(
+        [*toolgate_argv(), "check", str(config)], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.endswith("ok: 1 tools from 1 backend(s), 1 groups\n")

@@ -108,6 +108,9 @@ def test_schema_accepts_the_dollar_schema_key_and_so_does_the_gateway(
         ({"mcpServers": {"a": {"command": "x", "url": "http://h/mcp"}}}, "a"),
         ({"mcpServers": {}, "toolgate": {"page_size": 0}}, "page_size"),
         ({"mcpServers": {}, "toolgate": {"strategy": "sometimes"}}, "sometimes"),
+        ({"mcpServers": {}, "toolgate": {"groups": {"g": {"prompts": [""]}}}}, "prompts[0]"),
+        ({"mcpServers": {}, "toolgate": {"groups": {"g": {"resources": ["a", " b"]}}}}, "[1]"),
+        ({"mcpServers": {}, "toolgate": {"groups": {"g": {"prompts": "review_*"}}}}, "prompts"),
     ],
 )
 def test_schema_rejects_what_the_gateway_rejects(
@@ -116,6 +119,34 @@ def test_schema_rejects_what_the_gateway_rejects(
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(data, schema)
     assert any(where in p for p in problems_of(data))
+
+
+def test_group_prompt_and_resource_patterns_are_checked_naming_the_key() -> None:
+    group = {"description": "d", "prompts": ["ok_*", ""], "resources": ["file:///x/* "]}
+    found = problems_of({"mcpServers": {}, "toolgate": {"groups": {"g": group}}})
+    assert sorted(found) == [
+        "toolgate.groups.g.prompts[1]: the pattern is empty; write a glob such as "
+        "'review_*' or 'file:///docs/*'",
+        "toolgate.groups.g.resources[0]: 'file:///x/* ' has spaces around it; prompt names "
+        "and URIs have none",
+    ]
+
+
+def test_schema_describes_group_prompt_and_resource_patterns(schema: dict[str, Any]) -> None:
+    group = schema["$defs"]["GroupConfig"]["properties"]
+    for key in ("prompts", "resources"):
+        assert group[key]["type"] == "array"
+        assert group[key]["items"]["type"] == "string"
+    valid = {
+        "mcpServers": {"gh": {"command": "gh-mcp"}},
+        "toolgate": {
+            "groups": {
+                "code": {"prompts": ["gh:review_*"], "resources": ["repo://{owner}/*"]},
+            }
+        },
+    }
+    jsonschema.validate(valid, schema)
+    parse_config(valid, environ={})
 
 
 def test_schema_output_option_writes_the_same_schema(

@@ -125,6 +125,25 @@ class ToolNotFound(ToolgateError):
         super().__init__(f"Unknown tool: {name}")
 
 
+class PromptNotFound(ToolgateError):
+    """Unknown prompt, or one the principal may not access: the two are indistinguishable."""
+
+    code = "unknown_prompt"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Unknown prompt: {name[:256]}")
+
+
+class ResourceNotFound(ToolgateError):
+    """Unknown resource (or URI template), or one the principal may not access: the two
+    are indistinguishable. MCP's own "Resource not found" (JSON-RPC -32002)."""
+
+    code = "resource_not_found"
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(f"Resource not found: {uri[:1024]}", uri=uri[:1024])
+
+
 class ToolHidden(ToolgateError):
     """The tool exists and is accessible but not surfaced now (stage, group, predicate)."""
 

@@ -3,13 +3,16 @@
 ``GroupsEndpoint`` serves ``groups/list`` / ``groups/get`` from a ``Delivery``'s
 ``GroupsStrategy``, advertises the extension (also on the legacy protocol, whose
 initialize result the SDK would strip) and sends ``notifications/groups/list_changed``.
-Adapter layer: imports ``mcp`` and ``fastmcp``; the rules live in the strategy.
+A ``contents`` provider adds the prompts and resources a group holds to ``groups/get``
+(the gateway's relayed ones). Adapter layer: imports ``mcp`` and ``fastmcp``; the rules
+live in the strategy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import mcp_types as mt
 from fastmcp.server.extensions import MethodBinding as FastMCPMethodBinding
@@ -36,6 +39,35 @@ FactsOf = Callable[[Context], Awaitable[RequestFacts]]
 Identity = IdentityResolver | IdentityFn | None
 
 
+class GroupMember(Protocol):
+    """A prompt, resource or resource template a group holds (the gateway's
+    ``Relayed``): its kind, its exposed key and its wire definition."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def wire(self) -> Mapping[str, Any]: ...
+
+
+ContentsFor = Callable[
+    [RequestFacts, str], Sequence[GroupMember] | Awaitable[Sequence[GroupMember]]
+]
+"""``(facts, group) -> members``: the prompts and resources ``group`` (its catalog name)
+holds that this request may see, already filtered; ``groups/get`` adds them to its
+``contents``. Without one (a server with no prompts or resources in groups) there are none."""
+
+#: where each kind of member goes in ``groups/get``'s ``contents``, in MCP's list names
+CONTENTS_KEYS: Mapping[str, str] = {
+    "prompt": "prompts",
+    "resource": "resources",
+    "template": "resourceTemplates",
+}
+
+
 class ListGroupsParams(PageParams):
     """``groups/list`` params: ``cursor`` and ``_meta``."""
 
@@ -59,7 +91,12 @@ class GroupsEndpoint:
     """
 
     def __init__(
-        self, delivery: Delivery, *, identity: Identity = None, facts: FactsOf | None = None
+        self,
+        delivery: Delivery,
+        *,
+        identity: Identity = None,
+        facts: FactsOf | None = None,
+        contents: ContentsFor | None = None,
     ) -> None:
         if not serves_groups(delivery):
             raise ConfigError(
@@ -73,6 +110,7 @@ class GroupsEndpoint:
         self.strategy = strategy
         self.identity = identity
         self.facts = facts or self._facts
+        self.contents = contents
         #: connections that used ``groups/list``, told when theirs changes
         self.live = LiveConnections()
         delivery.toolset.catalog.on_change(lambda _: self.live.soon(self.flush))
@@ -108,11 +146,36 @@ class GroupsEndpoint:
         return result
 
     async def get_group(self, ctx: Context, params: GetGroupParams) -> dict[str, Any]:
-        _, request = await self._request(ctx, "groups/get")
+        facts, request = await self._request(ctx, "groups/get")
         try:
-            return await self.strategy.groups_get(request, params.name)
+            result = await self.strategy.groups_get(request, params.name)
         except ToolgateError as exc:
             raise mcp_error(exc) from exc
+        internal = self.strategy.resolve(params.name)
+        if self.contents is not None and internal is not None:
+            result["contents"] = await self._with_members(facts, internal, result["contents"])
+        return result
+
+    async def _with_members(
+        self, facts: RequestFacts, group: str, contents: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``contents`` plus the group's prompts, resources and templates, each list
+        sorted by its key and present only when not empty (as ``instructions``)."""
+        assert self.contents is not None
+        found = self.contents(facts, group)
+        members = await found if inspect.isawaitable(found) else found
+        buckets: dict[str, list[GroupMember]] = {}
+        for m in members:
+            key = CONTENTS_KEYS.get(m.kind)
+            if key is None:
+                raise TypeError(f"groups/get: a group member of unknown kind {m.kind!r}")
+            buckets.setdefault(key, []).append(m)
+        out = {k: v for k, v in contents.items() if k != "groups"}
+        for key in CONTENTS_KEYS.values():
+            if key in buckets:
+                out[key] = [dict(m.wire) for m in sorted(buckets[key], key=lambda m: m.name)]
+        out["groups"] = contents["groups"]
+        return out
 
     def _fingerprint(self, live: Live) -> str:
         principal = live.facts.principal or self.delivery.toolset.default_principal
@@ -163,7 +226,12 @@ def _install(lowlevel: Any, endpoint: GroupsEndpoint) -> None:
 
 # -- the official SDK --------------------------------------------------------------------
 def bind_groups(
-    server: Any, delivery: Delivery, *, identity: Identity = None, facts: FactsOf | None = None
+    server: Any,
+    delivery: Delivery,
+    *,
+    identity: Identity = None,
+    facts: FactsOf | None = None,
+    contents: ContentsFor | None = None,
 ) -> GroupsEndpoint:
     """Serve the extension on an SDK ``Server`` (lowlevel) or an ``MCPServer``.
 
@@ -171,9 +239,10 @@ def bind_groups(
     ``server.extensions[...]`` and the legacy advertisement middleware. ``facts``: the
     adapter's own reading of a request (``toolgate.lowlevel.Binding.facts``), so groups
     see the principal and session tools see; else ``identity`` resolves the principal.
+    ``contents``: the prompts and resources each group holds (``ContentsFor``).
     """
     lowlevel = getattr(server, "_lowlevel_server", server)
-    endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts)
+    endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts, contents=contents)
     for method, params_type, handler in endpoint.method_table():
         lowlevel.add_request_handler(method, params_type, handler)
     lowlevel.extensions[GROUPS_EXTENSION] = dict(SETTINGS)
@@ -191,9 +260,14 @@ class GroupsExtension(Extension):
     identifier = GROUPS_EXTENSION
 
     def __init__(
-        self, delivery: Delivery, *, identity: Identity = None, facts: FactsOf | None = None
+        self,
+        delivery: Delivery,
+        *,
+        identity: Identity = None,
+        facts: FactsOf | None = None,
+        contents: ContentsFor | None = None,
     ) -> None:
-        self.endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts)
+        self.endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts, contents=contents)
         self.legacy_advert = self.endpoint.advertise_on_legacy
 
     def settings(self) -> dict[str, Any]:
@@ -213,9 +287,14 @@ class GroupsServerExtension(ServerExtension):
     identifier = GROUPS_EXTENSION
 
     def __init__(
-        self, delivery: Delivery, *, identity: Identity = None, facts: FactsOf | None = None
+        self,
+        delivery: Delivery,
+        *,
+        identity: Identity = None,
+        facts: FactsOf | None = None,
+        contents: ContentsFor | None = None,
     ) -> None:
-        self.endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts)
+        self.endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts, contents=contents)
 
     def settings(self) -> dict[str, Any]:
         return dict(SETTINGS)
@@ -227,7 +306,10 @@ class GroupsServerExtension(ServerExtension):
         # a deep copy would copy the toolset; an extension shares its delivery
         endpoint = self.endpoint
         return GroupsServerExtension(
-            endpoint.delivery, identity=endpoint.identity, facts=endpoint.facts
+            endpoint.delivery,
+            identity=endpoint.identity,
+            facts=endpoint.facts,
+            contents=endpoint.contents,
         )
 
     def _bind(self, server: Any) -> None:

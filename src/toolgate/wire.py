@@ -19,6 +19,8 @@ from toolgate.catalog import ToolResult
 from toolgate.errors import (
     GroupNotFound,
     InvalidCursor,
+    PromptNotFound,
+    ResourceNotFound,
     StoreUnavailable,
     ToolgateError,
     ToolNotFound,
@@ -36,6 +38,8 @@ JSONRPC_ERRORS: dict[type[ToolgateError], int] = {
     ToolNotFound: mt.INVALID_PARAMS,
     InvalidCursor: mt.INVALID_PARAMS,
     GroupNotFound: RESOURCE_NOT_FOUND,
+    PromptNotFound: mt.INVALID_PARAMS,
+    ResourceNotFound: RESOURCE_NOT_FOUND,
     StoreUnavailable: mt.INTERNAL_ERROR,
     Unauthenticated: mt.INVALID_REQUEST,
     UnknownToolsets: mt.INVALID_PARAMS,

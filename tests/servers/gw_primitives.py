@@ -2,9 +2,9 @@
 tests, on the SDK's low-level ``Server``.
 
 Everything is named after ``--tag`` except the prompt ``greet`` and the resource
-``memo://shared`` (two instances collide on those); resources are listed one per page.
-``grow_<tag>`` adds a prompt and a
-resource and sends both list_changed notifications; ``touch_<tag>`` sends
+``memo://shared`` (two instances collide on those); resources are listed one per page,
+and ``memo://<tag>/unlisted`` is read but never listed. ``grow_<tag>`` adds a prompt and
+a resource and sends both list_changed notifications; ``touch_<tag>`` sends
 ``notifications/resources/updated`` for a URI; ``crash_<tag>`` kills the process;
 ``--fail-if FILE`` refuses to start while FILE exists. Run:
 ``python tests/servers/gw_primitives.py --tag alpha [--fail-if FILE]`` (stdio).
@@ -78,7 +78,7 @@ def build(tag: str) -> Server[Any]:
         ctx: ServerRequestContext, params: mt.ReadResourceRequestParams
     ) -> mt.ReadResourceResult:
         uri = str(params.uri)
-        known = {str(r.uri) for r in resources}
+        known = {str(r.uri) for r in resources} | {f"memo://{tag}/unlisted"}
         if uri not in known and not uri.startswith(f"memo://{tag}/items/"):
             raise MCPError(code=-32002, message=f"Resource not found: {uri}")
         body = mt.TextResourceContents(uri=uri, mime_type="text/plain", text=f"{tag} says {uri}")

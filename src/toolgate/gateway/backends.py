@@ -404,8 +404,9 @@ class Backend:
             await asyncio.sleep(delay)
 
     async def connect(self, *, watch: bool) -> None:
-        """Connect and list the tools; with ``watch``, then follow the backend until the
-        connection is lost (raises ``ConnectionLost``), else disconnect at once."""
+        """Connect and list the tools, prompts, resources and templates; with ``watch``,
+        then follow the backend until the connection is lost (raises ``ConnectionLost``),
+        else disconnect at once."""
         self._dead = False
         self._changed = False
         self._wake = asyncio.Event()
@@ -427,7 +428,7 @@ class Backend:
                             by_alias=True, exclude_none=True, mode="json"
                         )
                         await self._refresh(session)
-                        changed = await self._read_primitives(session, self.offered())
+                        changed = await self._read_primitives(session, self.declared())
                         await self._resubscribe(session)
                     self.session = session
                     self.status = "up"
@@ -436,7 +437,7 @@ class Backend:
                     self.ready.set()
                     self._was_up = True
                     logger.info("backend %s: up, %d tools", self.name, len(self.tools))
-                    await self._primitives_changed(changed | self.offered(), connected=True)
+                    await self._primitives_changed(changed | self.declared(), connected=True)
                     if watch:
                         await self._watch(session)
                     self.session = None
@@ -520,7 +521,7 @@ class Backend:
             if self._stale:
                 stale, self._stale = frozenset(self._stale), set()
                 logger.info("backend %s: %s list_changed; re-reading", self.name, "/".join(stale))
-                changed = await self._guard(self._read_primitives(session, stale & self.offered()))
+                changed = await self._guard(self._read_primitives(session, stale & self.declared()))
                 await self._primitives_changed(changed)
                 continue
             self._check = False
@@ -557,7 +558,14 @@ class Backend:
         if changed and self.on_tools is not None:
             await self.on_tools(self)
 
-    def offered(self) -> frozenset[str]:
+    @property
+    def offered(self) -> dict[str, list[dict[str, Any]]]:
+        """Its prompts, resources and templates by kind (``prompt``, ``resource``,
+        ``template``; a kind it does not declare is absent): for check and inspect."""
+        kinds = {"prompts": "prompt", "resources": "resource", "templates": "template"}
+        return {kinds[k]: list(getattr(self, k)) for k in sorted(self.declared())}
+
+    def declared(self) -> frozenset[str]:
         """Which of ``PRIMITIVES`` the backend declared in its capabilities."""
         caps = self.capabilities
         return frozenset(
@@ -585,7 +593,7 @@ class Backend:
             if items != getattr(self, kind):
                 changed.add(kind)
             setattr(self, kind, items)
-        for kind in PRIMITIVES - self.offered():  # no longer declared: nothing to serve
+        for kind in PRIMITIVES - self.declared():  # no longer declared: nothing to serve
             if getattr(self, kind):
                 changed.add(kind)
                 setattr(self, kind, ())
@@ -706,6 +714,18 @@ async def list_all(
     return {name: list(b.tools) for name, b in listed.items()}, failures
 
 
+async def list_offers(
+    cfg: GatewayConfig, *, errlog: TextIO | None = None
+) -> tuple[
+    dict[str, list[dict[str, Any]]], dict[str, dict[str, list[dict[str, Any]]]], dict[str, str]
+]:
+    """Like ``list_all``, with what each backend offers beside tools (``Backend.offered``):
+    ``(tools, offered, failures)``."""
+    listed, failures = await connect_all(cfg, errlog=errlog)
+    tools = {name: list(b.tools) for name, b in listed.items()}
+    return tools, {name: b.offered for name, b in listed.items()}, failures
+
+
 async def connect_all(
     cfg: GatewayConfig, *, errlog: TextIO | None = None
 ) -> tuple[dict[str, Backend], dict[str, str]]:
@@ -736,6 +756,7 @@ __all__ = [
     "backend_env",
     "connect_all",
     "list_all",
+    "list_offers",
     "make_backends",
     "running",
 ]

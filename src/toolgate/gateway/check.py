@@ -3,8 +3,9 @@
 Reads the file (JSON or TOML, unknown keys, unset ``${VAR}``), the descriptions folder,
 starts every backend once to list its tools, prompts and resources (a backend that fails
 is reported with the last lines of its stderr), builds the catalog, the delivery and the
-relayed namespace (prompt-name and resource-URI collisions), and collects every
-problem as ``key: message``. ``snapshot`` is shared with ``toolgate inspect``. Edge layer.
+relayed namespace, and collects every problem as ``key: message`` (a prompt name or
+resource URI offered twice is one; a group's ``prompts:`` / ``resources:`` pattern that
+matches nothing is a warning). ``snapshot`` is shared with ``toolgate inspect``. Edge layer.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from toolgate.catalog import CallContext, Handler, ToolResult
 from toolgate.docs import ToolDocs
 from toolgate.errors import ConfigError, RegistrationError
 from toolgate.events import EventBus
+from toolgate.gateway.access import Relayed
 from toolgate.gateway.build import BackendTool, BuildReport, build_toolset, delivery_config
 from toolgate.gateway.config import GatewayConfig, load_config
+from toolgate.gateway.exposure import Placement, unmatched_warnings
 from toolgate.state.memory import MemoryStore
 from toolgate.strategies import Delivery
 from toolgate.toolset import ToolSet
@@ -44,6 +47,10 @@ class Snapshot:
     report: BuildReport
     listed: dict[str, list[dict[str, Any]]]
     failures: dict[str, str] = field(default_factory=dict)
+    #: each backend's prompts, resources and templates, by kind (``Backend.offered``)
+    offered: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    #: what the gateway would relay, under the names it would serve (``relay.namespace``)
+    relayed: tuple[Relayed, ...] = ()
 
 
 async def snapshot(
@@ -59,6 +66,8 @@ async def snapshot(
         except ConfigError as exc:
             report.fail("toolgate.descriptions.dir", exc.message)
     listed: dict[str, list[dict[str, Any]]] = {}
+    offered: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    relayed: tuple[Relayed, ...] = ()
     failures: dict[str, str] = {}
     if not offline and cfg.mcp_servers:
         # starts MCP clients: import on use
@@ -72,9 +81,12 @@ async def snapshot(
         else:
             backends, failures = await connect_all(cfg, errlog=errlog)
         listed = {name: list(b.tools) for name, b in backends.items()}
+        offered = {name: b.offered for name, b in backends.items()}
         for name, why in sorted(failures.items()):
             report.fail(f"mcpServers.{name}", f"could not start or list its tools: {why}")
-        namespace(cfg, backends, report)  # prompt names and resource URIs offered twice
+        # prompt names and resource URIs offered twice are problems; patterns are
+        # matched against what the gateway serves, under the names it serves them by
+        relayed = namespace(cfg, backends, report).items
     live = set(listed) if not offline else set()
     toolset, report = build_toolset(
         cfg,
@@ -93,12 +105,16 @@ async def snapshot(
         )
     except (RegistrationError, ConfigError) as exc:
         report.fail("toolgate.strategy", exc.message)
+    if not offline:
+        report.warnings += unmatched_warnings(
+            Placement.from_config(cfg), relayed, live, cfg.mcp_servers
+        )
     if docs is not None and not offline and not failures:
         try:
             docs.check(toolset.catalog)
         except ConfigError as exc:
             report.fail("toolgate.descriptions.dir", exc.message)
-    return Snapshot(cfg, toolset, delivery, report, listed, failures)
+    return Snapshot(cfg, toolset, delivery, report, listed, failures, offered, relayed)
 
 
 def problems(path: str | Path, snap: Snapshot | None = None) -> list[str]:

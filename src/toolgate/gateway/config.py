@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -116,6 +117,24 @@ ServerConfig = Annotated[
 ]
 
 
+def _primitive_pattern(pattern: str) -> str:
+    if not pattern.strip():
+        raise ValueError(
+            "the pattern is empty; write a glob such as 'review_*' or 'file:///docs/*'"
+        )
+    if pattern != pattern.strip():
+        raise ValueError(f"{pattern!r} has spaces around it; prompt names and URIs have none")
+    return pattern
+
+
+PrimitivePattern = Annotated[
+    str,
+    AfterValidator(_primitive_pattern),
+    # the schema says what the validator says: not empty, no spaces around
+    Field(json_schema_extra={"minLength": 1, "pattern": r"^\S(?:[\s\S]*\S)?$"}),
+]
+
+
 class GroupConfig(_Model):
     description: str = ""
     title: str | None = None
@@ -123,6 +142,10 @@ class GroupConfig(_Model):
     instructions: str | None = None
     show_deactivator: bool = True
     tools: list[str] = Field(default_factory=list)
+    #: globs on prompt names, optionally ``server:glob`` (see ``toolgate.gateway.exposure``)
+    prompts: list[PrimitivePattern] = Field(default_factory=list)
+    #: globs on resource URIs and URI templates, optionally ``server:glob``
+    resources: list[PrimitivePattern] = Field(default_factory=list)
 
 
 class RateLimitConfig(_Model):

@@ -19,6 +19,7 @@ from toolgate.errors import ConfigError, ToolgateError
 from toolgate.gateway.build import principal_from
 from toolgate.gateway.check import Snapshot, snapshot
 from toolgate.gateway.config import GatewayConfig, PrincipalConfig, load_config
+from toolgate.gateway.exposure import Placement
 from toolgate.policy import Principal, TrustLadder
 from toolgate.strategies.base import LEGACY
 from toolgate.tokens import TokenCounter, best_counter, wire_text
@@ -102,6 +103,12 @@ async def describe(
     toolset = snap.toolset
     cat = toolset.catalog
     cost = {name: counter.count(wire_text(t.wire())) for name, t in cat.tools.items()}
+    placement = Placement.from_config(snap.cfg)
+    held: dict[str, dict[str, list[str]]] = {}  # group -> "prompts" | "resources" -> keys
+    for item in snap.relayed:  # under the names the gateway serves them by
+        for g in placement.groups_of(item):
+            key = "prompts" if item.kind == "prompt" else "resources"
+            held.setdefault(g, {}).setdefault(key, []).append(item.name)
 
     def group_node(name: str) -> dict[str, Any]:
         g = cat.groups[name]
@@ -113,6 +120,8 @@ async def describe(
             "tool_count": len(tools),
             "tokens": sum(cost[t] for t in tools),
             "tools": tools,
+            "prompts": sorted(held.get(name, {}).get("prompts", [])),
+            "resources": sorted(held.get(name, {}).get("resources", [])),
             "children": [group_node(c) for c in cat.children(name)],
         }
 
@@ -169,6 +178,7 @@ async def describe(
             "saved_percent": round(100 * saved / flat_tokens, 1) if flat_tokens else 0.0,
         },
         "problems": [e.message for e in snap.report.errors],
+        "warnings": list(snap.report.warnings),
     }
     out["principal"] = {
         "id": principal.id,
@@ -204,8 +214,9 @@ def render_table(data: dict[str, Any], out: TextIO, *, explain: bool) -> None:
     tree.add(f"(root, always listed): {root['tool_count']} tools, {root['tokens']} tokens")
 
     def add(node: Tree, g: dict[str, Any]) -> None:
+        held = "".join(f", {len(g[k])} {k}" for k in ("prompts", "resources") if g.get(k))
         branch = node.add(
-            f"[bold]{g['name']}[/]: {g['tool_count']} tools, {g['tokens']} tokens"
+            f"[bold]{g['name']}[/]: {g['tool_count']} tools{held}, {g['tokens']} tokens"
             f" [dim]{g['description'][:70]}[/]"
         )
         for child in g["children"]:
@@ -255,6 +266,8 @@ def render_table(data: dict[str, Any], out: TextIO, *, explain: bool) -> None:
         console.print(ranking)
     for problem in data["problems"]:
         console.print(f"[yellow]problem[/]: {problem}")
+    for warning in data.get("warnings", ()):
+        console.print(f"[yellow]warning[/]: {warning}")
 
 
 async def run_inspect(

@@ -21,7 +21,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from toolgate.errors import ToolgateError
+from toolgate.errors import PromptNotFound, ResourceNotFound, ToolgateError
 from toolgate.gateway.access import OpenAccess, PrimitiveAccess, PrimitiveKind, Relayed
 from toolgate.gateway.backends import Backend
 from toolgate.gateway.build import BuildReport
@@ -29,7 +29,7 @@ from toolgate.gateway.config import GatewayConfig
 from toolgate.lowlevel import advertise_list_changed
 from toolgate.request import Live, LiveConnections, RequestFacts
 from toolgate.view import paginate
-from toolgate.wire import RESOURCE_NOT_FOUND, PageParams, cursor_of, mcp_error
+from toolgate.wire import PageParams, cursor_of, mcp_error
 
 logger = logging.getLogger("toolgate.gateway")
 
@@ -97,6 +97,11 @@ class Namespace:
             self._by_key[(item.kind, item.name)] = item
         patterns = tuple((template_pattern(t.name), t) for t in self.templates)
         object.__setattr__(self, "_patterns", patterns)
+
+    @property
+    def items(self) -> tuple[Relayed, ...]:
+        """Every prompt, resource and template (``groups/get`` contents, ``check``)."""
+        return (*self.prompts, *self.resources, *self.templates)
 
     def of(self, kind: PrimitiveKind) -> tuple[Relayed, ...]:
         return {"prompt": self.prompts, "resource": self.resources, "template": self.templates}[
@@ -347,7 +352,7 @@ class Relay:
         facts = await self._request_facts(ctx)
         item = self.namespace.prompt(params.name)
         if item is None:
-            raise self._unknown("prompt", params.name, mt.INVALID_PARAMS)
+            _fail(PromptNotFound(params.name))
         return await self._use(facts, item).get_prompt(item.original, params.arguments)
 
     async def list_resources(
@@ -370,10 +375,10 @@ class Relay:
         item = self.namespace.resource(uri)
         if item is not None:
             return item
-        offering = [n for n, b in self.backends.items() if "resources" in b.offered()]
+        offering = [n for n, b in self.backends.items() if "resources" in b.declared()]
         if len(offering) == 1:
             return Relayed("resource", offering[0], uri, uri, {"uri": uri})
-        raise self._unknown("resource", uri, RESOURCE_NOT_FOUND)
+        _fail(ResourceNotFound(uri))
 
     async def read_resource(
         self, ctx: Context, params: mt.ReadResourceRequestParams
@@ -443,13 +448,13 @@ class Relay:
         if isinstance(params.ref, mt.PromptReference):
             item = self.namespace.prompt(params.ref.name)
             if item is None:
-                raise self._unknown("prompt", params.ref.name, mt.INVALID_PARAMS)
+                _fail(PromptNotFound(params.ref.name))
             ref = mt.PromptReference(type="ref/prompt", name=item.original)
         else:
             uri = params.ref.uri
             found = self.namespace.template(uri) or self.namespace.resource(uri)
             if found is None:
-                raise self._unknown("resource template", uri, mt.INVALID_PARAMS)
+                _fail(ResourceNotFound(uri))
             item = found
             ref = mt.ResourceTemplateReference(type="ref/resource", uri=uri)
         backend = self._use(facts, item)
@@ -459,16 +464,6 @@ class Relay:
         argument = {"name": params.argument.name, "value": params.argument.value}
         context = params.context.arguments if params.context is not None else None
         return await backend.complete(ref, argument, context)
-
-    def _unknown(self, what: str, key: str, code: int) -> MCPError:
-        down = sorted(n for n, b in self.backends.items() if not b.up)
-        note = f" (backends down: {', '.join(down)})" if down else ""
-        field_name = "name" if what == "prompt" else "uri"
-        return MCPError(
-            code=code,
-            message=f"Unknown {what}: {key}{note}",
-            data={field_name: key, "backends_down": down},
-        )
 
     async def close(self) -> None:
         for task in list(self._tasks):
