@@ -601,3 +601,66 @@ async def test_every_relayed_request_goes_through_the_gateways_access(era: Era) 
     assert note.contents[0].text == "alpha says memo://alpha/note"  # type: ignore[union-attr]
     assert refused.value.error.message == "memo://alpha/note is not yours"
     assert access.asked == [("alice", "memo://alpha/note"), ("bob", "memo://alpha/note")]
+
+
+# -- prompts and resources in groups, through the real gateway ------------------------------
+
+
+@pytest.mark.parametrize("era", ["legacy", "2026"])
+async def test_group_prompts_and_resources_follow_the_callers_scope(era: Era) -> None:
+    """The gateway's default access is ``GroupExposure``: alice's scope holds the group
+    ``memos``, bob's holds nothing, and ``groups/get`` carries the group's members."""
+    from _fixtures.gateway import ALICE_TOKEN, BOB_TOKEN, sha256
+    from _fixtures.mcp_servers import serve_http
+    from toolgate.client import _RAW, GetGroupParams, GetGroupRequest, GroupsClientExtension
+    from toolgate.gateway.config import parse_config
+    from toolgate.gateway.serve import Gateway
+
+    tokens = {
+        sha256(ALICE_TOKEN): {"id": "alice", "trust": "verified", "scope": ["memos"]},
+        sha256(BOB_TOKEN): {"id": "bob", "trust": "declared", "scope": []},
+    }
+    group = {
+        "description": "Alpha's memos",
+        "tools": ["alpha:touch_*"],
+        "prompts": ["alpha:only_*"],
+        "resources": ["memo://alpha/*"],
+    }
+    cfg = parse_config(
+        {
+            "mcpServers": {"alpha": primitives("alpha")},
+            "toolgate": {"identity": {"tokens": tokens}, "groups": {"memos": group}},
+        }
+    )
+    gateway = Gateway(cfg)
+    mode = "legacy" if era == "legacy" else "auto"
+    seen: dict[str, Any] = {}
+    try:
+        async with gateway.running(), serve_http(gateway.http_app()) as url:
+            for who, token in (("alice", ALICE_TOKEN), ("bob", BOB_TOKEN)):
+                transport = StreamableHttpTransport(url, auth=token)
+                async with fastmcp.Client(transport, mode=mode) as client:
+                    seen[who] = (
+                        [p.name for p in await client.list_prompts()],
+                        [str(t.uri_template) for t in await client.list_resource_templates()],
+                    )
+                    try:
+                        await client.get_prompt_mcp("only_alpha")
+                        seen[f"{who}-get"] = "ok"
+                    except MCPError as exc:
+                        seen[f"{who}-get"] = (exc.error.code, exc.error.message)
+            transport = StreamableHttpTransport(url, auth=ALICE_TOKEN)
+            extension = [GroupsClientExtension()]
+            async with fastmcp.Client(transport, mode=mode, extensions=extension) as client:
+                request = GetGroupRequest(params=GetGroupParams(name="memos"))
+                contents = dict(await client.session.send_request(request, _RAW))["contents"]
+    finally:
+        await gateway.close()
+    assert "only_alpha" in seen["alice"][0]
+    assert seen["alice"][1] == ["memo://alpha/items/{id}"]
+    assert seen["bob"] == ([], [])
+    assert seen["alice-get"] == "ok"
+    assert seen["bob-get"] == (mt.INVALID_PARAMS, "Unknown prompt: only_alpha")
+    assert [p["name"] for p in contents["prompts"]] == ["only_alpha"]
+    assert [r["uri"] for r in contents["resources"]] == ["memo://alpha/note"]
+    assert [t["uriTemplate"] for t in contents["resourceTemplates"]] == ["memo://alpha/items/{id}"]

@@ -42,6 +42,7 @@ from toolgate.gateway.build import (
     principal_from,
 )
 from toolgate.gateway.config import GatewayConfig
+from toolgate.gateway.exposure import GroupExposure
 from toolgate.gateway.relay import Relay, attach
 from toolgate.gateway.session_cap import ClientOf, SessionCap
 from toolgate.identity import BearerTokens, IdentityResolver
@@ -186,8 +187,10 @@ class Gateway:
                 "available and enable_tools to turn a group on."
             ),
         )
-        #: the backends' prompts, resources and completions (``access``: who sees which)
+        #: the backends' prompts, resources and completions (``access``: who sees which;
+        #: by default ``GroupExposure``, set by ``build()``: they follow their groups)
         self.relay = Relay(cfg, self.backends, access=access)
+        self._own_access = access is not None
         attach(self.relay, self.backends.values())
         self.binding: Binding | None = None
         self.lazy: Addon | None = None
@@ -200,12 +203,14 @@ class Gateway:
     # -- the catalog ----------------------------------------------------------------------
     @property
     def access(self) -> PrimitiveAccess:
-        """Who may list and use the relayed prompts and resources (default ``OpenAccess``)."""
+        """Who may list and use the relayed prompts and resources: the one given to the
+        constructor, else ``GroupExposure`` once built (``OpenAccess`` before)."""
         return self.relay.access
 
     @access.setter
     def access(self, access: PrimitiveAccess) -> None:
         self.relay.access = access
+        self._own_access = True
 
     @property
     def toolset(self) -> ToolSet:
@@ -276,10 +281,21 @@ class Gateway:
         # before bind(): the lazy add-on's own resources chain after the relayed ones
         self.relay.install(self.server, facts=self._facts, connections=self._live)
         self.binding = bind(self.server, toolset, config, identity=self.identity, addons=addons)
+        exposure: GroupExposure | None = None
+        if not self._own_access:  # prompts and resources follow their groups' scope
+            exposure = GroupExposure(self.cfg, self.binding.delivery)
+            self.relay.access = exposure
         if tg.strategy in ("auto", "groups"):
             from toolgate.groups_extension import bind_groups
 
-            bind_groups(self.server, self.binding.delivery, facts=self.binding.facts)
+            bind_groups(
+                self.server,
+                self.binding.delivery,
+                facts=self.binding.facts,
+                contents=exposure.contents(lambda: self.relay.namespace.items)
+                if exposure is not None
+                else None,
+            )
         self.server.middleware.insert(0, log_store_failures)
         # who each session is, in the store: the dashboard lists it, WebMCP adds to it
         from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
