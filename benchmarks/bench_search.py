@@ -12,6 +12,7 @@ Run: ``.venv/bin/python benchmarks/bench_search.py``
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -20,6 +21,12 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+
+# One BLAS thread (unless the caller sets it): a search is one matrix-vector product of
+# ~10k x 256, and on a busy machine BLAS threads contending for the cores made hybrid
+# searches ten times slower (15 ms against 1.6 ms median at a load average of 6).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -185,8 +192,9 @@ def table(rows: dict[str, dict[str, float]]) -> str:
         f"`SearchIndex.search()` on a synthetic catalog of {first['tools']:,} tools in "
         f"{first['groups']:,} groups (limit 5, an `allowed` check admitting 80% of tools), "
         f"{first['rounds']:,} queries per mode; hybrid uses the WordLlama 256-d model and a "
-        "vector cache file. Memory: peak traced allocation while building the index "
-        "(catalog included). `python benchmarks/bench_search.py`.",
+        "vector cache file; one BLAS thread. Memory: peak traced allocation while building "
+        f"the index (catalog included). Load average when measured: {os.getloadavg()[0]:.1f} "
+        "on this shared 2-CPU machine. `python benchmarks/bench_search.py`.",
         "",
         "| measure | " + " | ".join(rows) + " |",
         "|---|" + "---:|" * len(rows),

@@ -15,11 +15,12 @@ JSON); the structured-content twin of results separately (a host shows one of th
 Extra calls are the requests after the first ``tools/list`` (re-lists are counted
 apart). A task is *reached* when the model has read the full input schema of every tool
 it needs. Run: ``.venv/bin/python benchmarks/bench_tasks.py`` (writes its RESULTS.md
-section).
+section); ``--style search`` runs one style (and the flat baseline) and writes nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import re
@@ -58,18 +59,20 @@ VOCAB = ROOT.parent / "shared" / "data" / "tokenizers"
 BEGIN, END = "<!-- tasks:begin -->", "<!-- tasks:end -->"
 RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 #: The targets for every on-demand path (a client that does not re-list).
-SEARCH_LIMIT = 30  # the agent asks for a long one-line-per-tool list when a task has several needs
+SEARCH_LIMIT = 10  # results per need the agent asks for (one line each, but the best)
 INDEX_LINE = re.compile(r"^([A-Za-z0-9_.-]+)\(")
 TARGETS = {"initial": 1000, "one_group": 0.90, "three_groups": 0.85, "calls": 2}
 
 
 @dataclass(frozen=True)
 class Task:
-    """What a user asks, the tools it needs, and how a user would phrase a search."""
+    """What a user asks, the tools it needs, and its needs as a user would phrase them
+    for a search, one action each (what ``search_tools`` takes as ``query`` and
+    ``queries``)."""
 
     title: str
     tools: tuple[str, ...]
-    queries: tuple[str, ...]
+    needs: tuple[str, ...]
 
     @property
     def groups(self) -> list[str]:
@@ -80,12 +83,12 @@ TASKS = [
     Task(
         "Triage an issue: read it, comment, relabel it",
         ("issue_read", "add_issue_comment", "update_issue_labels"),
-        ("read an issue, comment on it and change its labels",),
+        ("read an issue", "comment on an issue", "change an issue's labels"),
     ),
     Task(
         "Show a repository's README and its latest commits",
         ("get_file_contents", "list_commits"),
-        ("read a file from a repository and list its recent commits",),
+        ("read a file from a repository", "list a repository's recent commits"),
     ),
     Task(
         "Review a pull request, ask for a reviewer, merge it",
@@ -95,12 +98,17 @@ TASKS = [
             "request_pull_request_reviewers",
             "merge_pull_request",
         ),
-        ("review a pull request, request a reviewer and merge it",),
+        (
+            "read a pull request",
+            "review a pull request",
+            "request a reviewer",
+            "merge a pull request",
+        ),
     ),
     Task(
         "Find why the CI run failed and open an issue about it",
         ("actions_list", "get_job_logs", "create_issue"),
-        ("list workflow runs and read the failed job's logs", "open a new issue"),
+        ("list workflow runs", "read the failed job's logs", "open a new issue"),
     ),
     Task(
         "Star a repository and watch its notifications",
@@ -116,7 +124,13 @@ TASKS = [
             "create_or_update_file",
             "create_pull_request",
         ),
-        ("read an issue, read a file, create a branch and commit a change", "open a pull request"),
+        (
+            "read an issue",
+            "read a file",
+            "create a branch",
+            "commit a change to a file",
+            "open a pull request",
+        ),
     ),
     Task(
         "Security sweep: alerts to an assigned issue for the team",
@@ -129,8 +143,12 @@ TASKS = [
             "get_team_members",
         ),
         (
-            "list code scanning and dependabot alerts",
-            "create an issue, assign it to members of a team",
+            "list code scanning alerts",
+            "read a code scanning alert",
+            "list dependabot alerts",
+            "create an issue",
+            "assign an issue to people",
+            "list the members of a team",
         ),
     ),
 ]
@@ -327,14 +345,14 @@ async def open_groups(style: Style, task: Task, session: ClientSession, r: Readi
             wire_name = g.replace("_", "-")
             await r.request(session, GetGroupRequest(params=GetGroupParams(name=wire_name)))
     elif style.opening == "search":
-        # one search for the whole task (a longer list), then one per need for what it
-        # did not find
-        whole = " and ".join(task.queries)
-        await r.call(session, "search_tools", {"query": whole, "limit": SEARCH_LIMIT})
-        for query in task.queries if len(task.queries) > 1 else ():
+        # one search for all the task's needs, then one per need whose tool it missed
+        first, *rest = task.needs
+        arguments: dict[str, Any] = {"query": first, "limit": SEARCH_LIMIT}
+        await r.call(session, "search_tools", {**arguments, **({"queries": rest} if rest else {})})
+        for need in task.needs:
             if len(r.describable) == len(r.missing):
                 break
-            await r.call(session, "search_tools", {"query": query})
+            await r.call(session, "search_tools", {"query": need})
 
 
 async def run_task(style: Style, task: Task, url: str, counter: TokenCounter) -> Reading:
@@ -400,7 +418,9 @@ def pct(saved: float) -> str:
     return f"{saved * 100:.1f} %"
 
 
-def report(results: Mapping[str, list[Reading]], counter: TokenCounter) -> str:
+def report(
+    results: Mapping[str, list[Reading]], counter: TokenCounter, styles: Sequence[Style] = STYLES
+) -> str:
     flat = [r.listed + r.content for r in results[STYLES[0].name]]
     lines = [
         f"Command: `.venv/bin/python benchmarks/bench_tasks.py` (tokenizer: {counter.name}; "
@@ -413,7 +433,7 @@ def report(results: Mapping[str, list[Reading]], counter: TokenCounter) -> str:
         "",
     ]
     verdicts = []
-    for style in STYLES:
+    for style in styles:
         rows = results[style.name]
         lines += [
             f"### {style.name}",
@@ -471,14 +491,29 @@ def report(results: Mapping[str, list[Reading]], counter: TokenCounter) -> str:
 
 
 async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--style",
+        action="append",
+        default=[],
+        help="run only the styles whose name contains this (repeatable; the flat list, "
+        "the baseline, always runs); RESULTS.md is written only by a full run",
+    )
+    args = parser.parse_args()
+    styles = [
+        s
+        for i, s in enumerate(STYLES)
+        if i == 0 or not args.style or any(k in s.name for k in args.style)
+    ]
     counter = best_counter("o200k_base", vocab_dir=VOCAB)
     results = {}
-    for style in STYLES:
+    for style in styles:
         results[style.name] = await measure_style(style, counter)
         print(f"measured {style.name}", file=sys.stderr)
-    body = report(results, counter)
+    body = report(results, counter, styles)
     print(body)
-    write_section(RESULTS, BEGIN, END, "## Tasks: what an agent reads per style\n\n" + body)
+    if len(styles) == len(STYLES):
+        write_section(RESULTS, BEGIN, END, "## Tasks: what an agent reads per style\n\n" + body)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import re
 import sys
 import time
@@ -25,6 +26,11 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+# One BLAS thread unless the caller sets it, as in bench_search.py: on a busy machine the
+# threads of a query's matrix-vector product contend and its time says little.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "retrieval"
@@ -42,6 +48,27 @@ MCP_MANAGER_URL = (
     f"{MCP_MANAGER_PATH}"
 )
 MCP_MANAGER_SHA256 = "60dc91d54863b9b0baf7342d1d80e707ffe3006028a96fd9aa972354c247c877"
+
+# MCPToolBench++ (see benchmarks/data/README.md): task-shaped queries with gold tool calls,
+# fetched at a pinned commit and checked by hash, never committed (no licence stated).
+TOOLBENCH_COMMIT = "323725c417b43a02bea5a1421662e299dbadeb77"
+TOOLBENCH_URL = (
+    f"https://raw.githubusercontent.com/mcp-tool-bench/MCPToolBenchPP/{TOOLBENCH_COMMIT}/data/"
+)
+TOOLBENCH_FILES = {  # path under data/ -> sha256
+    "browser/browser_0724_single_v3.json": (
+        "cab77b32e40f457155da0887e78d0c258f42196fb5198e996072f2bb5ab29d06"
+    ),
+    "file_system/filesystem_0723_single.json": (
+        "77ad59f0f1733dac7017cebe64226cf3367f44f66d74a1343608d81827ea8e06"
+    ),
+    "finance/finance_0724_single_v3.json": (
+        "47262716aea2cb3c4cfe08ec9826a181c3384dcb74742b0a02b160055cf44432"
+    ),
+    "search/search_0725_single_v2.json": (
+        "2b4b65d1b6bf0fdc1c1a4c4b39712edce1a4b283f23312e552df562aeb5336af"
+    ),
+}
 
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -96,18 +123,30 @@ def load_metatool() -> tuple[list[Tool], Queries]:
     return tools, queries
 
 
+class Unavailable(Exception):
+    """A data set that could not be read (not downloadable here, wrong hash)."""
+
+
+def pinned(target: Path, url: str, sha256: str) -> Path:
+    """``target``, downloaded from ``url`` when missing; its sha256 must be ``sha256``."""
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response:
+                target.write_bytes(response.read())
+        except OSError as exc:
+            raise Unavailable(f"cannot download {url}: {exc}") from exc
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    if digest != sha256:
+        raise Unavailable(f"{target}: sha256 {digest} is not the pinned {sha256}")
+    return target
+
+
 def mcp_manager_file(path: Path | None) -> Path:
     if path is not None:
-        return path
+        return pinned(path, MCP_MANAGER_URL, MCP_MANAGER_SHA256)
     target = CACHE / f"mcp-manager-{MCP_MANAGER_COMMIT[:12]}.jsonl"
-    if not target.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        with urllib.request.urlopen(MCP_MANAGER_URL, timeout=60) as response:
-            target.write_bytes(response.read())
-    digest = hashlib.sha256(target.read_bytes()).hexdigest()
-    if digest != MCP_MANAGER_SHA256:
-        raise SystemExit(f"{target}: sha256 {digest} is not the pinned {MCP_MANAGER_SHA256}")
-    return target
+    return pinned(target, MCP_MANAGER_URL, MCP_MANAGER_SHA256)
 
 
 def server_key(name: str) -> str:
@@ -145,6 +184,58 @@ def load_mcp_manager(path: Path | None) -> Dataset:
     return Dataset("MCP-Manager", list(tools.values()), queries, servers)
 
 
+def load_toolbench(folder: Path | None, manager: Dataset) -> Dataset:
+    """MCPToolBench++'s single-call tasks over its own servers' tools pooled with the
+    MCP-Manager catalog, so each query is ranked among ~2,700 tools of ~300 servers.
+
+    A hit is the labelled tool on its server, one of the labelled ``similar_tools``, or
+    a verbatim copy of one of them (same name and description) on another server.
+    """
+    root = folder or CACHE / f"mcptoolbench-{TOOLBENCH_COMMIT[:12]}"
+    tools: dict[str, Tool] = {t.name: t for t in manager.tools}
+    servers = dict(manager.servers)
+    gold: dict[str, set[str]] = {}
+    for rel, sha in TOOLBENCH_FILES.items():
+        path = pinned(root / Path(rel).name, TOOLBENCH_URL + rel, sha)
+        for row in json.loads(path.read_text("utf-8")):
+            by_name = {t["name"]: t for t in row["tools"]}
+            server_of = {n: s for s, names in row["mcp_tools_dict"].items() for n in names}
+            for server, names in row["mcp_tools_dict"].items():
+                key = server_key(server)
+                servers.setdefault(key, server)
+                for n in names:
+                    t = by_name[n]
+                    tools.setdefault(
+                        f"{key}.{mcp_name(n)}",
+                        Tool(
+                            name=f"{key}.{mcp_name(n)}",
+                            description=t.get("description") or "",
+                            input_schema=t.get("input_schema") or {},
+                            source=key,
+                        ),
+                    )
+            wanted: set[str] = set()
+            for call in row["function_call_label"]:
+                wanted.add(f"{server_key(call['mcp_server'])}.{mcp_name(call['name'])}")
+                for alt in call.get("similar_tools") or ():
+                    server = alt.get("mcp_server") or server_of.get(alt["name"], "")
+                    wanted.add(f"{server_key(server)}.{mcp_name(alt['name'])}")
+            query = row["query"].strip()
+            gold.setdefault(query, set()).update(wanted)
+    # the same tool served by another catalog server (same name, same description)
+    same: dict[tuple[str, str], set[str]] = {}
+    for t in tools.values():
+        same.setdefault((t.name.split(".", 1)[1], t.description.strip()), set()).add(t.name)
+    queries = []
+    for q, names in gold.items():
+        hits = set(names)
+        for n in names:
+            if n in tools:
+                hits |= same[(n.split(".", 1)[1], tools[n].description.strip())]
+        queries.append((q, frozenset(hits)))
+    return Dataset("MCPToolBench++ in MCP-Manager", list(tools.values()), queries, servers)
+
+
 def toolgate_ranker(data: Dataset, settings: SearchSettings) -> tuple[Ranker, float]:
     catalog = Catalog()
     catalog.add_tools(data.tools)
@@ -157,6 +248,8 @@ def toolgate_ranker(data: Dataset, settings: SearchSettings) -> tuple[Ranker, fl
 
 def fastmcp_ranker(data: Dataset) -> Ranker:
     logging.getLogger("fastmcp").setLevel(logging.ERROR)
+    # MCP-Manager's own tool names (e.g. "Is-Feed-Done-") draw naming warnings: not ours
+    logging.getLogger("mcp.shared.tool_name_validation").setLevel(logging.ERROR)
     from fastmcp.server.transforms.search import BM25SearchTransform
     from fastmcp.tools.base import Tool as FastMCPTool
 
@@ -240,46 +333,130 @@ def table(data: Dataset, rows: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def datasets(args: argparse.Namespace) -> list[Dataset]:
+# recall@5 targets: absolute on MetaTool, points above FastMCP's BM25 on the MCP sets
+TARGETS = {"lexical": (0.65, 8.0), "hybrid": (0.75, 15.0)}
+# the MCP sets the points targets apply to: MCP-Manager's generated task texts repeat
+# the tool descriptions, so every engine scores above 0.93 there and gains are capped
+GAIN_TARGETS = {"MCPToolBench++ in MCP-Manager"}
+
+
+def verdict(data: Dataset, rows: dict[str, dict[str, float]]) -> str:
+    """One line per toolgate mode: its recall@5 against the target (whole set and test
+    half)."""
+    fastmcp = rows["FastMCP BM25SearchTransform"]
+    lines = []
+    for mode, label in (
+        ("lexical", "toolgate lexical"),
+        ("hybrid", "toolgate hybrid (WordLlama 256)"),
+    ):
+        absolute, points = TARGETS[mode]
+        m = rows[label]
+        if data.name == "MetaTool":
+            ok = m["recall@5"] >= absolute and m["test recall@5"] >= absolute
+            lines.append(
+                f"{mode}: recall@5 {m['recall@5']:.3f} (test half {m['test recall@5']:.3f}); "
+                f"target ≥ {absolute:.2f}: {'met' if ok else 'missed'}."
+            )
+        else:
+            gain = 100 * (m["recall@5"] - fastmcp["recall@5"])
+            test = 100 * (m["test recall@5"] - fastmcp["test recall@5"])
+            if data.name not in GAIN_TARGETS:
+                lines.append(
+                    f"{mode}: {gain:+.1f} points of recall@5 over FastMCP's BM25 (test half "
+                    f"{test:+.1f}); no target: every engine is near the ceiling here."
+                )
+                continue
+            ok = gain >= points and test >= points
+            lines.append(
+                f"{mode}: {gain:+.1f} points of recall@5 over FastMCP's BM25 (test half "
+                f"{test:+.1f}); target ≥ +{points:.0f}: {'met' if ok else 'missed'}"
+                f"{'' if ok or gain < points else ' on the test half'}."
+            )
+    return "\n".join(f"- {line}" for line in lines)
+
+
+def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
+    """The sets to run, and a line for each set that could not be read (skipped)."""
     tools, queries = load_metatool()
-    out = [Dataset("MetaTool", tools, queries, {}), load_mcp_manager(args.mcp_manager)]
+    out = [Dataset("MetaTool", tools, queries, {})]
+    skipped: list[str] = []
+    try:
+        manager = load_mcp_manager(args.mcp_manager)
+    except Unavailable as exc:
+        skipped += [f"MCP-Manager: {exc}", "MCPToolBench++ (needs MCP-Manager): skipped"]
+    else:
+        out.append(manager)
+        try:
+            out.append(load_toolbench(args.mcptoolbench, manager))
+        except Unavailable as exc:
+            skipped.append(f"MCPToolBench++: {exc}")
     if args.limit_queries:
         out = [Dataset(d.name, d.tools, d.queries[: args.limit_queries], d.servers) for d in out]
-    return out
+    for line in skipped:
+        print(f"SKIPPED {line}", file=sys.stderr)
+    return out, skipped
 
 
 def tune(sets: list[Dataset]) -> None:
-    """recall@5 on each set's dev half, lexical and hybrid at a range of weights.
+    """recall@5 on each set's dev half: lexical at a range of prefix weights, then
+    hybrid at a range of fusion weights.
 
-    The rule for ``HYBRID_WEIGHT``: the best mean among weights that beat lexical
-    search on every set (a weight that helps one catalog and hurts another is not
-    chosen).
+    The rule for both (``PREFIX_WEIGHT``, ``HYBRID_WEIGHT``): the best mean among the
+    values that beat the baseline (no prefix matching; lexical search) on every set,
+    so a value that helps one catalog and hurts another is not chosen.
     """
-    rows: dict[str, list[float]] = {}
+    devs = [[(q, g) for q, g in d.queries if split(q) == "dev"] for d in sets]
+    catalogs = []
     for d in sets:
-        dev = [(q, g) for q, g in d.queries if split(q) == "dev"]
-        lexical, _ = toolgate_ranker(d, SearchSettings("lexical", servers=d.servers))
-        rows.setdefault("lexical", []).append(evaluate(lexical, dev)["recall@5"])
-        for w in (0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6):
-            rank, _ = toolgate_ranker(d, SearchSettings("hybrid", weight=w, servers=d.servers))
-            rows.setdefault(f"{w:.2f}", []).append(evaluate(rank, dev)["recall@5"])
-    base = rows["lexical"]
-    print("weight | " + " | ".join(d.name for d in sets) + " | mean | beats lexical on all")
-    for label, scores in rows.items():
-        wins = all(s > b for s, b in zip(scores, base, strict=True))
-        cells = " | ".join(f"{s:.4f}" for s in scores)
-        verdict = "" if label == "lexical" else ("yes" if wins else "no")
-        print(f"{label} | {cells} | {sum(scores) / len(scores):.4f} | {verdict}")
+        c = Catalog()
+        c.add_tools(d.tools)
+        catalogs.append(c)
+
+    def run(settings: Callable[[Dataset], SearchSettings], **options: float) -> list[float]:
+        out = []
+        for d, c, dev in zip(sets, catalogs, devs, strict=True):
+            index = SearchIndex(c, settings(d), **options)  # type: ignore[arg-type]
+            rank = lambda q, i=index: [h.name for h in i.search(q, limit=DEPTH)]  # noqa: E731
+            out.append(evaluate(rank, dev)["recall@5"])
+        return out
+
+    def show(title: str, rows: dict[str, list[float]]) -> None:
+        base = next(iter(rows.values()))
+        print(f"{title} | " + " | ".join(d.name for d in sets) + " | mean | beats first on all")
+        for label, scores in rows.items():
+            wins = all(s > b for s, b in zip(scores, base, strict=True))
+            cells = " | ".join(f"{s:.4f}" for s in scores)
+            verdict = "" if scores is base else ("yes" if wins else "no")
+            print(f"{label} | {cells} | {sum(scores) / len(scores):.4f} | {verdict}")
+
+    def lexical(d: Dataset) -> SearchSettings:
+        return SearchSettings("lexical", servers=d.servers)
+
+    show(
+        "prefix weight",
+        {f"{p:.2f}": run(lexical, prefix_weight=p) for p in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)},
+    )
+    rows = {"lexical": run(lexical)}
+    for w in (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5):
+
+        def hybrid(d: Dataset, w: float = w) -> SearchSettings:
+            return SearchSettings("hybrid", weight=w, servers=d.servers)
+
+        rows[f"{w:.2f}"] = run(hybrid)
+    show("hybrid weight", rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit-queries", type=int, default=None)
     parser.add_argument("--mcp-manager", type=Path, default=None, help="a local copy")
+    parser.add_argument(
+        "--mcptoolbench", type=Path, default=None, help="a folder with local copies"
+    )
     parser.add_argument("--tune", action="store_true", help="sweep the hybrid weight (dev)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
-    sets = datasets(args)
+    sets, skipped = datasets(args)
     if args.tune:
         tune(sets)
         return
@@ -298,17 +475,17 @@ def main() -> None:
         for label, rank in rankers.items():
             rows[label] = evaluate(rank, data.queries)
             rows[label]["test recall@5"] = evaluate(rank, test)["recall@5"]
-        md = table(data, rows)
+        md = table(data, rows) + "\n\n" + verdict(data, rows)
         print(md + "\n")
-        base = rows["FastMCP BM25SearchTransform"]["recall@5"]
-        for label in ("toolgate lexical", "toolgate hybrid (WordLlama 256)"):
-            gain = 100 * (rows[label]["recall@5"] - base)
-            print(f"{data.name}: {label} recall@5 - FastMCP BM25 = {gain:+.1f} points")
         sections.append(md)
-    if not args.no_write and args.limit_queries is None:
+    if skipped:
+        print("not writing RESULTS.md: some sets were skipped (see SKIPPED above)")
+    elif not args.no_write and args.limit_queries is None:
         body = (
             "Tool retrieval, one run: `python benchmarks/search_eval.py` "
-            "(data and provenance: `benchmarks/data/README.md`).\n\n" + "\n\n".join(sections)
+            "(data and provenance: `benchmarks/data/README.md`). Settings were chosen on the "
+            "dev halves only (`--tune`); the test halves were never tuned on. Targets are "
+            "checked on the whole set and on the test half.\n\n" + "\n\n".join(sections)
         )
         write_section(RESULTS, BEGIN, END, body)
         print(f"wrote {RESULTS.relative_to(ROOT)}")

@@ -399,3 +399,58 @@ def test_the_best_allowed_tools_are_found_far_down_the_ranking() -> None:
     assert [h.score for h in ties] == sorted((h.score for h in ties), reverse=True)
     for a, b in itertools.pairwise(ties):
         assert a.score > b.score or a.name < b.name
+
+
+# -- BM25F and prefix matching -------------------------------------------------------------
+
+
+FILLER = "An optional setting that changes how the listing is paged and sorted."
+
+
+def test_a_name_match_is_not_diluted_by_long_argument_text() -> None:
+    """BM25F normalises each field by its own length: a tool named for the query keeps
+    its name match however long its argument documentation is."""
+    catalog = Catalog()
+    catalog.add_tools(
+        [
+            Tool(
+                "issue_read",
+                "Get details.",
+                input_schema=schema(**{f"option_{i}": {"description": FILLER} for i in range(12)}),
+            ),
+            Tool("add_note", "Attach a note to an issue after you read it."),
+        ]
+    )
+    index = SearchIndex(catalog)
+    assert names(index.search("read an issue", limit=2)) == ["issue_read", "add_note"]
+
+
+def test_a_query_word_reaches_the_longer_index_words_it_begins() -> None:
+    catalog = Catalog()
+    catalog.add_tools(
+        [
+            Tool("coin_prices", "Prices of cryptocurrencies."),
+            Tool("cry_detector", "Detect a baby crying."),
+            Tool("weather", "The forecast."),
+        ]
+    )
+    index = SearchIndex(catalog)
+    assert names(index.search("crypto", limit=3)) == ["coin_prices"]
+    # a full match outranks a prefix match; words under four letters extend nothing
+    assert names(index.search("cry", limit=3)) == ["cry_detector"]
+    assert SearchIndex(catalog, prefix_weight=0.0).search("crypto", limit=3) == []
+
+
+def test_field_scores_add_up_to_the_bm25_score_with_prefix_matches() -> None:
+    catalog = Catalog()
+    catalog.add_tools(
+        [
+            Tool("coin_prices", "Prices of cryptocurrencies, in dollars.", title="Coin prices"),
+            Tool("stock_prices", "Share prices."),
+        ]
+    )
+    [first, second] = SearchIndex(catalog).explain("crypto prices", limit=2)
+    assert first.name == "coin_prices"
+    assert set(first.fields) == {"name", "title", "description"}
+    assert sum(first.fields.values()) == pytest.approx(first.bm25, rel=1e-5)
+    assert sum(second.fields.values()) == pytest.approx(second.bm25, rel=1e-5)

@@ -13,7 +13,7 @@ import pytest
 from toolgate.catalog import Catalog, Tool
 from toolgate.embedding import Embedder, VectorCache, WordLlamaEmbedder, load_embedder
 from toolgate.errors import ConfigError
-from toolgate.search import SearchIndex, SearchSettings
+from toolgate.search import SearchIndex, SearchSettings, embedding_texts
 from toolgate.toolset import ToolSet
 
 TOOLS = [
@@ -97,12 +97,12 @@ def test_the_index_reembeds_only_tools_that_changed(wordllama: WordLlamaEmbedder
     counting = Counting(wordllama)
     index = hybrid(c, counting)
     index.refresh()
-    assert len(counting.texts) == 4
+    assert len(counting.texts) == 8  # each tool's name and description
     c.add_tool(Tool("delete_file", "Delete a file for good."))
     c.remove_tool("send_email")
     assert index.search("remove a document", limit=1)[0].name == "delete_file"
-    assert index.embedded == 1
-    assert counting.texts[4] == "delete file Delete a file for good."
+    assert index.embedded == 2
+    assert counting.texts[8:10] == ["delete file", "Delete a file for good."]
     assert "send_email" not in [h.name for h in index.search("email message", limit=4)]
 
 
@@ -112,15 +112,53 @@ def test_vectors_cached_on_disk_survive_a_restart(
     path = tmp_path / "vectors.sqlite"
     first = Counting(wordllama)
     hybrid(catalog(), first, path).refresh()
-    assert len(first.texts) == 4 and len(VectorCache(path)) == 4
+    assert len(first.texts) == 8 and len(VectorCache(path)) == 8
     again = Counting(wordllama)
     c = catalog()
     c.add_tool(Tool("rename_file", "Rename a file."))
     index = hybrid(c, again, path)
     before = index.search("weather forecast", limit=1)
     assert before[0].name == "get_weather"
-    assert again.texts == ["rename file Rename a file.", "weather forecast"]  # + the query
-    assert index.embedded == 1
+    assert again.texts == ["rename file", "Rename a file.", "weather forecast"]  # + the query
+    assert index.embedded == 2
+
+
+def test_a_tool_is_embedded_by_parts_and_a_part_tools_share_is_embedded_once(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    c = Catalog()
+    schema = {"type": "object", "properties": {"city": {"description": "A city name."}}}
+    c.add_tools(
+        [
+            Tool("forecast", "Weather for the week.", input_schema=schema, source="weather"),
+            Tool("now", "Weather right now.", input_schema=schema, source="weather"),
+        ]
+    )
+    counting = Counting(wordllama)
+    index = SearchIndex(
+        c,
+        SearchSettings("hybrid", embedder=counting, servers={"weather": "Met Office"}),
+    )
+    index.refresh()
+    # name, description, server and arguments of each tool; the server's and the
+    # arguments' texts are the same for both tools, so they are embedded once
+    assert sorted(counting.texts) == sorted(
+        [
+            "forecast",
+            "Weather for the week.",
+            "now",
+            "Weather right now.",
+            "weather Met Office",
+            "city A city name.",
+        ]
+    )
+    assert index.embedded == 6
+    assert embedding_texts(c.tools["forecast"], "Met Office") == {
+        "name": "forecast",
+        "description": "Weather for the week.",
+        "server": "weather Met Office",
+        "arguments": "city A city name.",
+    }
 
 
 def test_cached_vectors_are_keyed_by_model(wordllama: WordLlamaEmbedder, tmp_path: Path) -> None:
@@ -129,7 +167,7 @@ def test_cached_vectors_are_keyed_by_model(wordllama: WordLlamaEmbedder, tmp_pat
     other = Counting(wordllama)
     other.model_id = "another-model"
     hybrid(catalog(), other, path).refresh()
-    assert len(other.texts) == 4
+    assert len(other.texts) == 8
 
 
 def test_toolset_search_settings_make_the_index_hybrid(wordllama: WordLlamaEmbedder) -> None:
@@ -159,7 +197,7 @@ def test_an_embedder_returning_the_wrong_count_is_an_error() -> None:
         def embed(self, texts: Sequence[str]) -> Any:
             return np.ones((1, 8), dtype=np.float32)
 
-    with pytest.raises(ConfigError, match="returned 1 vectors for 4 texts"):
+    with pytest.raises(ConfigError, match="returned 1 vectors for 8 texts"):
         hybrid(catalog(), Broken()).refresh()
 
 

@@ -149,9 +149,9 @@ async def test_search_ranks_the_principals_tools_best_first_with_full_definition
     assert reply.result.structured == {
         "query": "open a pull request",
         "results": [
-            {"name": "create_pull_request", "score": 3.588079, "tool": CREATE_PR},
-            {"name": "list_pull_requests", "score": 2.811556, "tool": LIST_PRS},
-            {"name": "create_issue", "score": 0.88138, "tool": CREATE_ISSUE},
+            {"name": "create_pull_request", "score": 3.561579, "tool": CREATE_PR},
+            {"name": "list_pull_requests", "score": 2.791167, "tool": LIST_PRS},
+            {"name": "create_issue", "score": 0.875469, "tool": CREATE_ISSUE},
         ],
         "revealed": [],
         "errors": [],
@@ -182,6 +182,49 @@ async def test_search_never_returns_an_inaccessible_tool_even_when_it_matches_be
     )
     assert regex.result.structured is not None
     assert [r["name"] for r in regex.result.structured["results"]] == [
+        "create_pull_request",
+        "list_pull_requests",
+    ]
+
+
+async def test_several_needs_are_ranked_apart_and_interleaved_best_of_each_first() -> None:
+    """A task's needs in one call: every need's best first, then every need's second;
+    a tool two needs find comes once; the first comes in full, the rest one line each,
+    and detail 'full' gives them all in full."""
+    needs = {"query": "open a pull request", "queries": ["open a new issue", "get a file"]}
+    served = search_mode()
+    reply = await served.call("search_tools", {**needs, "limit": 2})
+    assert (reply.result.is_error, reply.list_changed) == (False, False)
+    assert reply.result.structured == {
+        "query": "open a pull request",
+        "queries": ["open a new issue", "get a file"],
+        "results": [{"name": "create_pull_request", "score": 3.561579, "tool": CREATE_PR}],
+        "more": [
+            "create_issue(): Open a new issue.",
+            "get_file(path): Get a file.",
+            "list_pull_requests(): List the pull requests of a repository.",
+        ],
+        "revealed": [],
+        "errors": [],
+    }
+    full = await served.call("search_tools", {**needs, "limit": 2, "detail": "full"})
+    assert full.result.structured is not None
+    assert full.result.structured["results"] == [
+        {"name": "create_pull_request", "score": 3.561579, "tool": CREATE_PR},
+        {"name": "create_issue", "score": 4.796414, "tool": CREATE_ISSUE},
+        {"name": "get_file", "score": 4.827345, "tool": wire("get_file", "Get a file.", PATH)},
+        {"name": "list_pull_requests", "score": 2.791167, "tool": LIST_PRS},
+    ]
+
+
+async def test_no_need_of_a_multi_need_search_returns_an_inaccessible_tool() -> None:
+    reply = await search_mode().call(
+        "search_tools",
+        {"query": "pull request secret", "queries": ["merge a pull request"], "detail": "names"},
+    )
+    assert reply.result.structured is not None
+    # the member's pull-request tools only: never the secret, never the merge it may not do
+    assert [r["name"] for r in reply.result.structured["results"]] == [
         "create_pull_request",
         "list_pull_requests",
     ]
@@ -239,8 +282,8 @@ async def test_in_list_changed_mode_search_reveals_its_results_and_the_list_chan
     assert reply.result.structured == {
         "query": "open a pull request",
         "results": [
-            {"name": "create_pull_request", "score": 3.588079, "tool": CREATE_PR},
-            {"name": "list_pull_requests", "score": 2.811556, "tool": LIST_PRS},
+            {"name": "create_pull_request", "score": 3.561579, "tool": CREATE_PR},
+            {"name": "list_pull_requests", "score": 2.791167, "tool": LIST_PRS},
         ],
         "revealed": ["create_pull_request", "list_pull_requests"],
         "errors": [],
@@ -342,7 +385,33 @@ BAD_REGEX = (
         (
             "search_tools",
             {"query": "pull", "max": 3, "detail": "full"},
-            "Unexpected argument(s): max; expected 'query' and optionally 'limit' and 'detail'",
+            "Unexpected argument(s): max; expected 'query' and optionally 'queries', 'limit' "
+            "and 'detail'",
+        ),
+        (
+            "search_tools",
+            {"query": "pull", "queries": "issue"},
+            "'queries' must be an array of strings, got string",
+        ),
+        (
+            "search_tools",
+            {"query": "pull", "queries": ["issue"] * 10},
+            "'queries' has 10 entries; the limit is 9",
+        ),
+        (
+            "search_tools",
+            {"query": "pull", "queries": ["issue", "x" * 1001]},
+            "'queries[1]' is 1001 characters; the limit is 1000",
+        ),
+        (
+            "search_tools",
+            {"query": "pull", "queries": ["issue", " "]},
+            "Search query must be a non-empty string",
+        ),
+        (
+            "search_tools",
+            {"query": "pull", "queries": [7]},
+            "Search query must be a non-empty string",
         ),
         ("search_tools", {"query": "pull", "limit": 0, "detail": "full"}, LIMIT + "0"),
         ("search_tools", {"query": "pull", "limit": 100, "detail": "full"}, LIMIT + "100"),
@@ -456,6 +525,8 @@ async def test_search_meta_tool_definitions_never_change_with_state() -> None:
     assert await metas() == first
     assert first[0]["annotations"] == {"readOnlyHint": True, "idempotentHint": True}
     assert first[0]["inputSchema"]["required"] == ["query"]
+    assert first[0]["inputSchema"]["properties"]["queries"]["type"] == "array"
+    assert "queries" in first[0]["description"]
 
 
 # -- end to end: real clients on real servers ------------------------------------------------
@@ -488,7 +559,7 @@ async def test_mcp_client_on_the_legacy_protocol_gets_revealed_tools_and_a_notif
         assert await notes.settled() == []
     assert found.structured_content == {
         "query": "open a pull request",
-        "results": [{"name": "create_pull_request", "score": 3.588079, "tool": CREATE_PR}],
+        "results": [{"name": "create_pull_request", "score": 3.561579, "tool": CREATE_PR}],
         "revealed": ["create_pull_request"],
         "errors": [],
     }
@@ -515,7 +586,7 @@ async def test_mcp_client_on_2026_gets_results_only_and_calls_the_tool_directly(
         )
     assert found.structured_content is not None
     assert found.structured_content["results"] == [
-        {"name": "get_file", "score": 4.705424, "tool": wire("get_file", "Get a file.", PATH)}
+        {"name": "get_file", "score": 4.827345, "tool": wire("get_file", "Get a file.", PATH)}
     ]
     assert direct.structured_content == {"tool": "get_file", "args": {"path": "a.txt"}}
     assert via.structured_content == {"tool": "get_file", "args": {"path": "b"}}
@@ -524,6 +595,44 @@ async def test_mcp_client_on_2026_gets_results_only_and_calls_the_tool_directly(
         "create_pull_request",
         "list_pull_requests",
     ]
+
+
+async def test_mcp_clients_on_both_eras_search_several_needs_in_one_call() -> None:
+    """One call for a task's needs, through the SDK's real client: on the legacy
+    protocol every result joins the session's list; on 2026 nothing is revealed and
+    each need's best tool runs directly."""
+    needs = {
+        "query": "open a pull request",
+        "queries": ["open a new issue"],
+        "limit": 1,
+        "detail": "full",
+    }
+    notes = Notes()
+    legacy_server = sdk_server(DeliveryConfig(strategy="list_changed", search=True))
+    async with Client(legacy_server, mode="legacy", message_handler=notes) as client:
+        legacy = await client.call_tool("search_tools", needs)
+        assert await notes.settled() == ["notifications/tools/list_changed"]
+        assert await tool_names(client) == sorted(
+            [*MENU_LIST, "create_issue", "create_pull_request"]
+        )
+    async with Client(sdk_server(DeliveryConfig(strategy="search")), mode="auto") as client:
+        assert client.session.protocol_version == STATELESS
+        stateless = await client.call_tool("search_tools", needs)
+        ran = await client.call_tool("create_issue", {})
+        assert await tool_names(client) == SEARCH_LIST
+    both = [
+        {"name": "create_pull_request", "score": 3.561579, "tool": CREATE_PR},
+        {"name": "create_issue", "score": 4.796414, "tool": CREATE_ISSUE},
+    ]
+    assert legacy.structured_content == {
+        "query": "open a pull request",
+        "queries": ["open a new issue"],
+        "results": both,
+        "revealed": ["create_issue", "create_pull_request"],
+        "errors": [],
+    }
+    assert stateless.structured_content == {**legacy.structured_content, "revealed": []}
+    assert ran.structured_content == {"tool": "create_issue", "args": {}}
 
 
 async def test_hybrid_search_through_a_real_client_never_returns_an_inaccessible_tool() -> None:
@@ -598,7 +707,9 @@ def hidden_twins(ts: ToolSet) -> ToolSet:
         [
             Tool(
                 f"secret_{i}",
-                "Open a pull request and merge the pull request. Pull request pull request.",
+                # "pullover" and "requestor" begin with query words: prefix matches too
+                "Open a pull request and merge the pull request. Pull request pull request. "
+                "A pullover for the requestor.",
                 handler=echo(f"secret_{i}"),
                 policy=Policy(min_trust="verified"),
             )

@@ -1,21 +1,22 @@
-"""Tool search over a catalog: BM25 over name parts, title, description, arguments,
+"""Tool search over a catalog: BM25F over name parts, title, description, arguments,
 group text and the backend server, optionally fused with embeddings; plus a regex variant
 run by RE2 (linear time, no catastrophic patterns).
 
 ``SearchIndex`` owns the analysis (name-part splitting, CJK n-grams, stop words,
-stemming), an index that follows the catalog's version re-analysing only tools that
-changed, and the fusion with ``toolgate.embedding`` vectors in hybrid mode. Access is
-the caller's: ``allowed(name)`` filters every result. Core: no MCP imports.
+stemming, prefix matches), an index that follows the catalog's version re-analysing only
+tools that changed, and the fusion with ``toolgate.embedding`` vectors in hybrid mode.
+Access is the caller's: ``allowed(name)`` filters every result. Core: no MCP imports.
 """
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -27,17 +28,23 @@ from toolgate.embedding import Embedder, VectorCache, load_embedder
 from toolgate.errors import ConfigError, InvalidArguments
 
 MAX_LIMIT = 50
+
+# A query word of at least MIN_PREFIX characters also matches the longer index words it
+# begins, at PREFIX_WEIGHT of a full match ("crypto" -> "cryptocurrencies", "auth" ->
+# "authentication"): compounds and derived forms the stemmer leaves apart. Chosen on the
+# development halves of the evaluation sets (benchmarks/search_eval.py --tune).
+MIN_PREFIX = 4
+PREFIX_WEIGHT = 0.4
 MAX_PATTERN_LENGTH = 500
 
-# How many times each field's tokens count in a tool's document (BM25 over one document
-# per tool; repeating a field is the simple form of BM25F field weights).
-FIELD_WEIGHTS: Mapping[str, int] = {
-    "name": 3,
-    "title": 2,
-    "description": 1,
-    "arguments": 1,
-    "groups": 1,
-    "server": 1,
+# What a term's (length-normalised) frequency in each field counts for in BM25F.
+FIELD_WEIGHTS: Mapping[str, float] = {
+    "name": 3.0,
+    "title": 2.0,
+    "description": 1.0,
+    "arguments": 1.0,
+    "groups": 1.0,
+    "server": 1.0,
 }
 
 # A general English stop list: function words, pronouns and auxiliaries that say
@@ -245,32 +252,72 @@ def tool_fields(
     }
 
 
-def embedding_text(tool: Tool, server_title: str = "", max_chars: int = 2000) -> str:
-    """The text a tool's vector is made of: name words, title, description, server."""
-    parts = [" ".join(name_parts(tool.name)), tool.title or "", tool.description]
-    if tool.source:
-        parts += [" ".join(name_parts(tool.source)), server_title]
-    return " ".join(p.strip() for p in parts if p and p.strip())[:max_chars]
+# What each part of a tool's text weighs in its vector (hybrid mode): the parts are
+# embedded apart and their unit vectors summed with these weights, so a long
+# description does not drown the name, and a server's name, shared by all its tools,
+# does not make them all alike. Chosen on the development halves of the evaluation sets
+# (benchmarks/search_eval.py --tune).
+EMBEDDING_PARTS: Mapping[str, float] = {
+    "name": 1.0,
+    "description": 2.0,
+    "server": 0.5,
+    "arguments": 0.5,
+}
+
+
+def embedding_texts(tool: Tool, server_title: str = "", max_chars: int = 2000) -> dict[str, str]:
+    """The texts a tool's vector is made of, by part (``EMBEDDING_PARTS``); empty
+    parts are left out.
+
+    >>> embedding_texts(Tool("send_email", "Send an email."))
+    {'name': 'send email', 'description': 'Send an email.'}
+    """
+    arg_names, arg_descriptions = schema_text(tool.input_schema)
+    parts = {
+        "name": [" ".join(name_parts(tool.name)), tool.title or ""],
+        "description": [tool.description],
+        "server": [" ".join(name_parts(tool.source)), server_title] if tool.source else [],
+        "arguments": [" ".join(name_parts(n)) for n in arg_names] + arg_descriptions,
+    }
+    out = {}
+    for part, texts in parts.items():
+        text = " ".join(t.strip() for t in texts if t and t.strip())[:max_chars]
+        if text:
+            out[part] = text
+    return out
 
 
 class Postings:
-    """An inverted index scored with BM25 (Okapi, Lucene's idf), updated one doc at a time.
+    """An inverted index scored with BM25F, updated one document at a time.
 
-    Documents live in slots; adding or removing one touches only its own terms, so a
-    catalog change costs what changed, not the catalog size. Scoring reads the posting
-    arrays of the query's terms only.
+    Each document is a set of fields (name, description, ...). A term's frequency in a
+    field is normalised by that field's length against the field's average length, the
+    fields' normalised frequencies are summed with their weights, and the sum saturates
+    once (BM25F, Robertson & Zaragoza 2009). So a long argument list does not dilute a
+    match in the name, and a word repeated across fields still counts with diminishing
+    returns. Idf is Lucene's. Documents live in slots; adding or removing one touches only
+    its own terms, so a catalog change costs what changed, not the catalog size.
     """
 
-    def __init__(self, np: Any, k1: float, b: float) -> None:
+    def __init__(
+        self, np: Any, fields: Sequence[str], weights: Mapping[str, float], k1: float, b: float
+    ) -> None:
         self._np = np
+        self.fields = tuple(fields)
         self.k1, self.b = k1, b
-        self._postings: dict[str, dict[int, int]] = {}  # term -> {slot: term frequency}
-        self._arrays: dict[str, tuple[Any, Any]] = {}  # term -> (slots, tfs), built lazily
-        self._terms: dict[int, Counter[str]] = {}
-        self._lengths = np.zeros(64)
+        self._weights = np.asarray([float(weights.get(f, 1.0)) for f in self.fields])
+        # term -> {slot: frequency per field}
+        self._postings: dict[str, dict[int, tuple[int, ...]]] = {}
+        self._arrays: dict[str, tuple[Any, Any]] = {}  # term -> (slots, tf matrix), lazily
+        self._terms: dict[int, tuple[str, ...]] = {}
+        self._lengths = np.zeros((64, len(self.fields)))
         self._free: list[int] = []
         self._next = 0
-        self._total = 0
+        self._total = np.zeros(len(self.fields))
+        self._vocabulary: list[str] | None = []  # sorted terms; None: to be re-sorted
+        self._changes = 0  # bumped by every add and remove
+        # id(population) -> (population, changes, documents, field scale): one per view
+        self._scales: dict[int, tuple[Any, int, int, Any]] = {}
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -279,66 +326,115 @@ class Postings:
     def capacity(self) -> int:
         return self._next
 
-    def add(self, terms: list[str]) -> int:
+    def add(self, fields: Mapping[str, list[str]]) -> int:
+        """A new document from its fields' terms (fields this index lacks are ignored)."""
+        np = self._np
         slot = self._free.pop() if self._free else self._next
         if slot == self._next:
             self._next += 1
             if self._next > len(self._lengths):
-                self._lengths = self._np.concatenate([self._lengths, self._np.zeros(self._next)])
-        counts = Counter(terms)
-        for term, tf in counts.items():
-            self._postings.setdefault(term, {})[slot] = tf
+                self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
+        counts = [Counter(fields.get(f, ())) for f in self.fields]
+        terms = set().union(*counts)
+        for term in terms:
+            if term not in self._postings:
+                self._vocabulary = None
+            self._postings.setdefault(term, {})[slot] = tuple(c[term] for c in counts)
             self._arrays.pop(term, None)
-        self._terms[slot] = counts
-        self._lengths[slot] = len(terms)
-        self._total += len(terms)
+        self._terms[slot] = tuple(terms)
+        lengths = np.asarray([sum(c.values()) for c in counts], dtype=float)
+        self._lengths[slot] = lengths
+        self._total += lengths
+        self._changes += 1
         return slot
 
     def remove(self, slot: int) -> None:
-        counts = self._terms.pop(slot)
-        for term in counts:
+        for term in self._terms.pop(slot):
             posting = self._postings[term]
             del posting[slot]
             if not posting:
                 del self._postings[term]
+                self._vocabulary = None
             self._arrays.pop(term, None)
-        self._total -= int(self._lengths[slot])
+        self._total -= self._lengths[slot]
         self._lengths[slot] = 0
         self._free.append(slot)
+        self._changes += 1
 
-    def statistics(self, population: Any = None) -> tuple[int, float]:
-        """(documents, total length) of the whole index or of the ``population`` slots."""
+    def extensions(self, term: str) -> list[str]:
+        """Indexed terms that begin with ``term`` and are longer (``term`` of at least
+        ``MIN_PREFIX`` characters): "crypto" reaches "cryptocurr", "auth" "authent"."""
+        if len(term) < MIN_PREFIX:
+            return []
+        if self._vocabulary is None:
+            self._vocabulary = sorted(self._postings)
+        vocabulary = self._vocabulary
+        out = []
+        for i in range(bisect.bisect_right(vocabulary, term), len(vocabulary)):
+            if not vocabulary[i].startswith(term):
+                break
+            out.append(vocabulary[i])
+        return out
+
+    def statistics(self, population: Any = None) -> tuple[int, Any]:
+        """(documents, total length per field) of the index or of the ``population``."""
         if population is None:
-            return len(self._terms), float(self._total)
+            return len(self._terms), self._total
         live = population[: self._next]
-        return int(live.sum()), float(self._lengths[: self._next][live].sum())
+        return int(live.sum()), self._lengths[: self._next][live].sum(axis=0)
 
-    def term_score(self, term: str, slot: int, population: Any = None) -> float:
-        """One term's BM25 contribution to one slot's score (0 when absent), with the
-        statistics of ``population`` (a boolean mask of slots; None: every document)."""
+    def _scale(self, population: Any) -> tuple[int, Any]:
+        """(documents, slot x field scale) of ``population``, remembered per population
+        object while the index is unchanged (a view's mask is one object per view)."""
+        hit = self._scales.get(id(population))
+        if hit is not None and hit[0] is population and hit[1] == self._changes:
+            return hit[2], hit[3]
+        n, total = self.statistics(population)
+        scale = self._field_scale(n, total)
+        if len(self._scales) >= 64:
+            self._scales.pop(next(iter(self._scales)))
+        self._scales[id(population)] = (population, self._changes, n, scale)
+        return n, scale
+
+    def _field_scale(self, n: int, total: Any) -> Any:
+        """Slot x field: weight / length normalisation, the factor on a raw frequency."""
+        np = self._np
+        average = np.where(total > 0, total / max(n, 1), 1.0)
+        norm = 1 - self.b + self.b * self._lengths[: self._next] / average
+        return self._weights / np.where(norm > 0, norm, 1.0)
+
+    def field_scores(self, term: str, slot: int, population: Any = None) -> dict[str, float]:
+        """One term's BM25F score in one slot, split by field in proportion to each
+        field's share of the term's weighted frequency (empty when absent)."""
         posting = self._postings.get(term)
         if not posting or slot not in posting:
-            return 0.0
+            return {}
         n, total = self.statistics(population)
         df = len(posting) if population is None else sum(1 for s in posting if population[s])
-        tf = posting[slot]
-        norm = self.k1 * (1 - self.b + self.b * self._lengths[slot] * n / total)
+        scaled = self._np.asarray(posting[slot]) * self._field_scale(n, total)[slot]
+        tf = float(scaled.sum())
+        if tf <= 0:
+            return {}
         idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        return float(idf * tf * (self.k1 + 1) / (tf + norm))
+        score = idf * tf * (self.k1 + 1) / (tf + self.k1)
+        return {f: score * float(x) / tf for f, x in zip(self.fields, scaled, strict=True) if x}
 
-    def scores(self, terms: list[str], population: Any = None) -> Any:
-        """BM25 score of every slot for ``terms`` (a repeated term counts again).
+    def scores(
+        self, terms: Sequence[str], population: Any = None, weights: Sequence[float] = ()
+    ) -> Any:
+        """BM25F score of every slot for ``terms`` (a repeated term counts again), each
+        term's score times its entry in ``weights`` when given.
 
         With ``population`` (a boolean mask of slots) only those documents are scored
-        and the statistics (document count, average length, document frequencies) are
-        theirs, so what lies outside it cannot move a score inside it."""
+        and the statistics (document count, average field lengths, document
+        frequencies) are theirs, so what lies outside it cannot move a score inside it."""
         np = self._np
         out = np.zeros(self._next)
-        n, total = self.statistics(population)
-        if not n or not total:
+        n, scale = self._scale(population)
+        if not n:
             return out
-        norm = self.k1 * (1 - self.b + self.b * self._lengths[: self._next] * n / total)
-        for term in terms:
+        for i, term in enumerate(terms):
+            weight = weights[i] if weights else 1.0
             arrays = self._arrays.get(term)
             if arrays is None:
                 posting = self._postings.get(term)
@@ -346,7 +442,7 @@ class Postings:
                     continue
                 arrays = (
                     np.fromiter(posting.keys(), dtype=np.int64, count=len(posting)),
-                    np.fromiter(posting.values(), dtype=np.float64, count=len(posting)),
+                    np.asarray(list(posting.values()), dtype=np.float64),
                 )
                 self._arrays[term] = arrays
             slots, tfs = arrays
@@ -357,16 +453,17 @@ class Postings:
             if not df:
                 continue
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            out[slots] += idf * tfs * (self.k1 + 1) / (tfs + norm[slots])
+            tf = (tfs * scale[slots]).sum(axis=1)
+            out[slots] += weight * idf * tf * (self.k1 + 1) / (tf + self.k1)
         return out
 
 
 SearchMode = Literal["lexical", "hybrid"]
 
 # Hybrid score = HYBRID_WEIGHT * z(BM25) + (1 - HYBRID_WEIGHT) * z(cosine). Chosen on the
-# development halves of both evaluation sets (benchmarks/search_eval.py --tune): the
-# weight with the best mean recall@5 among those that beat lexical search on each set.
-HYBRID_WEIGHT = 0.4
+# development halves of the evaluation sets (benchmarks/search_eval.py --tune): the
+# weight with the best mean recall@5 among those that beat lexical search on every set.
+HYBRID_WEIGHT = 0.25
 MAX_POPULATIONS = 64  # access masks remembered (one per principal's view)
 
 
@@ -426,9 +523,10 @@ class SearchIndex:
         catalog: Catalog,
         settings: SearchSettings | None = None,
         *,
-        field_weights: Mapping[str, int] = FIELD_WEIGHTS,
+        field_weights: Mapping[str, float] = FIELD_WEIGHTS,
         k1: float = 1.2,
         b: float = 0.75,
+        prefix_weight: float = PREFIX_WEIGHT,
     ) -> None:
         try:
             import numpy
@@ -441,10 +539,11 @@ class SearchIndex:
         self.settings = settings = settings or SearchSettings()
         self.analyzer = Analyzer()
         self._weights = dict(field_weights)
+        self._prefix_weight = prefix_weight
         self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
-        self._postings = Postings(numpy, k1, b)
+        self._postings = Postings(numpy, list(FIELD_WEIGHTS), self._weights, k1, b)
         # name -> (tool, its groups, slot); tool and groups are compared by identity
         self._docs: dict[str, tuple[Tool, tuple[Group, ...], int]] = {}
         self._slot_names: list[str] = []
@@ -457,7 +556,6 @@ class SearchIndex:
         self.embedder: Embedder | None = None
         self._cache: VectorCache | None = None
         self._vectors: Any = None  # slot -> unit vector (hybrid mode)
-        self._texts: dict[int, str] = {}  # slot -> embedded text (hybrid mode)
         if settings.mode == "hybrid":
             self.embedder = load_embedder(settings.embedder)
             if settings.cache is not None:
@@ -480,7 +578,6 @@ class SearchIndex:
             for name in [n for n in self._docs if n not in tools]:
                 slot = self._docs.pop(name)[2]
                 postings.remove(slot)
-                self._texts.pop(slot, None)
             reanalysed = 0
             changed: list[tuple[int, Tool]] = []
             for name, tool in tools.items():
@@ -490,8 +587,7 @@ class SearchIndex:
                     if old[0] is tool and _same(old[1], groups):
                         continue
                     postings.remove(old[2])
-                    self._texts.pop(old[2], None)
-                slot = postings.add(self._document(tool, groups))
+                slot = postings.add(self._field_terms(tool, groups))
                 self._docs[name] = (tool, groups, slot)
                 changed.append((slot, tool))
                 reanalysed += 1
@@ -502,21 +598,22 @@ class SearchIndex:
             self._version = version
 
     def _embed(self, changed: list[tuple[int, Tool]]) -> None:
-        """Vectors for the changed tools' slots: from the cache, else from the embedder."""
+        """Vectors for the changed tools' slots, each the weighted sum of its parts'
+        unit vectors (``EMBEDDING_PARTS``); a part's vector comes from the cache, else
+        from the embedder."""
         np = self._np
         assert self.embedder is not None
         model = self.embedder.model_id
-        texts = {
-            slot: embedding_text(t, self._servers.get(t.source or "", "")) for slot, t in changed
+        parts = {
+            slot: embedding_texts(t, self._servers.get(t.source or "", "")) for slot, t in changed
         }
-        keys = {slot: VectorCache.key(model, text) for slot, text in texts.items()}
-        cached = self._cache.get(list(dict.fromkeys(keys.values()))) if self._cache else {}
-        vectors: dict[int, Any] = {}
-        for slot, key in keys.items():
-            if key in cached:
-                vectors[slot] = np.frombuffer(cached[key], dtype=np.float32)
-        missing = list(dict.fromkeys(texts[s] for s in texts if s not in vectors))
-        fresh: dict[str, Any] = {}
+        texts = list(dict.fromkeys(text for p in parts.values() for text in p.values()))
+        keys = {text: VectorCache.key(model, text) for text in texts}
+        cached = self._cache.get(list(keys.values())) if self._cache else {}
+        found: dict[str, Any] = {
+            t: np.frombuffer(cached[k], dtype=np.float32) for t, k in keys.items() if k in cached
+        }
+        missing = [t for t in texts if t not in found]
         if missing:
             rows = _unit(np, np.asarray(self.embedder.embed(missing), dtype=np.float32))
             if rows.shape[0] != len(missing):
@@ -525,25 +622,29 @@ class SearchIndex:
                 )
             fresh = dict(zip(missing, rows, strict=True))
             if self._cache is not None:
-                self._cache.put(
-                    [(VectorCache.key(model, t), v.tobytes()) for t, v in fresh.items()]
-                )
+                self._cache.put([(keys[t], v.tobytes()) for t, v in fresh.items()])
+            found.update(fresh)
         self.embedded = len(missing)
-        for slot in texts:
-            if slot not in vectors:
-                vectors[slot] = fresh[texts[slot]]
+        vectors: dict[int, Any] = {}
+        for slot, by_part in parts.items():
+            if not by_part:  # a tool with no text at all: the zero vector matches nothing
+                vectors[slot] = None
+                continue
+            total = sum(
+                EMBEDDING_PARTS.get(part, 1.0) * found[text] for part, text in by_part.items()
+            )
+            vectors[slot] = _unit(np, np.asarray([total], dtype=np.float32))[0]
         capacity = self._postings.capacity
-        if vectors:
-            dim = next(iter(vectors.values())).shape[0]
-            if self._vectors is None or self._vectors.shape[1] != dim:
-                self._vectors = np.zeros((capacity, dim), dtype=np.float32)
+        dims = [v.shape[0] for v in vectors.values() if v is not None]
+        if dims and (self._vectors is None or self._vectors.shape[1] != dims[0]):
+            self._vectors = np.zeros((capacity, dims[0]), dtype=np.float32)
         if self._vectors is not None and self._vectors.shape[0] < capacity:
             grown = np.zeros((capacity, self._vectors.shape[1]), dtype=np.float32)
             grown[: self._vectors.shape[0]] = self._vectors
             self._vectors = grown
-        for slot, vector in vectors.items():
-            self._vectors[slot] = vector
-        self._texts.update(texts)
+        if self._vectors is not None:
+            for slot, vector in vectors.items():
+                self._vectors[slot] = 0.0 if vector is None else vector
 
     def _reorder(self) -> None:
         """Slot -> name and slot -> rank of the name, for results and name-ordered ties."""
@@ -566,12 +667,6 @@ class SearchIndex:
                 terms += self.analyzer.text_terms(text, name=is_name)
             out[field_name] = terms
         return out
-
-    def _document(self, tool: Tool, groups: tuple[Group, ...]) -> list[str]:
-        terms: list[str] = []
-        for field_name, field_terms in self._field_terms(tool, groups).items():
-            terms += field_terms * self._weights.get(field_name, 1)
-        return terms
 
     def __len__(self) -> int:
         self.refresh()
@@ -599,6 +694,22 @@ class SearchIndex:
             self._masks[id(owner)] = (owner, version, mask)
         return mask
 
+    def _weighted_terms(self, query: str) -> tuple[list[str], list[float]]:
+        """The query's terms (weight 1) and the longer index words they begin
+        (``PREFIX_WEIGHT``); each term once. Call with the lock held."""
+        terms = self.analyzer.query_terms(query)
+        weights = [1.0] * len(terms)
+        if not self._prefix_weight:
+            return terms, weights
+        seen = set(terms)
+        for term in list(terms):
+            for longer in self._postings.extensions(term):
+                if longer not in seen:
+                    seen.add(longer)
+                    terms.append(longer)
+                    weights.append(self._prefix_weight)
+        return terms, weights
+
     def _scores(
         self, query: str, population: Any = None
     ) -> tuple[Any, Any, Any, Any, list[str], Any]:
@@ -614,8 +725,8 @@ class SearchIndex:
         """
         np = self._np
         with self._lock:
-            terms = self.analyzer.query_terms(query)
-            bm25 = self._postings.scores(terms, population)
+            terms, weights = self._weighted_terms(query)
+            bm25 = self._postings.scores(terms, population, weights)
             names, rank = self._slot_names, self._name_rank
             vectors, live = self._vectors, self._live
         if population is not None:
@@ -685,35 +796,24 @@ class SearchIndex:
         """``search``'s ranking with each tool's BM25 score split by field, and its
         embedding similarity (cosine) in hybrid mode.
 
-        A field's share of a query term's BM25 score is its share of that term's
-        (weighted) frequency in the tool's document, so the fields add up to ``bm25``.
+        A field's share of a query term's BM25F score is its share of that term's
+        weighted, length-normalised frequency in the tool, so the fields add up to
+        ``bm25`` (a term repeated in the query counts once, a prefix match at
+        ``PREFIX_WEIGHT``, as in ranking).
         """
         slots, fused, bm25, semantic, names = self._ranked(query, limit, allowed)
         population = self.population(allowed)
-        terms = set(self.analyzer.query_terms(query))
+        with self._lock:
+            terms, weights = self._weighted_terms(query)
         out: list[Explanation] = []
         for slot in slots:
             name = names[slot]
-            with self._lock:
-                tool, groups, _ = self._docs[name]
-                per_field = self._field_terms(tool, groups)
-            counts = {f: Counter(t for t in ts if t in terms) for f, ts in per_field.items()}
             total: Counter[str] = Counter()
-            for f, c in counts.items():
-                for term, n in c.items():
-                    total[term] += n * self._weights.get(f, 1)
-            term_scores = {t: self._postings.term_score(t, slot, population) for t in total}
-            fields = {
-                f: round(
-                    sum(
-                        term_scores[t] * n * self._weights.get(f, 1) / total[t]
-                        for t, n in c.items()
-                    ),
-                    6,
-                )
-                for f, c in counts.items()
-                if c
-            }
+            with self._lock:
+                for term, weight in zip(terms, weights, strict=True):
+                    found = self._postings.field_scores(term, slot, population)
+                    total.update({f: weight * v for f, v in found.items()})
+            fields = {f: round(v, 6) for f, v in total.items() if v}
             out.append(
                 Explanation(
                     name=name,

@@ -5,7 +5,8 @@ lists its tools, prompts, resources and resource templates, follows their
 ``list_changed``, health-checks it, and reconnects with exponential backoff when it dies,
 while calls to its tools (and requests for its prompts and resources) get a clear error.
 A stdio backend gets the environment its ``env``/``env_passthrough`` give it; its stderr
-goes to the log line by line, and its last lines go into the error when it fails.
+goes to the log line by line, and its last lines go into the error when it fails; its
+requests and log messages go to its ``peer`` (``toolgate.gateway.upstream``).
 Edge layer: imports ``mcp`` (client side) and the core's value types.
 """
 
@@ -23,15 +24,17 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, Protocol, TextIO, TypeVar
 
 import anyio
 import mcp_types as mt
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types import REQUEST_TIMEOUT
+from mcp_types import INVALID_REQUEST, REQUEST_TIMEOUT
 from pydantic import BaseModel
 
 from toolgate import __version__
@@ -152,6 +155,18 @@ ResourceUpdated = Callable[["Backend", str], Awaitable[None]]
 PRIMITIVES = frozenset({"prompts", "resources", "templates"})
 
 
+class Peer(Protocol):
+    """The gateway's side of what a backend sends to its client on its own: requests for
+    input (sampling, elicitation, roots) and log messages. ``toolgate.gateway.upstream``
+    relays them to the client whose call they belong to."""
+
+    async def ask(
+        self, backend: Backend, request: mt.InputRequest
+    ) -> mt.InputResponse | mt.ErrorData: ...
+
+    async def log(self, backend: Backend, params: mt.LoggingMessageNotificationParams) -> None: ...
+
+
 class Backend:
     """One configured MCP server, kept connected for as long as the gateway runs."""
 
@@ -191,6 +206,9 @@ class Backend:
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.instructions: str | None = None  # what the backend said in its initialize result
         self.server_info: dict[str, Any] = {}
+        #: who answers the backend's requests and hears its log messages (set by the gateway)
+        self.peer: Peer | None = None
+        self.log_level: mt.LoggingLevel | None = None  # applied again on every reconnect
         self.ready = asyncio.Event()  # the first attempt finished, either way
         self._wake = asyncio.Event()
         self._changed = False
@@ -270,8 +288,17 @@ class Backend:
         return why
 
     # -- calls ----------------------------------------------------------------------------
-    async def call(self, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Run one of the backend's tools (by its own name), within its timeout."""
+    async def call(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        progress: ProgressFnT | None = None,
+    ) -> ToolResult:
+        """Run one of the backend's tools (by its own name), within its timeout. With
+        ``progress``, the backend is asked for progress notifications and each one is
+        passed on. Cancelling the awaiting
+        task cancels the backend request (the SDK sends ``notifications/cancelled``)."""
         session = self.session
         if session is None or self.status != "up":
             return self.unavailable()
@@ -284,7 +311,10 @@ class Backend:
             # the outer deadline also covers a write the transport never completes
             with anyio.fail_after(seconds + 1.0):
                 result = await session.call_tool(
-                    tool, dict(arguments), read_timeout_seconds=seconds
+                    tool,
+                    dict(arguments),
+                    read_timeout_seconds=seconds,
+                    progress_callback=progress,
                 )
         except TimeoutError:
             return self.timed_out(tool, seconds)
@@ -300,6 +330,72 @@ class Backend:
             self._wake.set()  # have the supervisor ping it now
             return ToolResult.error(f"Backend {self.name!r} failed on {tool!r}: {exc}")
         return result_from_mcp(result)
+
+    async def set_logging_level(self, level: mt.LoggingLevel) -> None:
+        """Ask the backend for log messages at ``level`` and above (kept for reconnects);
+        a backend without the logging capability is left alone."""
+        self.log_level = level
+        session = self.session
+        if session is not None and self.status == "up":
+            await self._apply_log_level(session)
+
+    async def roots_changed(self) -> None:
+        """Tell the backend a client's roots changed (``notifications/roots/list_changed``)."""
+        session = self.session
+        if session is not None and self.status == "up":
+            await session.send_notification(mt.RootsListChangedNotification())
+
+    async def _apply_log_level(self, session: ClientSession) -> None:
+        caps = session.server_capabilities
+        if self.log_level is None or caps is None or caps.logging is None:
+            return
+        request = mt.SetLevelRequest(params=mt.SetLevelRequestParams(level=self.log_level))
+        try:
+            await session.send_request(request, mt.EmptyResult, request_read_timeout_seconds=10)
+        except MCPError as exc:
+            logger.warning("backend %s refused logging/setLevel: %s", self.name, exc.error.message)
+
+    # -- what the backend sends on its own: handed to the peer ---------------------------------
+    async def _ask(self, request: mt.InputRequest, *answers: type[Any]) -> Any:
+        """The peer's answer to ``request``: one of ``answers``, or an ``ErrorData``."""
+        if self.peer is None:
+            return mt.ErrorData(
+                code=INVALID_REQUEST, message=f"toolgate does not relay {request.method}"
+            )
+        answer = await self.peer.ask(self, request)
+        if isinstance(answer, (mt.ErrorData, *answers)):
+            return answer
+        return mt.ErrorData(
+            code=INVALID_REQUEST,
+            message=f"{request.method} was answered with a {type(answer).__name__}",
+        )
+
+    async def _on_sampling(
+        self, context: ClientRequestContext, params: mt.CreateMessageRequestParams
+    ) -> mt.CreateMessageResult | mt.CreateMessageResultWithTools | mt.ErrorData:
+        request = mt.CreateMessageRequest(params=params)
+        answer: (
+            mt.CreateMessageResult | mt.CreateMessageResultWithTools | mt.ErrorData
+        ) = await self._ask(request, mt.CreateMessageResult, mt.CreateMessageResultWithTools)
+        return answer
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: mt.ElicitRequestParams
+    ) -> mt.ElicitResult | mt.ErrorData:
+        answer: mt.ElicitResult | mt.ErrorData = await self._ask(
+            mt.ElicitRequest(params=params), mt.ElicitResult
+        )
+        return answer
+
+    async def _on_roots(self, context: ClientRequestContext) -> mt.ListRootsResult | mt.ErrorData:
+        answer: mt.ListRootsResult | mt.ErrorData = await self._ask(
+            mt.ListRootsRequest(), mt.ListRootsResult
+        )
+        return answer
+
+    async def _on_log(self, params: mt.LoggingMessageNotificationParams) -> None:
+        if self.peer is not None:
+            await self.peer.log(self, params)
 
     # -- relayed requests (prompts, resources, completions) ---------------------------------
     async def get_prompt(
@@ -419,9 +515,16 @@ class Backend:
                     write,
                     message_handler=self._on_message,
                     client_info=CLIENT_INFO,
+                    # declared always: the backend connection is shared by every client,
+                    # so a client without the capability gets a clear error per request
+                    sampling_callback=self._on_sampling,
+                    elicitation_callback=self._on_elicitation,
+                    list_roots_callback=self._on_roots,
+                    logging_callback=self._on_log,
                 ) as session:
                     with anyio.fail_after(self.timing.start_timeout):
                         init = await session.initialize()
+                        await self._apply_log_level(session)
                         self.instructions = init.instructions
                         self.server_info = init.server_info.model_dump(exclude_none=True)
                         self.capabilities = init.capabilities.model_dump(
@@ -508,8 +611,9 @@ class Backend:
     async def _watch(self, session: ClientSession) -> None:
         """Follow list changes and check health until the connection is lost."""
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.timing.health_interval)
+            # a cancel scope, not wait_for: no task is made per health interval
+            with anyio.move_on_after(self.timing.health_interval):
+                await self._wake.wait()
             self._wake.clear()
             if self._dead:
                 raise ConnectionLost(self.last_error)
@@ -751,6 +855,7 @@ __all__ = [
     "PRIMITIVES",
     "Backend",
     "ConnectionLost",
+    "Peer",
     "StderrCapture",
     "Timing",
     "backend_env",

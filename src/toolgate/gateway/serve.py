@@ -45,6 +45,7 @@ from toolgate.gateway.config import GatewayConfig
 from toolgate.gateway.exposure import GroupExposure
 from toolgate.gateway.relay import Relay, attach
 from toolgate.gateway.session_cap import ClientOf, SessionCap
+from toolgate.gateway.upstream import Upstream
 from toolgate.identity import BearerTokens, IdentityResolver
 from toolgate.lowlevel import Binding, bind
 from toolgate.policy import TrustLadder
@@ -187,6 +188,8 @@ class Gateway:
                 "available and enable_tools to turn a group on."
             ),
         )
+        # progress, cancellation, logging, sampling/elicitation/roots: both ways
+        self.upstream = Upstream(self.backends)
         #: the backends' prompts, resources and completions (``access``: who sees which;
         #: by default ``GroupExposure``, set by ``build()``: they follow their groups)
         self.relay = Relay(cfg, self.backends, access=access)
@@ -238,9 +241,10 @@ class Gateway:
         if handler is None:
             backend = self.backends[tool.server]
             name = tool.name
+            upstream = self.upstream
 
             async def handler(arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-                return await backend.call(name, arguments)
+                return await upstream.call(backend, name, arguments, ctx)
 
             self._handlers[key] = handler
         return handler
@@ -297,6 +301,7 @@ class Gateway:
                 else None,
             )
         self.server.middleware.insert(0, log_store_failures)
+        self.upstream.install(self.server)
         # who each session is, in the store: the dashboard lists it, WebMCP adds to it
         from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
 
@@ -416,6 +421,7 @@ class Gateway:
                 for task in list(self._tasks):
                     task.cancel()
                 await self.relay.close()
+                await self.upstream.close()
         logger.info("backends stopped")
 
     async def serve_stdio(self) -> None:

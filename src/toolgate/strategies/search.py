@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolgate.catalog import Tool
-from toolgate.errors import ConfigError, InvalidArguments
+from toolgate.errors import ConfigError, InvalidArguments, json_type
 from toolgate.search import MAX_LIMIT, SearchHit
 from toolgate.strategies.base import (
     DETAIL_PROPERTY,
@@ -35,6 +35,7 @@ from toolgate.toolset import ToolSet
 DEFAULT_LIMIT = 5
 DEFAULT_FULL_RESULTS = 1
 MAX_QUERY_LENGTH = 1000
+MAX_NEEDS = 10  # needs one search_tools call ranks: ``query`` and up to 9 ``queries``
 
 _LIMIT_PROPERTY: Mapping[str, Any] = {
     "type": "integer",
@@ -42,6 +43,10 @@ _LIMIT_PROPERTY: Mapping[str, Any] = {
     "maximum": MAX_LIMIT,
     "default": DEFAULT_LIMIT,
     "description": f"How many tools to return, best first (1 to {MAX_LIMIT}).",
+}
+_NEED_LIMIT_PROPERTY: Mapping[str, Any] = {
+    **_LIMIT_PROPERTY,
+    "description": f"Results per need, 1 to {MAX_LIMIT}.",
 }
 SEARCH_SCHEMA: Mapping[str, Any] = {
     "type": "object",
@@ -51,11 +56,17 @@ SEARCH_SCHEMA: Mapping[str, Any] = {
             "minLength": 1,
             "description": 'What you want to do, in a few words, e.g. "open a pull request".',
         },
-        "limit": _LIMIT_PROPERTY,
+        "queries": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "maxItems": MAX_NEEDS - 1,
+            "description": "The task's other needs, one each.",
+        },
+        "limit": _NEED_LIMIT_PROPERTY,
         "detail": {
             **DETAIL_PROPERTY,
-            "description": "'summary' (default): full definitions of the best matches and "
-            "a compact line for the rest; 'full': every match in full; 'names': names only.",
+            "description": "summary (default): the best in full, one line for the rest; "
+            "full; names.",
         },
     },
     "required": ["query"],
@@ -67,8 +78,7 @@ SEARCH_REGEX_SCHEMA: Mapping[str, Any] = {
         "pattern": {
             "type": "string",
             "minLength": 1,
-            "description": "A Python regular expression, matched case-insensitively against "
-            'tool names, titles and descriptions, e.g. "^get_.*issue".',
+            "description": 'A regular expression (RE2), e.g. "^get_.*issue".',
         },
         "limit": _LIMIT_PROPERTY,
         "detail": SEARCH_SCHEMA["properties"]["detail"],
@@ -78,28 +88,68 @@ SEARCH_REGEX_SCHEMA: Mapping[str, Any] = {
 }
 
 
-def search_args(arguments: Mapping[str, Any], key: str) -> tuple[Any, Any]:
+def search_args(
+    arguments: Mapping[str, Any], key: str, *, more: str | None = None
+) -> tuple[Any, Any]:
     """A search meta-tool's ``key`` text and ``limit`` (raises InvalidArguments).
 
-    Only what the meta-tool alone knows is checked here (its argument names, how long
-    a query may be); ``SearchIndex`` checks the text and the limit themselves.
+    With ``more`` (``"queries"`` for ``search_tools``), the text is a list: ``key``'s
+    text then the entries of the optional ``more`` array. Only what the meta-tool alone
+    knows is checked here (its argument names, how long and how many queries may be);
+    ``SearchIndex`` checks each text and the limit themselves.
     """
     if not isinstance(arguments, Mapping):
         raise InvalidArguments("Arguments must be a JSON object")
-    extra = sorted(set(arguments) - {key, "limit", "detail"})
+    allowed = {key, "limit", "detail"} | ({more} if more else set())
+    extra = sorted(set(arguments) - allowed)
     if extra:
+        optional = [f"{o!r}" for o in ((more,) if more else ()) + ("limit", "detail")]
         raise InvalidArguments(
             f"Unexpected argument(s): {', '.join(extra)}; expected {key!r} and optionally "
-            "'limit' and 'detail'"
+            f"{', '.join(optional[:-1])} and {optional[-1]}"
         )
     if key not in arguments:
         raise InvalidArguments(f"Missing required argument {key!r}")
-    text = arguments[key]
-    if isinstance(text, str) and len(text) > MAX_QUERY_LENGTH:
-        raise InvalidArguments(
-            f"{key!r} is {len(text)} characters; the limit is {MAX_QUERY_LENGTH}"
-        )
-    return text, arguments.get("limit", DEFAULT_LIMIT)
+    texts = [arguments[key]]
+    if more is not None and more in arguments:
+        extra_texts = arguments[more]
+        if not isinstance(extra_texts, list):
+            raise InvalidArguments(
+                f"{more!r} must be an array of strings, got {json_type(extra_texts)}"
+            )
+        if len(extra_texts) > MAX_NEEDS - 1:
+            raise InvalidArguments(
+                f"{more!r} has {len(extra_texts)} entries; the limit is {MAX_NEEDS - 1}"
+            )
+        texts += extra_texts
+    for i, text in enumerate(texts):
+        name = key if i == 0 else f"{more}[{i - 1}]"
+        if isinstance(text, str) and len(text) > MAX_QUERY_LENGTH:
+            raise InvalidArguments(
+                f"{name!r} is {len(text)} characters; the limit is {MAX_QUERY_LENGTH}"
+            )
+    limit = arguments.get("limit", DEFAULT_LIMIT)
+    return (texts if more is not None else texts[0]), limit
+
+
+def interleave(rankings: Sequence[Sequence[SearchHit]], limit: int) -> list[SearchHit]:
+    """One list from several rankings: every ranking's first, then every second, ...;
+    a tool already taken is skipped; at most ``limit`` in all.
+
+    >>> a, b, c = SearchHit("a", 3.0), SearchHit("b", 2.0), SearchHit("c", 1.0)
+    >>> [h.name for h in interleave([[a, b], [c, a]], 10)]
+    ['a', 'c', 'b']
+    """
+    out: list[SearchHit] = []
+    seen: set[str] = set()
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking) and ranking[rank].name not in seen:
+                seen.add(ranking[rank].name)
+                out.append(ranking[rank])
+                if len(out) == limit:
+                    return out
+    return out
 
 
 class ToolSearch(Addon):
@@ -128,16 +178,17 @@ class ToolSearch(Addon):
 
     def _search_tool(self, strategy: Strategy) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            query, limit = search_args(arguments, "query")
+            queries, limit = search_args(arguments, "query", more="queries")
             detail = detail_arg(arguments)
-            return await self.search(strategy, request, query, limit, detail, regex=False)
+            return await self.search(strategy, request, queries, limit, detail, regex=False)
 
         return MetaTool(
             strategy.names.search_tools,
-            "Search the tools you may use by what they do, in plain words. Returns the best "
-            "matches, best first: the top ones in full, the others as one line each "
-            f"({strategy.names.describe_tools} gives them in full). Run a result directly, "
-            "or through call_tool if it is not in your tool list.",
+            "Find the tools you may use by what they do, in plain words; put a task's other "
+            "needs in queries, each ranked on its own. Gives the best match in full, the rest "
+            f"one line each, every need's best first ({strategy.names.describe_tools} gives "
+            "them in full). "
+            "Run a result directly, or via call_tool if it is not listed.",
             SEARCH_SCHEMA,
             run,
             READ_ONLY,
@@ -152,8 +203,8 @@ class ToolSearch(Addon):
         return MetaTool(
             strategy.names.search_tools_regex,
             "Find the tools you may use whose name, title or description match a regular "
-            "expression (case-insensitive); a name match ranks above a title match, which "
-            "ranks above a description match. Results are given as by search_tools.",
+            "expression (case-insensitive); name matches rank first, then title, then "
+            "description. Results as search_tools gives them.",
             SEARCH_REGEX_SCHEMA,
             run,
             READ_ONLY,
@@ -163,7 +214,7 @@ class ToolSearch(Addon):
         self, found: Sequence[tuple[SearchHit, Tool]], detail: Detail
     ) -> tuple[list[dict[str, Any]], list[str]]:
         """The ``results`` (name, score, and the full definition unless ``detail`` is
-        'names') and the ``more`` lines of a compact index: under 'summary' only the best
+        'names') and the ``more`` lines of a compact index: under 'summary' only the first
         ``full_results`` come in full, the other matches as one line each."""
         if detail == "names":
             return [{"name": h.name, "score": h.score} for h, _ in found], []
@@ -175,18 +226,26 @@ class ToolSearch(Addon):
         self,
         strategy: Strategy,
         request: Request,
-        text: str,
+        text: str | Sequence[str],
         limit: int,
         detail: Detail = "summary",
         *,
         regex: bool,
     ) -> Reply:
-        """Rank, reveal where the list follows the session, and answer."""
+        """Rank, reveal where the list follows the session, and answer.
+
+        ``text`` may be several needs: each is ranked on its own (``limit`` each) and the
+        rankings are interleaved (every need's best first, then every need's second,
+        ...; ``MAX_LIMIT`` in all); the answer treats that list as one ranking."""
         session = request.session
         view = await session.view()
         index = strategy.toolset.search_index
         find = index.search_regex if regex else index.search
-        hits: Sequence[SearchHit] = find(text, limit, view.is_accessible)
+        needs = [text] if isinstance(text, str) else list(text)
+        rankings = [find(need, limit, view.is_accessible) for need in needs]
+        hits: Sequence[SearchHit] = (
+            rankings[0] if len(rankings) == 1 else interleave(rankings, MAX_LIMIT)
+        )
         found = [(h, t) for h in hits if (t := view.surfacing(h.name).tool) is not None]
         results, more = self.answer(found, detail)
         revealed: list[str] = []
@@ -203,7 +262,8 @@ class ToolSearch(Addon):
         shown += [{"name": t.name, "description": index_entry(t)} for _, t in found[len(results) :]]
         emit_selection(request, "search", strategy, shown)
         data: dict[str, Any] = {
-            "pattern" if regex else "query": text,
+            "pattern" if regex else "query": needs[0],
+            **({"queries": needs[1:]} if len(needs) > 1 else {}),
             "results": results,
             **({"more": more} if more else {}),
             "revealed": revealed,
@@ -241,4 +301,11 @@ class SearchStrategy(CatalogStrategy):
         return [self._list_groups_tool(), self._call_tool_tool()]
 
 
-__all__ = ["SEARCH_REGEX_SCHEMA", "SEARCH_SCHEMA", "SearchStrategy", "ToolSearch", "search_args"]
+__all__ = [
+    "SEARCH_REGEX_SCHEMA",
+    "SEARCH_SCHEMA",
+    "SearchStrategy",
+    "ToolSearch",
+    "interleave",
+    "search_args",
+]

@@ -1,0 +1,161 @@
+"""A small MCP backend for the gateway's relay tests (``test_gateway_upstream.py``).
+
+``ask_then_die`` asks the client to sample (or, with ``{"ask": "elicitation"}``, to fill
+a form), then exits while the answer is awaited;
+``list_roots`` asks the client for its roots on every call (the URIs, one a line);
+``log`` sends a debug and an error message during the call and, with ``later``, a
+warning after it returned (outside any call); ``slow_progress`` reports progress every
+50 ms until cancelled, and then writes a line to ``DIR/cancelled``. ``logging/setLevel``
+writes the level to ``DIR/level``, ``notifications/roots/list_changed`` a line to
+``DIR/roots_changed``. Run: ``python tests/servers/gw_upstream.py --marks DIR`` (stdio,
+SDK low-level ``Server``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as mt
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+
+EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
+TOOLS = [
+    mt.Tool(
+        name="ask_then_die",
+        description="Ask the client to sample or elicit; exit before the answer arrives.",
+        input_schema={
+            "type": "object",
+            "properties": {"ask": {"enum": ["sampling", "elicitation"]}},
+        },
+    ),
+    mt.Tool(
+        name="log",
+        description="Log at debug and error now; with later, at warning after returning.",
+        input_schema={"type": "object", "properties": {"later": {"type": "boolean"}}},
+    ),
+    mt.Tool(name="list_roots", description="The client's roots, asked now.", input_schema=EMPTY),
+    mt.Tool(
+        name="slow_progress",
+        description="Report progress every 50 ms until cancelled.",
+        input_schema=EMPTY,
+    ),
+]
+
+
+LATER: set[asyncio.Task[None]] = set()
+
+
+async def set_level(ctx: ServerRequestContext, params: mt.SetLevelRequestParams) -> mt.EmptyResult:
+    (MARKS / "level").write_text(params.level)
+    return mt.EmptyResult()
+
+
+async def roots_changed(ctx: ServerRequestContext, params: mt.NotificationParams | None) -> None:
+    with (MARKS / "roots_changed").open("a") as out:
+        out.write("changed\n")
+
+
+MARKS = Path()
+
+
+def main() -> None:
+    global MARKS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--marks", type=Path, required=True)
+    marks: Path = parser.parse_args().marks
+    MARKS = marks
+
+    async def list_tools(
+        ctx: ServerRequestContext, params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        return mt.ListToolsResult(tools=list(TOOLS))
+
+    async def call_tool(
+        ctx: ServerRequestContext, params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult:
+        if params.name == "ask_then_die":
+            request: Any = mt.CreateMessageRequest(
+                params=mt.CreateMessageRequestParams(
+                    messages=[
+                        mt.SamplingMessage(
+                            role="user", content=mt.TextContent(type="text", text="hi")
+                        )
+                    ],
+                    max_tokens=10,
+                )
+            )
+            answer: Any = mt.CreateMessageResult
+            if (params.arguments or {}).get("ask") == "elicitation":
+                schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+                request = mt.ElicitRequest(
+                    params=mt.ElicitRequestFormParams(message="Your name?", requested_schema=schema)
+                )
+                answer = mt.ElicitResult
+            # the process ends while the request is outstanding (the client holds its answer)
+            threading.Timer(0.3, os._exit, args=(3,)).start()
+            await ctx.session.send_request(request, answer, metadata=None)
+            return mt.CallToolResult(content=[mt.TextContent(type="text", text="unreachable")])
+        if params.name == "log":
+            session = ctx.session
+            with warnings.catch_warnings():  # logging is deprecated on 2026-07-28 only
+                warnings.simplefilter("ignore")
+                for level in ("debug", "error"):
+                    await session.send_log_message(
+                        level, f"{level} during the call", "gw", ctx.request_id
+                    )
+                if (params.arguments or {}).get("later"):
+
+                    async def later() -> None:
+                        await anyio.sleep(0.2)
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            await session.send_log_message(
+                                "warning", "warning after the call", "gw"
+                            )
+
+                    LATER.add(asyncio.get_running_loop().create_task(later()))
+            return mt.CallToolResult(content=[mt.TextContent(type="text", text="logged")])
+        if params.name == "list_roots":
+            roots = await ctx.session.send_request(
+                mt.ListRootsRequest(), mt.ListRootsResult, metadata=None
+            )
+            uris = "\n".join(str(root.uri) for root in roots.roots)
+            return mt.CallToolResult(content=[mt.TextContent(type="text", text=uris)])
+        step = 0
+        try:
+            while True:
+                step += 1
+                await ctx.session.report_progress(step, None, f"step {step}")
+                await anyio.sleep(0.05)
+        except anyio.get_cancelled_exc_class():
+            with (marks / "cancelled").open("a") as out:
+                out.write(f"cancelled at step {step}\n")
+            raise
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = Server(
+            "gw-upstream",
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            on_set_logging_level=set_level,
+            on_roots_list_changed=roots_changed,
+        )
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,543 @@
+"""What travels with a request through ``toolgate serve``, both ways, on both eras.
+
+The npm reference server ``@modelcontextprotocol/server-everything`` behind one real
+gateway (served over streamable HTTP in this process): progress, sampling, form and URL
+elicitation, roots and logging give the same result through the gateway as from the server
+directly, with ``mcp.ClientSession`` (legacy), ``fastmcp.Client`` (legacy and the default
+2026-07-28) and ``mcp.Client`` (2026-07-28), each answering with real handlers. A small
+Python backend (``tests/servers/gw_upstream.py``) covers cancellation and the faults: a
+backend that dies during a sampling round trip, a client that leaves mid-progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import fastmcp
+import mcp
+import mcp_types as mt
+import pytest
+import pytest_asyncio
+from fastmcp.client.elicitation import ElicitResult
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from _fixtures.mcp_servers import serve_http
+from _fixtures.npm_servers import NpmServers
+from toolgate.gateway.backends import Timing
+from toolgate.gateway.config import parse_config
+from toolgate.gateway.serve import Gateway
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SERVERS = Path(__file__).parent / "servers"
+ROOT_URI = "file:///work/project"
+ANSWER = "a relayed answer"
+FORM = {"name": "Ada Lovelace", "check": True}
+#: the clients: name → (what it speaks to the gateway, the era)
+KINDS = ("session", "fastmcp-legacy", "fastmcp")
+
+
+@dataclass
+class Served:
+    gateway: Gateway
+    url: str
+    marks: Path
+    everything: list[str]  # the server's stdio command line, for direct connections
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def served(
+    npm_servers: NpmServers, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Served]:
+    marks = tmp_path_factory.mktemp("upstream-marks")
+    faulty = {
+        "command": sys.executable,
+        "args": [str(SERVERS / "gw_upstream.py"), "--marks", str(marks)],
+    }
+    cfg = parse_config(
+        {
+            "mcpServers": {"everything": npm_servers.command("everything"), "faulty": faulty},
+            "toolgate": {"always": ["everything:*", "faulty:*"]},
+        }
+    )
+    timing = Timing(backoff_initial=0.2, backoff_max=0.5, health_interval=2.0, start_timeout=60.0)
+    gateway = Gateway(cfg, timing=timing)
+    try:
+        async with gateway.running(), serve_http(gateway.http_app()) as url:
+            yield Served(gateway, url, marks, npm_servers.argv("everything"))
+    finally:
+        await gateway.close()
+
+
+# -- clients with real handlers ---------------------------------------------------------
+
+
+@dataclass
+class Heard:
+    """What a client heard besides results: progress and log messages."""
+
+    progress: list[tuple[float, float | None]] = field(default_factory=list)
+    logs: list[str] = field(default_factory=list)
+    got_progress: asyncio.Event = field(default_factory=asyncio.Event)
+    got_log: asyncio.Event = field(default_factory=asyncio.Event)
+    #: awaited before answering sampling or elicitation (a test holds the answer back)
+    hold: Callable[[], Awaitable[Any]] | None = None
+
+    async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.progress.append((progress, total))
+        self.got_progress.set()
+
+    def on_log(self, data: Any) -> None:
+        self.logs.append(str(data))
+        self.got_log.set()
+
+
+@dataclass
+class Talk:
+    """One connected client, whatever its kind: ``call`` returns the result's text and
+    whether it is an error."""
+
+    call: Callable[..., Awaitable[tuple[str, bool]]]
+    tools: Callable[[], Awaitable[list[str]]]
+    heard: Heard
+    raw: Any
+
+
+async def _sdk_sampling(ctx: Any, params: mt.CreateMessageRequestParams) -> mt.CreateMessageResult:
+    return mt.CreateMessageResult(
+        role="assistant", content=mt.TextContent(type="text", text=ANSWER), model="test-model"
+    )
+
+
+async def _sdk_elicitation(ctx: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+    if isinstance(params, mt.ElicitRequestURLParams):
+        return mt.ElicitResult(action="accept")
+    return mt.ElicitResult(action="accept", content=dict(FORM))
+
+
+async def _sdk_roots(ctx: Any) -> mt.ListRootsResult:
+    return mt.ListRootsResult(roots=[mt.Root(uri=ROOT_URI)])
+
+
+async def _fm_sampling(messages: Any, params: Any, ctx: Any) -> str:
+    return ANSWER
+
+
+def _held(heard: Heard, answer: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    async def held(*args: Any) -> Any:
+        if heard.hold is not None:
+            await heard.hold()
+        return await answer(*args)
+
+    return held
+
+
+async def _fm_elicitation(message: str, response_type: Any, params: Any, ctx: Any) -> Any:
+    if isinstance(params, mt.ElicitRequestURLParams):
+        return ElicitResult(action="accept")
+    return ElicitResult(action="accept", content=dict(FORM))
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+@contextlib.asynccontextmanager
+async def talk(
+    kind: str, target: str | list[str], *, capable: bool = True, heard: Heard | None = None
+) -> AsyncIterator[Talk]:
+    """A client of ``kind`` to the gateway's URL or a stdio command line (direct)."""
+    heard = heard or Heard()
+    if kind == "session":
+
+        async def log(params: mt.LoggingMessageNotificationParams) -> None:
+            heard.on_log(params.data)
+
+        callbacks: dict[str, Any] = (
+            {
+                "sampling_callback": _held(heard, _sdk_sampling),
+                "elicitation_callback": _held(heard, _sdk_elicitation),
+                "list_roots_callback": _sdk_roots,
+            }
+            if capable
+            else {}
+        )
+        if isinstance(target, str):
+            transport: Any = streamable_http_client(target)
+        else:
+            transport = stdio_client(StdioServerParameters(command=target[0], args=target[1:]))
+        async with (
+            transport as streams,
+            ClientSession(streams[0], streams[1], logging_callback=log, **callbacks) as session,
+        ):
+            await session.initialize()
+            assert session.protocol_version not in MODERN_PROTOCOL_VERSIONS
+
+            async def call(
+                tool: str, args: dict[str, Any], *, progress: bool = False
+            ) -> tuple[str, bool]:
+                result = await session.call_tool(
+                    tool, args, progress_callback=heard.on_progress if progress else None
+                )
+                return _text(result), bool(result.is_error)
+
+            async def tools() -> list[str]:
+                return sorted(t.name for t in (await session.list_tools()).tools)
+
+            yield Talk(call, tools, heard, session)
+        return
+
+    async def fm_log(message: Any) -> None:
+        heard.on_log(message.data)
+
+    transport = (
+        StreamableHttpTransport(target)
+        if isinstance(target, str)
+        else StdioTransport(command=target[0], args=target[1:])
+    )
+    handlers: dict[str, Any] = (
+        {
+            "sampling_handler": _held(heard, _fm_sampling),
+            "elicitation_handler": _held(heard, _fm_elicitation),
+            "roots": [ROOT_URI],
+        }
+        if capable
+        else {}
+    )
+    mode = {"fastmcp-legacy": "legacy"}.get(kind, "auto")
+    async with fastmcp.Client(transport, mode=mode, log_handler=fm_log, **handlers) as client:
+        if isinstance(target, str):  # the gateway speaks both eras; the npm server, legacy
+            assert (client.protocol_version in MODERN_PROTOCOL_VERSIONS) == (kind == "fastmcp")
+
+        async def fcall(
+            tool: str, args: dict[str, Any], *, progress: bool = False
+        ) -> tuple[str, bool]:
+            result = await client.call_tool(
+                tool,
+                args,
+                progress_handler=heard.on_progress if progress else None,
+                raise_on_error=False,
+            )
+            return _text(result), bool(result.is_error)
+
+        async def ftools() -> list[str]:
+            return sorted(t.name for t in await client.list_tools())
+
+        yield Talk(fcall, ftools, heard, client)
+
+
+async def both(
+    served: Served, kind: str, tool: str, args: dict[str, Any], *, progress: bool = False
+) -> tuple[tuple[str, bool, Heard], tuple[str, bool, Heard]]:
+    """``tool`` called directly on server-everything and through the gateway."""
+    out = []
+    for target in (served.everything, served.url):
+        async with talk(kind, target) as client:
+            text, error = await client.call(tool, args, progress=progress)
+            out.append((text, error, client.heard))
+    return out[0], out[1]
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.05)
+
+
+# -- the same result as directly ----------------------------------------------------------
+
+CONDITIONAL = {
+    "trigger-sampling-request",
+    "trigger-elicitation-request",
+    "get-roots-list",
+    "trigger-url-elicitation",
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_tools_that_need_client_capabilities_are_listed_through_the_gateway(
+    served: Served, kind: str
+) -> None:
+    async with talk(kind, served.url) as client:
+        assert set(await client.tools()) >= CONDITIONAL
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_progress_reaches_the_client_as_it_does_directly(served: Served, kind: str) -> None:
+    args = {"duration": 0.3, "steps": 3}
+    (direct, _, heard_direct), (relayed, error, heard) = await both(
+        served, kind, "trigger-long-running-operation", args, progress=True
+    )
+    assert not error and relayed == direct
+    assert heard.progress == heard_direct.progress == [(1.0, 3.0), (2.0, 3.0), (3.0, 3.0)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_sampling_is_answered_by_the_calling_client(served: Served, kind: str) -> None:
+    (direct, _, _), (relayed, error, _) = await both(
+        served, kind, "trigger-sampling-request", {"prompt": "Say hello", "maxTokens": 20}
+    )
+    assert not error and ANSWER in relayed
+    assert relayed == direct
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_form_elicitation_is_answered_by_the_calling_client(
+    served: Served, kind: str
+) -> None:
+    (direct, _, _), (relayed, error, _) = await both(
+        served, kind, "trigger-elicitation-request", {}
+    )
+    assert not error and "Ada Lovelace" in relayed
+    assert relayed == direct
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_url_elicitation_is_answered_by_the_calling_client(served: Served, kind: str) -> None:
+    args = {"url": "https://example.com/connect", "elicitationId": f"upstream-{kind}"}
+    (direct, _, _), (relayed, error, _) = await both(served, kind, "trigger-url-elicitation", args)
+    assert not error and "accept" in relayed
+    assert relayed == direct
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_roots_come_from_the_calling_client(served: Served, kind: str) -> None:
+    (direct, _, _), (relayed, error, _) = await both(served, kind, "get-roots-list", {})
+    assert not error and ROOT_URI in relayed
+    assert relayed == direct
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_each_client_is_asked_for_its_own_roots(served: Served, kind: str) -> None:
+    """A backend that asks for roots on every call gets the calling client's roots."""
+    mine = "file:///work/" + kind
+
+    async def roots(*args: Any) -> Any:
+        return mt.ListRootsResult(roots=[mt.Root(uri=mine)])
+
+    async with talk(kind, served.url) as client, talk("session", served.url) as other:
+        if kind == "session":
+            client.raw._list_roots_callback = roots
+        else:
+            client.raw.session._list_roots_callback = roots
+        text, error = await client.call("list_roots", {})
+        theirs, _ = await other.call("list_roots", {})
+    assert not error and text == mine
+    assert theirs == ROOT_URI
+
+
+async def test_a_clients_roots_list_changed_reaches_the_backends(served: Served) -> None:
+    await _faulty_up(served)
+    marks = served.marks / "roots_changed"
+    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    async with talk("session", served.url) as client:
+        with warnings.catch_warnings():  # deprecated on 2026-07-28; this session is legacy
+            warnings.simplefilter("ignore")
+            await client.raw.send_roots_list_changed()
+        await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_client_without_the_capability_gets_a_clear_error(
+    served: Served, kind: str
+) -> None:
+    async with talk(kind, served.url, capable=False) as client:
+        text, error = await client.call("trigger-sampling-request", {"prompt": "hi"})
+    assert error
+    assert "does not support sampling" in text
+
+
+async def set_level(client: Talk, level: mt.LoggingLevel) -> None:
+    with warnings.catch_warnings():  # deprecated on 2026-07-28; these sessions are legacy
+        warnings.simplefilter("ignore")
+        await client.raw.set_logging_level(level)
+
+
+async def test_log_messages_reach_a_legacy_session_that_set_a_level(served: Served) -> None:
+    for target in (served.everything, served.url):
+        async with talk("session", target) as client:
+            await set_level(client, "debug")
+            text, _ = await client.call("toggle-simulated-logging", {})
+            try:
+                await asyncio.wait_for(client.heard.got_log.wait(), 15)
+            finally:
+                await client.call("toggle-simulated-logging", {})
+            assert "level" in client.heard.logs[0].lower()
+            assert "Started" in text or "started" in text
+
+
+async def test_log_messages_ride_a_2026_request_that_opted_in(served: Served) -> None:
+    """2026-07-28: log delivery is a per-request opt-in; a message the backend sends
+    during the call comes on the call's response stream."""
+    heard = Heard()
+
+    async def log(params: mt.LoggingMessageNotificationParams) -> None:
+        heard.on_log(params.data)
+
+    async with mcp.Client(served.url, log_level="debug", logging_callback=log) as client:
+        await client.call_tool("toggle-simulated-logging", {})
+        await client.call_tool("toggle-simulated-logging", {})
+    assert heard.logs and "level" in heard.logs[0].lower()
+
+
+async def test_each_legacy_session_hears_the_levels_it_asked_for(served: Served) -> None:
+    """The backend is asked for the lowest level any session wants; each session hears
+    its own levels: during its call on the call's stream, after it on its session."""
+    async with talk("session", served.url) as quiet, talk("session", served.url) as chatty:
+        await set_level(quiet, "error")
+        await set_level(chatty, "debug")
+        assert (served.marks / "level").read_text() == "debug"
+        await quiet.call("log", {})
+        assert quiet.heard.logs == ["error during the call"]
+        await chatty.call("log", {"later": True})
+        await eventually(lambda: "warning after the call" in chatty.heard.logs)
+        assert chatty.heard.logs == [
+            "debug during the call",
+            "error during the call",
+            "warning after the call",
+        ]
+        assert quiet.heard.logs == ["error during the call"]
+
+
+async def test_a_request_for_input_that_two_clients_calls_could_own_is_refused(
+    served: Served,
+) -> None:
+    """The backend's request does not say which call it serves: with calls of two
+    clients in flight it goes to neither."""
+    await _faulty_up(served)
+    async with talk("session", served.url) as first, talk("session", served.url) as second:
+        slow = asyncio.create_task(first.call("slow_progress", {}, progress=True))
+        await asyncio.wait_for(first.heard.got_progress.wait(), 20)
+        text, error = await second.call("list_roots", {})
+        slow.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await slow
+    assert error
+    assert "calls from different clients are in progress" in text
+
+
+async def test_a_2026_round_trip_driven_by_hand_and_a_spent_request_state(
+    served: Served,
+) -> None:
+    """The round trip on the wire: ``input_required`` with the backend's request and a
+    sealed ``requestState``; the retry answers it; the same state again is refused."""
+    await _faulty_up(served)
+    # the callback declares the roots capability; the test answers by hand
+    async with mcp.Client(served.url, mode="auto", list_roots_callback=_sdk_roots) as client:
+        session = client.session
+        first = await session.call_tool("list_roots", {}, allow_input_required=True)
+        assert isinstance(first, mt.InputRequiredResult)
+        assert first.request_state and "toolgate" not in first.request_state  # sealed
+        [(key, request)] = first.input_requests.items()
+        assert isinstance(request, mt.ListRootsRequest)
+        answers = {key: mt.ListRootsResult(roots=[mt.Root(uri="file:///by/hand")])}
+        done = await session.call_tool(
+            "list_roots",
+            {},
+            input_responses=answers,
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(done, mt.CallToolResult)
+        assert _text(done) == "file:///by/hand"
+        with pytest.raises(mcp.MCPError, match="input round is over"):
+            await session.call_tool(
+                "list_roots", {}, input_responses=answers, request_state=first.request_state
+            )
+    assert served.gateway.upstream.parked == {}
+
+
+# -- cancellation and faults ------------------------------------------------------------
+
+
+def _cancelled(served: Served) -> int:
+    marks = served.marks / "cancelled"
+    return len(marks.read_text().splitlines()) if marks.exists() else 0
+
+
+def _others(before: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
+    return {t for t in asyncio.all_tasks() if t not in before and not t.done()}
+
+
+#: the tasks of a backend connection (a restarted backend gets new ones) and the SSE
+#: library's one watcher per event loop
+_CONNECTION_TASKS = (
+    "toolgate.gateway.backends.Backend._forward",
+    "mcp.client.stdio.",
+    "mcp.shared.jsonrpc_dispatcher.JSONRPCDispatcher.run",
+)
+
+
+def _reconnection(task: asyncio.Task[Any]) -> bool:
+    coro = getattr(task.get_coro(), "__qualname__", "")
+    return task.get_name().startswith(_CONNECTION_TASKS) or coro == "_shutdown_watcher"
+
+
+async def _faulty_up(served: Served) -> None:
+    await eventually(lambda: served.gateway.backends["faulty"].up)
+
+
+@pytest.mark.parametrize("kind", ["session", "fastmcp"])
+async def test_a_cancelled_call_cancels_the_backend_request(served: Served, kind: str) -> None:
+    await _faulty_up(served)
+    before = _cancelled(served)
+    async with talk(kind, served.url) as client:
+        call = asyncio.create_task(client.call("slow_progress", {}, progress=True))
+        await asyncio.wait_for(client.heard.got_progress.wait(), 20)
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        await eventually(lambda: _cancelled(served) > before)
+    assert served.gateway.upstream.parked == {}
+
+
+@pytest.mark.parametrize("kind", ["fastmcp-legacy", "fastmcp"])
+async def test_a_client_that_leaves_mid_progress_cancels_the_backend_and_leaks_no_task(
+    served: Served, kind: str
+) -> None:
+    await _faulty_up(served)
+    before_marks = _cancelled(served)
+    before = set(asyncio.all_tasks())
+    async with talk(kind, served.url) as client:
+        call = asyncio.create_task(client.call("slow_progress", {}, progress=True))
+        await asyncio.wait_for(client.heard.got_progress.wait(), 20)
+    # the client is gone (its connection closed) while the call was still running
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(call, 10)
+    await eventually(lambda: _cancelled(served) > before_marks)
+    await eventually(lambda: not _others(before))
+    assert served.gateway.upstream.parked == {}
+
+
+@pytest.mark.parametrize("ask", ["sampling", "elicitation"])
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_backend_that_dies_during_a_round_trip_gives_a_clear_error(
+    served: Served, kind: str, ask: str
+) -> None:
+    await _faulty_up(served)
+    gateway = served.gateway
+    before = set(asyncio.all_tasks())
+    heard = Heard(hold=lambda: eventually(lambda: not gateway.backends["faulty"].up))
+    async with talk(kind, served.url, heard=heard) as client:
+        text, error = await client.call("ask_then_die", {"ask": ask})
+    assert error
+    assert "'faulty'" in text and "unavailable" in text
+    assert gateway.upstream.parked == {}
+    await _faulty_up(served)
+    # the backend's new connection has tasks of its own; nothing else may be left
+    await eventually(lambda: not {t for t in _others(before) if not _reconnection(t)})
