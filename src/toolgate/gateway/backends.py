@@ -31,7 +31,6 @@ import mcp_types as mt
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST, REQUEST_TIMEOUT
@@ -40,6 +39,7 @@ from pydantic import BaseModel
 from toolgate import __version__
 from toolgate.catalog import ToolResult
 from toolgate.gateway.config import GatewayConfig, HttpServer, StdioServer
+from toolgate.gateway.pool import backend_http_client
 from toolgate.wire import result_from_mcp, tool_wire
 
 logger = logging.getLogger("toolgate.gateway")
@@ -67,14 +67,19 @@ def _env_float(name: str, default: float) -> float:
 class Timing:
     """Reconnect backoff, health checks and start-up patience, in seconds.
 
-    Defaults suit production; tests shorten them through ``TOOLGATE_BACKOFF_INITIAL``,
-    ``TOOLGATE_BACKOFF_MAX``, ``TOOLGATE_HEALTH_INTERVAL`` and ``TOOLGATE_START_TIMEOUT``.
+    ``start_timeout`` bounds one backend's initialize and first tools/list;
+    ``start_grace`` is how long serving waits for the slower backends once the first
+    one is up, before it starts with those that are up (the others join when they come
+    up). Defaults suit production; tests change them through
+    ``TOOLGATE_BACKOFF_INITIAL``, ``TOOLGATE_BACKOFF_MAX``, ``TOOLGATE_HEALTH_INTERVAL``,
+    ``TOOLGATE_START_TIMEOUT`` and ``TOOLGATE_START_GRACE``.
     """
 
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
     health_interval: float = 10.0
     start_timeout: float = 30.0
+    start_grace: float = 5.0
 
     @classmethod
     def from_env(cls) -> Timing:
@@ -83,6 +88,7 @@ class Timing:
             backoff_max=_env_float("TOOLGATE_BACKOFF_MAX", cls.backoff_max),
             health_interval=_env_float("TOOLGATE_HEALTH_INTERVAL", cls.health_interval),
             start_timeout=_env_float("TOOLGATE_START_TIMEOUT", cls.start_timeout),
+            start_grace=_env_float("TOOLGATE_START_GRACE", cls.start_grace),
         )
 
     def delays(self) -> Iterator[float]:
@@ -551,7 +557,7 @@ class Backend:
         spec = self.spec
         if isinstance(spec, HttpServer):
             async with (
-                create_mcp_http_client(headers=dict(spec.headers)) as http,
+                backend_http_client(spec.headers) as http,
                 streamable_http_client(spec.url, http_client=http) as streams,
             ):
                 yield streams[0], streams[1]
@@ -785,20 +791,21 @@ def make_backends(
 
 @contextlib.asynccontextmanager
 async def running(
-    backends: Mapping[str, Backend], *, wait: float | None = None
+    backends: Mapping[str, Backend], *, wait: float | None = None, grace: float | None = None
 ) -> AsyncIterator[Mapping[str, Backend]]:
-    """Run every backend in its own task; yields once each has made its first attempt
-    (or ``wait`` seconds passed), cancels them all on exit."""
+    """Run every backend in its own task; yields once each has made its first attempt,
+    or ``grace`` seconds after the first one came up (default: the longest
+    ``start_grace``), or after ``wait`` seconds (default: the longest ``start_timeout``),
+    whichever comes first. So one slow backend does not hold the others back, and
+    backends that start about as fast as each other are all in the first catalog; the
+    slower ones go on starting in their tasks. Cancels them all on exit."""
     tasks = [asyncio.create_task(b.run(), name=f"backend:{n}") for n, b in backends.items()]
     try:
         if backends:
-            timeout = (
-                wait if wait is not None else max(b.timing.start_timeout for b in backends.values())
-            )
-            waits = [asyncio.create_task(b.ready.wait()) for b in backends.values()]
-            _, pending = await asyncio.wait(waits, timeout=timeout + 1)
-            for p in pending:
-                p.cancel()
+            timings = [b.timing for b in backends.values()]
+            limit = wait if wait is not None else max(t.start_timeout for t in timings) + 1
+            patience = grace if grace is not None else max(t.start_grace for t in timings)
+            await _first_attempts(backends, limit, patience)
         yield backends
     finally:
         for t in tasks:
@@ -806,6 +813,27 @@ async def running(
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
+
+
+async def _first_attempts(backends: Mapping[str, Backend], limit: float, grace: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    pending = {asyncio.create_task(b.ready.wait()) for b in backends.values()}
+    graced = False
+    try:
+        while pending:
+            if not graced and any(b.up for b in backends.values()):
+                graced = True  # the grace runs from the first backend up
+                deadline = min(deadline, loop.time() + grace)
+            timeout = deadline - loop.time()
+            if timeout <= 0:
+                break
+            _, pending = await asyncio.wait(
+                pending, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+    finally:
+        for p in pending:
+            p.cancel()
 
 
 async def list_all(

@@ -404,15 +404,27 @@ class Gateway:
     # -- running --------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
-        """Start the backends, wait for their first attempt, build; stop them on exit."""
+        """Start the backends and build from those up once each made its first attempt
+        or ``Timing.start_grace`` after the first one came up, whichever is first (see
+        ``backends.running``); stop them on exit.
+
+        A backend still starting joins later: its first tool list syncs the catalog
+        (``sync``), which notifies the legacy sessions whose list changed."""
         names = ", ".join(self.backends) or "none"
         logger.info("starting %d backend(s): %s", len(self.backends), names)
-        async with running(self.backends, wait=self.timing.start_timeout):
-            down = [n for n, b in self.backends.items() if not b.up]
-            if down:
+        async with running(self.backends):
+            starting = sorted(n for n, b in self.backends.items() if not b.ready.is_set())
+            failed = sorted(n for n, b in self.backends.items() if b.ready.is_set() and not b.up)
+            if starting:
+                logger.info(
+                    "backend(s) still starting: %s; serving the others now, their tools "
+                    "appear when they are up",
+                    ", ".join(starting),
+                )
+            if failed:
                 logger.warning(
-                    "backend(s) not up yet: %s; serving the others, retrying with backoff",
-                    ", ".join(down),
+                    "backend(s) failed to start: %s; serving the others, retrying with backoff",
+                    ", ".join(failed),
                 )
             self.build()
             try:

@@ -1,0 +1,70 @@
+"""The HTTP client the gateway talks to its streamable-HTTP backends with: one pooled
+keep-alive ``httpx2.AsyncClient`` per backend, whose transport finishes reading a
+response closed before its end (the SDK's client does that with every POST's SSE
+stream and 202), so its connection is reused instead of dropped. Edge layer: httpx2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+
+import anyio
+import httpx2
+
+#: how long and how much a closed response may still be read to end its body cleanly;
+#: a server that streams on past this loses the connection, as before
+DRAIN_SECONDS = 0.5
+DRAIN_BYTES = 64 * 1024
+#: the SDK's defaults: 30 s to connect, write and wait for the pool; 300 s to read (SSE)
+TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+
+
+class _DrainOnClose(httpx2.AsyncByteStream):
+    """A response body that, when closed early, first reads what is left of it."""
+
+    def __init__(self, stream: httpx2.AsyncByteStream) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            read = 0
+            with anyio.move_on_after(DRAIN_SECONDS):
+                async for chunk in self._stream:
+                    read += len(chunk)
+                    if read > DRAIN_BYTES:
+                        break
+        except (httpx2.TransportError, httpx2.StreamError):
+            pass  # the connection is gone anyway; closing below discards it
+        finally:
+            await self._stream.aclose()
+
+
+class KeepAliveTransport(httpx2.AsyncBaseTransport):
+    """``httpx2.AsyncHTTPTransport`` whose responses end cleanly when closed early."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport | None = None) -> None:
+        self._inner = inner or httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        stream = response.stream
+        if isinstance(stream, httpx2.AsyncByteStream):
+            response.stream = _DrainOnClose(stream)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def backend_http_client(headers: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
+    """A pooled keep-alive client for one HTTP backend, with the SDK's timeouts."""
+    return httpx2.AsyncClient(
+        headers=dict(headers or {}), timeout=TIMEOUT, transport=KeepAliveTransport()
+    )
+
+
+__all__ = ["KeepAliveTransport", "backend_http_client"]

@@ -1,0 +1,81 @@
+"""``toolgate.gateway.pool``: a response closed before its end gives its connection back.
+
+A small HTTP/1.1 server on a real socket answers with an SSE-like chunked body and counts
+the connections it accepts. Closed after its first event, a body the server ends goes
+back to the pool (the next request reuses the connection); a body the server never ends
+is dropped once the bounded read gives up (the next request opens a new connection),
+and closing it does not hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import httpx2
+
+from toolgate.gateway.pool import backend_http_client
+
+EVENT = b"event: message\r\ndata: {}\r\n\r\n"
+
+
+class ChunkedServer:
+    """Answers every request with one chunk; ends the body unless ``endless``."""
+
+    def __init__(self, *, endless: bool) -> None:
+        self.endless = endless
+        self.accepted = 0
+        self.port = 0
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+            while True:
+                await reader.readuntil(b"\r\n\r\n")  # requests here have no body
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                    b"transfer-encoding: chunked\r\n\r\n"
+                    + f"{len(EVENT):x}\r\n".encode()
+                    + EVENT
+                    + b"\r\n"
+                )
+                await writer.drain()
+                if self.endless:
+                    await asyncio.Event().wait()  # never ends the body
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[str]:
+        server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = server.sockets[0].getsockname()[1]
+        try:
+            yield f"http://127.0.0.1:{self.port}/mcp"
+        finally:
+            server.close()
+
+
+async def first_event_then_close(http: httpx2.AsyncClient, url: str) -> bytes:
+    """Read up to the first event and close the response, as the SDK's client does."""
+    async with http.stream("GET", url) as response:
+        async for chunk in response.aiter_raw():
+            return chunk
+    return b""
+
+
+async def test_a_body_the_server_ends_gives_its_connection_back_when_closed_early() -> None:
+    server = ChunkedServer(endless=False)
+    async with server.running() as url, backend_http_client() as http:
+        for _ in range(5):
+            assert await first_event_then_close(http, url) == EVENT
+    assert server.accepted == 1
+
+
+async def test_a_body_that_never_ends_is_dropped_without_hanging() -> None:
+    server = ChunkedServer(endless=True)
+    async with server.running() as url, backend_http_client() as http:
+        async with asyncio.timeout(30):  # a hang fails; the read gives up far sooner
+            assert await first_event_then_close(http, url) == EVENT
+            assert await first_event_then_close(http, url) == EVENT
+    assert server.accepted == 2
