@@ -75,10 +75,14 @@ class _TokenVerifier:
         return AccessToken(token=self.tokens.digest(token), client_id=principal.id, scopes=[])
 
 
-def _with_list_changed(server: Server[Any]) -> None:
-    """Advertise ``tools.listChanged`` on the legacy protocol from every entry point
-    (``run``, ``streamable_http_app``, in-process ``mcp.Client``), which call
+def advertise_list_changed(server: Server[Any], *lists: str) -> None:
+    """Advertise ``listChanged`` for ``lists`` (``"tools"``, ``"prompts"``,
+    ``"resources"``) on the legacy protocol from every entry point (``run``,
+    ``streamable_http_app``, in-process ``mcp.Client``), which call
     ``create_initialization_options()`` without notification options."""
+    unknown = set(lists) - {"tools", "prompts", "resources"}
+    if unknown:
+        raise ValueError(f"no listChanged flag for {sorted(unknown)}")
     original = server.create_initialization_options
 
     def create_initialization_options(
@@ -87,7 +91,8 @@ def _with_list_changed(server: Server[Any]) -> None:
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         options = notification_options or NotificationOptions()
-        options.tools_changed = True
+        for name in lists:
+            setattr(options, f"{name}_changed", True)
         return original(options, experimental_capabilities, extensions)
 
     server.create_initialization_options = create_initialization_options  # type: ignore[method-assign]
@@ -152,17 +157,22 @@ class Binding:
     async def list_resources(
         self, ctx: Context, params: mt.PaginatedRequestParams | None
     ) -> mt.ListResourcesResult:
-        cursor_of(params)
+        cursor = cursor_of(params)
         _, request = await self.request_for(ctx)
         try:
             ours = await self.delivery.list_resources(request)
         except ToolgateError as exc:
             _fail(exc)
-        resources = [mt.Resource.model_validate(r) for r in ours]
+        # ours on the first page; the server's own pages (and their cursor) after them
+        resources = [mt.Resource.model_validate(r) for r in ours] if cursor is None else []
+        next_cursor = None
         if self._resources_list is not None:
-            theirs = await self._resources_list.handler(ctx, params)
-            resources += mt.ListResourcesResult.model_validate(theirs).resources
-        return mt.ListResourcesResult(resources=resources)
+            theirs = mt.ListResourcesResult.model_validate(
+                await self._resources_list.handler(ctx, params)
+            )
+            resources += theirs.resources
+            next_cursor = theirs.next_cursor
+        return mt.ListResourcesResult(resources=resources, next_cursor=next_cursor)
 
     async def read_resource(self, ctx: Context, params: mt.ReadResourceRequestParams) -> Any:
         _, request = await self.request_for(ctx)
@@ -211,7 +221,7 @@ class Binding:
             server.add_request_handler(
                 "resources/read", mt.ReadResourceRequestParams, self.read_resource
             )
-        _with_list_changed(server)
+        advertise_list_changed(server, "tools")
         if check_cursor not in server.middleware:
             server.middleware.append(check_cursor)
 
@@ -303,6 +313,7 @@ __all__ = [
     "Caller",
     "IdentityResolver",
     "RequestFacts",
+    "advertise_list_changed",
     "bind",
     "caller_of",
     "session_key",

@@ -1,8 +1,9 @@
 """The gateway's backends: one supervised MCP client connection per configured server.
 
 Each ``Backend`` runs in its own task: connects (stdio subprocess or streamable HTTP),
-lists its tools, follows its ``tools/list_changed``, health-checks it, and reconnects
-with exponential backoff when it dies, while calls to its tools get a clear error.
+lists its tools, prompts, resources and resource templates, follows their
+``list_changed``, health-checks it, and reconnects with exponential backoff when it dies,
+while calls to its tools (and requests for its prompts and resources) get a clear error.
 A stdio backend gets the environment its ``env``/``env_passthrough`` give it; its stderr
 goes to the log line by line, and its last lines go into the error when it fails; its
 requests and log messages go to its ``peer`` (``toolgate.gateway.upstream``).
@@ -20,10 +21,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol, TextIO, TypeVar
 
 import anyio
 import mcp_types as mt
@@ -33,6 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST, REQUEST_TIMEOUT
+from pydantic import BaseModel
 
 from toolgate import __version__
 from toolgate.catalog import ToolResult
@@ -47,6 +49,7 @@ STDERR_TAIL_LINES = 20  # kept per backend for the error of a failed start
 CONNECTION_CLOSED = -32000  # the SDK's code for a connection that went away
 MAX_LIST_PAGES = 1000
 CLIENT_INFO = mt.Implementation(name="toolgate-gateway", version=__version__)
+T = TypeVar("T")
 
 
 def _env_float(name: str, default: float) -> float:
@@ -150,6 +153,12 @@ class ConnectionLost(Exception):
 
 
 ToolsChanged = Callable[["Backend"], Awaitable[None]]
+#: told which of ``PRIMITIVES`` changed (re-listed, or a backend came up with them)
+PrimitivesChanged = Callable[["Backend", frozenset[str]], Awaitable[None]]
+#: told a subscribed resource changed (``notifications/resources/updated``): its URI
+ResourceUpdated = Callable[["Backend", str], Awaitable[None]]
+#: what a backend offers besides tools, each listed (every page) when it declares it
+PRIMITIVES = frozenset({"prompts", "resources", "templates"})
 
 
 class Peer(Protocol):
@@ -176,6 +185,8 @@ class Backend:
         timing: Timing | None = None,
         on_tools: ToolsChanged | None = None,
         errlog: TextIO | None = None,
+        on_primitives: PrimitivesChanged | None = None,
+        on_updated: ResourceUpdated | None = None,
     ) -> None:
         self.name = name
         self.spec = spec
@@ -185,6 +196,15 @@ class Backend:
         self.errlog = errlog
         self.status = "starting"  # starting | up | down | stopped
         self.tools: tuple[dict[str, Any], ...] = ()
+        # prompts, resources, resource templates: wire dicts, as the backend lists them
+        self.prompts: tuple[dict[str, Any], ...] = ()
+        self.resources: tuple[dict[str, Any], ...] = ()
+        self.templates: tuple[dict[str, Any], ...] = ()
+        self.capabilities: dict[str, Any] = {}  # the backend's, from its initialize result
+        self.on_primitives = on_primitives
+        self.on_updated = on_updated
+        #: URIs the gateway subscribed to on this backend (renewed after a reconnect)
+        self.subscribed: set[str] = set()
         self.listed = False  # whether ``tools`` came from the backend at least once
         self.last_error: str | None = None
         self.next_attempt_at: float | None = None
@@ -195,11 +215,10 @@ class Backend:
         #: who answers the backend's requests and hears its log messages (set by the gateway)
         self.peer: Peer | None = None
         self.log_level: mt.LoggingLevel | None = None  # applied again on every reconnect
-        #: prompts, resources and templates (``connect(offers=True)``: check, inspect)
-        self.offered: dict[str, list[dict[str, Any]]] = {}
         self.ready = asyncio.Event()  # the first attempt finished, either way
         self._wake = asyncio.Event()
         self._changed = False
+        self._stale: set[str] = set()  # primitives whose list_changed came in
         self._dead = False
         self._check = False
         self._was_up = False
@@ -216,6 +235,19 @@ class Backend:
 
     def unavailable(self) -> ToolResult:
         """The error result a call gets while the backend is down."""
+        data = self._unavailable_data("tool", "Tools")
+        return ToolResult(
+            content=({"type": "text", "text": json.dumps(data)},), structured=data, is_error=True
+        )
+
+    def unavailable_error(self, what: str) -> MCPError:
+        """The JSON-RPC error a request for one of its prompts or resources gets while the
+        backend is down (``what``: "prompt", "resource"...)."""
+        data = self._unavailable_data(what, "Prompts and resources")
+        message = data.pop("error")
+        return MCPError(code=mt.INTERNAL_ERROR, message=message, data={**data, "retryable": True})
+
+    def _unavailable_data(self, what: str, others: str) -> dict[str, Any]:
         retry = None
         if self.next_attempt_at is not None:
             retry = max(0.0, round(self.next_attempt_at - time.monotonic(), 1))
@@ -223,7 +255,7 @@ class Backend:
         when = f" (next attempt in {retry:g}s)" if retry is not None else ""
         message = (
             f"Backend {self.name!r} is unavailable{why}. toolgate is reconnecting to it"
-            f"{when}; try this tool again shortly. Tools of other backends still work."
+            f"{when}; try this {what} again shortly. {others} of other backends still work."
         )
         data: dict[str, Any] = {
             "error": message,
@@ -233,9 +265,7 @@ class Backend:
         }
         if retry is not None:
             data["retry_after_s"] = retry
-        return ToolResult(
-            content=({"type": "text", "text": json.dumps(data)},), structured=data, is_error=True
-        )
+        return data
 
     def timed_out(self, tool: str, seconds: float) -> ToolResult:
         """The error result of a call that got no answer in time (it was cancelled)."""
@@ -373,6 +403,76 @@ class Backend:
         if self.peer is not None:
             await self.peer.log(self, params)
 
+    # -- relayed requests (prompts, resources, completions) ---------------------------------
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None
+    ) -> mt.GetPromptResult | mt.InputRequiredResult:
+        """``prompts/get`` for one of its prompts (by its own name)."""
+        args = dict(arguments) if arguments is not None else None
+        return await self.request("prompt", lambda s: s.get_prompt(name, args))
+
+    async def read_resource(self, uri: str) -> mt.ReadResourceResult | mt.InputRequiredResult:
+        """``resources/read`` of one of its resources."""
+        return await self.request("resource", lambda s: s.read_resource(uri))
+
+    async def complete(
+        self,
+        ref: mt.PromptReference | mt.ResourceTemplateReference,
+        argument: Mapping[str, str],
+        context: Mapping[str, str] | None,
+    ) -> mt.CompleteResult:
+        """``completion/complete`` for one of its prompts or resource templates."""
+        ctx = dict(context) if context is not None else None
+        return await self.request("completion", lambda s: s.complete(ref, dict(argument), ctx))
+
+    async def subscribe(self, uri: str) -> None:
+        """Subscribe the gateway to ``uri`` (kept across reconnects until ``unsubscribe``)."""
+        self.subscribed.add(uri)
+        try:
+            await self.request("resource", lambda s: s.subscribe_resource(uri))
+        except BaseException:
+            self.subscribed.discard(uri)
+            raise
+
+    async def unsubscribe(self, uri: str) -> None:
+        """Drop the gateway's subscription to ``uri``; nothing to tell a backend that is down
+        (its subscriptions went with its connection)."""
+        self.subscribed.discard(uri)
+        if self.up:
+            await self.request("resource", lambda s: s.unsubscribe_resource(uri))
+
+    async def request(self, what: str, send: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """Send one relayed request within the backend's timeout. The backend's own errors
+        reach the caller as they are; a backend that is down or dies gives
+        ``unavailable_error``, one that does not answer a timeout error."""
+        session = self.session
+        if session is None or self.status != "up":
+            raise self.unavailable_error(what)
+        seconds = self.spec.timeout
+        try:
+            with anyio.fail_after(seconds):
+                return await send(session)
+        except TimeoutError:
+            raise MCPError(
+                code=REQUEST_TIMEOUT,
+                message=f"Backend {self.name!r} did not answer this {what} request within "
+                f"{seconds:g}s (mcpServers.{self.name}.timeout)",
+                data={"code": "backend_timeout", "backend": self.name, "retryable": True},
+            ) from None
+        except MCPError as exc:
+            if exc.error.code == CONNECTION_CLOSED:
+                self._lost("the connection closed during a request")
+                raise self.unavailable_error(what) from None
+            raise
+        except Exception as exc:  # transport trouble, or a result the SDK rejected
+            self._check = True
+            self._wake.set()  # have the supervisor ping it now
+            raise MCPError(
+                code=mt.INTERNAL_ERROR,
+                message=f"Backend {self.name!r} failed on this {what} request: {exc}",
+                data={"code": "backend_failed", "backend": self.name},
+            ) from exc
+
     # -- supervision ------------------------------------------------------------------------
     async def run(self) -> None:
         """Connect, serve, and reconnect with backoff until cancelled."""
@@ -405,10 +505,10 @@ class Backend:
             )
             await asyncio.sleep(delay)
 
-    async def connect(self, *, watch: bool, offers: bool = False) -> None:
-        """Connect and list the tools; with ``watch``, then follow the backend until the
-        connection is lost (raises ``ConnectionLost``), else disconnect at once. With
-        ``offers``, also read its prompts, resources and templates into ``offered``."""
+    async def connect(self, *, watch: bool) -> None:
+        """Connect and list the tools, prompts, resources and templates; with ``watch``,
+        then follow the backend until the connection is lost (raises ``ConnectionLost``),
+        else disconnect at once."""
         self._dead = False
         self._changed = False
         self._wake = asyncio.Event()
@@ -433,9 +533,12 @@ class Backend:
                         await self._apply_log_level(session)
                         self.instructions = init.instructions
                         self.server_info = init.server_info.model_dump(exclude_none=True)
+                        self.capabilities = init.capabilities.model_dump(
+                            by_alias=True, exclude_none=True, mode="json"
+                        )
                         await self._refresh(session)
-                        if offers:
-                            self.offered = await list_offered(session, init.capabilities)
+                        changed = await self._read_primitives(session, self.declared())
+                        await self._resubscribe(session)
                     self.session = session
                     self.status = "up"
                     self.last_error = None
@@ -443,6 +546,7 @@ class Backend:
                     self.ready.set()
                     self._was_up = True
                     logger.info("backend %s: up, %d tools", self.name, len(self.tools))
+                    await self._primitives_changed(changed | self.declared(), connected=True)
                     if watch:
                         await self._watch(session)
                     self.session = None
@@ -498,6 +602,15 @@ class Backend:
         if isinstance(message, mt.ToolListChangedNotification):
             self._changed = True
             self._wake.set()
+        elif isinstance(message, mt.PromptListChangedNotification):
+            self._stale.add("prompts")
+            self._wake.set()
+        elif isinstance(message, mt.ResourceListChangedNotification):
+            self._stale.update(("resources", "templates"))
+            self._wake.set()
+        elif isinstance(message, mt.ResourceUpdatedNotification):
+            if self.on_updated is not None:
+                await self.on_updated(self, str(message.params.uri))
         elif isinstance(message, Exception):
             logger.debug("backend %s: transport error: %s", self.name, message)
 
@@ -515,13 +628,19 @@ class Backend:
                 logger.info("backend %s: tools/list_changed; re-reading its tools", self.name)
                 await self._guard(self._refresh(session))
                 continue
+            if self._stale:
+                stale, self._stale = frozenset(self._stale), set()
+                logger.info("backend %s: %s list_changed; re-reading", self.name, "/".join(stale))
+                changed = await self._guard(self._read_primitives(session, stale & self.declared()))
+                await self._primitives_changed(changed)
+                continue
             self._check = False
             await self._guard(session.send_ping())
 
-    async def _guard(self, work: Awaitable[Any]) -> None:
+    async def _guard(self, work: Awaitable[T]) -> T:
         try:
             with anyio.fail_after(max(self.timing.health_interval, 5.0)):
-                await work
+                return await work
         except TimeoutError:
             self._lost("it stopped answering")
             raise ConnectionLost(self.last_error) from None
@@ -549,39 +668,82 @@ class Backend:
         if changed and self.on_tools is not None:
             await self.on_tools(self)
 
+    @property
+    def offered(self) -> dict[str, list[dict[str, Any]]]:
+        """Its prompts, resources and templates by kind (``prompt``, ``resource``,
+        ``template``; a kind it does not declare is absent): for check and inspect."""
+        kinds = {"prompts": "prompt", "resources": "resource", "templates": "template"}
+        return {kinds[k]: list(getattr(self, k)) for k in sorted(self.declared())}
 
-async def list_offered(
-    session: ClientSession, capabilities: mt.ServerCapabilities
-) -> dict[str, list[dict[str, Any]]]:
-    """Every page of what a backend offers beside tools, by kind (``prompt``,
-    ``resource``, ``template``), each as its wire definition; a kind whose capability
-    the backend does not declare, or whose list it refuses, is absent (check and
-    inspect read this to warn; it never fails a backend that serves its tools)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    lists: list[tuple[str, Any, str]] = []
-    if capabilities.prompts is not None:
-        lists.append(("prompt", session.list_prompts, "prompts"))
-    if capabilities.resources is not None:
-        lists.append(("resource", session.list_resources, "resources"))
-        lists.append(("template", session.list_resource_templates, "resource_templates"))
-    for kind, list_page, field in lists:
-        items: list[dict[str, Any]] = []
-        cursor: str | None = None
-        try:
-            for _ in range(MAX_LIST_PAGES):
-                params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-                page = await list_page(params=params)
-                items += [
-                    i.model_dump(by_alias=True, exclude_none=True, mode="json")
-                    for i in getattr(page, field)
-                ]
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-        except MCPError as exc:  # e.g. resources without templates/list (-32601)
-            logger.info("backend: no %s list (%s)", kind, exc.error.message)
-            continue
-        out[kind] = items
+    def declared(self) -> frozenset[str]:
+        """Which of ``PRIMITIVES`` the backend declared in its capabilities."""
+        caps = self.capabilities
+        return frozenset(
+            kind
+            for kind, cap in (
+                ("prompts", "prompts"),
+                ("resources", "resources"),
+                ("templates", "resources"),
+            )
+            if cap in caps
+        )
+
+    async def _read_primitives(self, session: ClientSession, kinds: frozenset[str]) -> set[str]:
+        """Re-read every page of the named lists; which ones changed. A list the backend
+        declares but fails to give is logged and served empty: its tools still work."""
+        changed: set[str] = set()
+        for kind in sorted(kinds):
+            try:
+                items = tuple(await _list_pages(session, kind))
+            except MCPError as exc:
+                if exc.error.code == CONNECTION_CLOSED:
+                    raise
+                logger.warning("backend %s: cannot list its %s: %s", self.name, kind, exc)
+                items = ()
+            if items != getattr(self, kind):
+                changed.add(kind)
+            setattr(self, kind, items)
+        for kind in PRIMITIVES - self.declared():  # no longer declared: nothing to serve
+            if getattr(self, kind):
+                changed.add(kind)
+                setattr(self, kind, ())
+        return changed
+
+    async def _primitives_changed(self, kinds: set[str], *, connected: bool = False) -> None:
+        """Tell the gateway; after a (re)connect always, so it re-reads the instructions."""
+        if (kinds or connected) and self.on_primitives is not None:
+            await self.on_primitives(self, frozenset(kinds))
+
+    async def _resubscribe(self, session: ClientSession) -> None:
+        """Renew the gateway's subscriptions on a new connection."""
+        for uri in sorted(self.subscribed):
+            try:
+                await session.subscribe_resource(uri)
+            except MCPError as exc:
+                logger.warning(
+                    "backend %s: cannot renew subscription to %s: %s", self.name, uri, exc
+                )
+
+
+async def _list_pages(session: ClientSession, kind: str) -> list[dict[str, Any]]:
+    """Every page of one of ``PRIMITIVES``, as wire dicts in the backend's order."""
+    out: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(MAX_LIST_PAGES):
+        params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+        items: Sequence[BaseModel]
+        if kind == "prompts":
+            prompts = await session.list_prompts(params=params)
+            items, cursor = prompts.prompts, prompts.next_cursor
+        elif kind == "resources":
+            resources = await session.list_resources(params=params)
+            items, cursor = resources.resources, resources.next_cursor
+        else:
+            templates = await session.list_resource_templates(params=params)
+            items, cursor = templates.resource_templates, templates.next_cursor
+        out += [i.model_dump(by_alias=True, exclude_none=True, mode="json") for i in items]
+        if not cursor:
+            break
     return out
 
 
@@ -680,8 +842,8 @@ async def list_all(
     """Start every backend once, list its tools, stop it: ``(listed, failures)``.
 
     For ``inspect`` and ``check``: no reconnects, one attempt each."""
-    listed, _, failures = await list_offers(cfg, errlog=errlog)
-    return listed, failures
+    listed, failures = await connect_all(cfg, errlog=errlog)
+    return {name: list(b.tools) for name, b in listed.items()}, failures
 
 
 async def list_offers(
@@ -689,35 +851,44 @@ async def list_offers(
 ) -> tuple[
     dict[str, list[dict[str, Any]]], dict[str, dict[str, list[dict[str, Any]]]], dict[str, str]
 ]:
-    """Like ``list_all``, with what each backend offers beside tools (``list_offered``):
+    """Like ``list_all``, with what each backend offers beside tools (``Backend.offered``):
     ``(tools, offered, failures)``."""
+    listed, failures = await connect_all(cfg, errlog=errlog)
+    tools = {name: list(b.tools) for name, b in listed.items()}
+    return tools, {name: b.offered for name, b in listed.items()}, failures
+
+
+async def connect_all(
+    cfg: GatewayConfig, *, errlog: TextIO | None = None
+) -> tuple[dict[str, Backend], dict[str, str]]:
+    """Start every backend once, list what it offers (tools, prompts, resources,
+    templates), stop it: ``(the backends that listed, failures)``. No reconnects."""
     timing = Timing.from_env()
     backends = make_backends(cfg, timing=timing, errlog=errlog)
-    listed: dict[str, list[dict[str, Any]]] = {}
-    offered: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    listed: dict[str, Backend] = {}
     failures: dict[str, str] = {}
 
     async def one(b: Backend) -> None:
         try:
-            await b.connect(watch=False, offers=True)
-            listed[b.name] = list(b.tools)
-            offered[b.name] = b.offered
+            await b.connect(watch=False)
+            listed[b.name] = b
         except Exception as exc:
             failures[b.name] = b.failure(exc)
 
     await asyncio.gather(*(one(b) for b in backends.values()))
-    return listed, offered, failures
+    return listed, failures
 
 
 __all__ = [
+    "PRIMITIVES",
     "Backend",
     "ConnectionLost",
     "Peer",
     "StderrCapture",
     "Timing",
     "backend_env",
+    "connect_all",
     "list_all",
-    "list_offered",
     "list_offers",
     "make_backends",
     "running",

@@ -2,10 +2,10 @@
 
 Reads the file (JSON or TOML, unknown keys, unset ``${VAR}``), the descriptions folder,
 starts every backend once to list its tools, prompts and resources (a backend that fails
-is reported with the last lines of its stderr), builds the catalog and the delivery, and
-collects every problem as ``key: message`` (a group's ``prompts:`` / ``resources:``
-pattern that matches nothing is a warning). ``snapshot`` is shared with ``toolgate
-inspect``. Edge layer.
+is reported with the last lines of its stderr), builds the catalog, the delivery and the
+relayed namespace, and collects every problem as ``key: message`` (a prompt name or
+resource URI offered twice is one; a group's ``prompts:`` / ``resources:`` pattern that
+matches nothing is a warning). ``snapshot`` is shared with ``toolgate inspect``. Edge layer.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from toolgate.catalog import CallContext, Handler, ToolResult
 from toolgate.docs import ToolDocs
 from toolgate.errors import ConfigError, RegistrationError
 from toolgate.events import EventBus
+from toolgate.gateway.access import Relayed
 from toolgate.gateway.build import BackendTool, BuildReport, build_toolset, delivery_config
 from toolgate.gateway.config import GatewayConfig, load_config
-from toolgate.gateway.exposure import Placement, offered_items, unmatched_warnings
+from toolgate.gateway.exposure import Placement, unmatched_warnings
 from toolgate.state.memory import MemoryStore
 from toolgate.strategies import Delivery
 from toolgate.toolset import ToolSet
@@ -46,8 +47,10 @@ class Snapshot:
     report: BuildReport
     listed: dict[str, list[dict[str, Any]]]
     failures: dict[str, str] = field(default_factory=dict)
-    #: each backend's prompts, resources and templates, by kind (``list_offers``)
+    #: each backend's prompts, resources and templates, by kind (``Backend.offered``)
     offered: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    #: what the gateway would relay, under the names it would serve (``relay.namespace``)
+    relayed: tuple[Relayed, ...] = ()
 
 
 async def snapshot(
@@ -64,18 +67,26 @@ async def snapshot(
             report.fail("toolgate.descriptions.dir", exc.message)
     listed: dict[str, list[dict[str, Any]]] = {}
     offered: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    relayed: tuple[Relayed, ...] = ()
     failures: dict[str, str] = {}
     if not offline and cfg.mcp_servers:
-        from toolgate.gateway.backends import list_offers  # starts MCP clients: import on use
+        # starts MCP clients: import on use
+        from toolgate.gateway.backends import connect_all
+        from toolgate.gateway.relay import namespace
 
         if errlog is None:
             # backends' own start-up chatter would mix with the one-per-line errors
             with open(os.devnull, "w") as devnull:
-                listed, offered, failures = await list_offers(cfg, errlog=devnull)
+                backends, failures = await connect_all(cfg, errlog=devnull)
         else:
-            listed, offered, failures = await list_offers(cfg, errlog=errlog)
+            backends, failures = await connect_all(cfg, errlog=errlog)
+        listed = {name: list(b.tools) for name, b in backends.items()}
+        offered = {name: b.offered for name, b in backends.items()}
         for name, why in sorted(failures.items()):
             report.fail(f"mcpServers.{name}", f"could not start or list its tools: {why}")
+        # prompt names and resource URIs offered twice are problems; patterns are
+        # matched against what the gateway serves, under the names it serves them by
+        relayed = namespace(cfg, backends, report).items
     live = set(listed) if not offline else set()
     toolset, report = build_toolset(
         cfg,
@@ -96,14 +107,14 @@ async def snapshot(
         report.fail("toolgate.strategy", exc.message)
     if not offline:
         report.warnings += unmatched_warnings(
-            Placement.from_config(cfg), offered_items(offered), live, cfg.mcp_servers
+            Placement.from_config(cfg), relayed, live, cfg.mcp_servers
         )
     if docs is not None and not offline and not failures:
         try:
             docs.check(toolset.catalog)
         except ConfigError as exc:
             report.fail("toolgate.descriptions.dir", exc.message)
-    return Snapshot(cfg, toolset, delivery, report, listed, failures, offered)
+    return Snapshot(cfg, toolset, delivery, report, listed, failures, offered, relayed)
 
 
 def problems(path: str | Path, snap: Snapshot | None = None) -> list[str]:

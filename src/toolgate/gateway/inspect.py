@@ -19,7 +19,7 @@ from toolgate.errors import ConfigError, ToolgateError
 from toolgate.gateway.build import principal_from
 from toolgate.gateway.check import Snapshot, snapshot
 from toolgate.gateway.config import GatewayConfig, PrincipalConfig, load_config
-from toolgate.gateway.exposure import Placement, offered_items
+from toolgate.gateway.exposure import Placement
 from toolgate.policy import Principal, TrustLadder
 from toolgate.strategies.base import LEGACY
 from toolgate.tokens import TokenCounter, best_counter, wire_text
@@ -105,7 +105,7 @@ async def describe(
     cost = {name: counter.count(wire_text(t.wire())) for name, t in cat.tools.items()}
     placement = Placement.from_config(snap.cfg)
     held: dict[str, dict[str, list[str]]] = {}  # group -> "prompts" | "resources" -> keys
-    for item in offered_items(snap.offered):
+    for item in snap.relayed:  # under the names the gateway serves them by
         for g in placement.groups_of(item):
             key = "prompts" if item.kind == "prompt" else "resources"
             held.setdefault(g, {}).setdefault(key, []).append(item.name)

@@ -3,7 +3,9 @@
 ``Gateway`` starts the backends, builds the catalog (``build.py``), binds it to an SDK
 low-level ``Server`` (``toolgate.lowlevel``) and serves it over stdio or streamable
 HTTP. When a backend's tools change, the live catalog is synced in place (sessions keep
-their state) and every legacy session whose list changed is notified. Optional HTTP
+their state) and every legacy session whose list changed is notified. The backends'
+prompts, resources and completions are relayed by ``relay.Relay`` (``Gateway.relay``),
+through the ``PrimitiveAccess`` in ``Gateway.access``. Optional HTTP
 apps (WebMCP, health and metrics, the dashboard) are ``GatewayApp``s in
 ``Gateway.apps``. Edge layer: the top of ``toolgate.gateway``; nothing in the gateway
 package imports it.
@@ -30,6 +32,7 @@ from starlette.types import Scope
 from toolgate.catalog import CallContext, Handler, Tool, ToolResult
 from toolgate.errors import ConfigError, StoreUnavailable
 from toolgate.events import EventBus, JsonlSink, LoggingSink
+from toolgate.gateway.access import PrimitiveAccess
 from toolgate.gateway.backends import Backend, Timing, make_backends, running
 from toolgate.gateway.build import (
     BackendTool,
@@ -39,12 +42,14 @@ from toolgate.gateway.build import (
     principal_from,
 )
 from toolgate.gateway.config import GatewayConfig
+from toolgate.gateway.exposure import GroupExposure
+from toolgate.gateway.relay import Relay, attach
 from toolgate.gateway.session_cap import ClientOf, SessionCap
 from toolgate.gateway.upstream import Upstream
 from toolgate.identity import BearerTokens, IdentityResolver
 from toolgate.lowlevel import Binding, bind
 from toolgate.policy import TrustLadder
-from toolgate.request import Live, LiveConnections
+from toolgate.request import Live, LiveConnections, RequestFacts
 from toolgate.state.base import StateStore
 from toolgate.state.memory import MemoryStore
 from toolgate.state.open import is_store_path, open_store
@@ -155,6 +160,7 @@ class Gateway:
         errlog: TextIO | None = None,
         store: StateStore | None = None,
         events: EventBus | None = None,
+        access: PrimitiveAccess | None = None,
     ) -> None:
         self.cfg = cfg
         tg = cfg.toolgate
@@ -184,6 +190,11 @@ class Gateway:
         )
         # progress, cancellation, logging, sampling/elicitation/roots: both ways
         self.upstream = Upstream(self.backends)
+        #: the backends' prompts, resources and completions (``access``: who sees which;
+        #: by default ``GroupExposure``, set by ``build()``: they follow their groups)
+        self.relay = Relay(cfg, self.backends, access=access)
+        self._own_access = access is not None
+        attach(self.relay, self.backends.values())
         self.binding: Binding | None = None
         self.lazy: Addon | None = None
         self.report = BuildReport()
@@ -193,6 +204,17 @@ class Gateway:
         self.syncs = 0  # how many times backend changes were synced (tests, logs)
 
     # -- the catalog ----------------------------------------------------------------------
+    @property
+    def access(self) -> PrimitiveAccess:
+        """Who may list and use the relayed prompts and resources: the one given to the
+        constructor, else ``GroupExposure`` once built (``OpenAccess`` before)."""
+        return self.relay.access
+
+    @access.setter
+    def access(self, access: PrimitiveAccess) -> None:
+        self.relay.access = access
+        self._own_access = True
+
     @property
     def toolset(self) -> ToolSet:
         if self.binding is None:
@@ -260,11 +282,24 @@ class Gateway:
             addons.append(lazy)  # bind() logs its start-up warnings
             self.lazy = lazy
         config = delivery_config(self.cfg)
+        # before bind(): the lazy add-on's own resources chain after the relayed ones
+        self.relay.install(self.server, facts=self._facts, connections=self._live)
         self.binding = bind(self.server, toolset, config, identity=self.identity, addons=addons)
+        exposure: GroupExposure | None = None
+        if not self._own_access:  # prompts and resources follow their groups' scope
+            exposure = GroupExposure(self.cfg, self.binding.delivery)
+            self.relay.access = exposure
         if tg.strategy in ("auto", "groups"):
             from toolgate.groups_extension import bind_groups
 
-            bind_groups(self.server, self.binding.delivery, facts=self.binding.facts)
+            bind_groups(
+                self.server,
+                self.binding.delivery,
+                facts=self.binding.facts,
+                contents=exposure.contents(lambda: self.relay.namespace.items)
+                if exposure is not None
+                else None,
+            )
         self.server.middleware.insert(0, log_store_failures)
         self.upstream.install(self.server)
         # who each session is, in the store: the dashboard lists it, WebMCP adds to it
@@ -282,6 +317,15 @@ class Gateway:
             tg.strategy,
         )
         return report
+
+    async def _facts(self, ctx: Context) -> RequestFacts:
+        """A relayed request's facts, read by the binding like a tool request's."""
+        if self.binding is None:
+            raise RuntimeError("the gateway has not been built yet")
+        return await self.binding.facts(ctx)
+
+    def _live(self) -> LiveConnections | None:
+        return self.binding.live if self.binding is not None else None
 
     # -- following the backends -----------------------------------------------------------
     async def _tools_changed(self, backend: Backend) -> None:
@@ -388,6 +432,7 @@ class Gateway:
             finally:
                 for task in list(self._tasks):
                     task.cancel()
+                await self.relay.close()
                 await self.upstream.close()
         logger.info("backends stopped")
 

@@ -1,0 +1,488 @@
+"""The backends' prompts, resources, templates and completions, in one namespace.
+
+``namespace`` names them (prompts take the backend's ``prefix``; URIs stay; a collision
+is reported, the first backend by name keeps the key); ``Relay`` serves them through a
+``PrimitiveAccess``, fans changes out and merges instructions. Edge layer: imports
+``mcp``, ``toolgate.lowlevel``, the request kit and the gateway below it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import mcp_types as mt
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from toolgate.errors import PromptNotFound, ResourceNotFound, ToolgateError
+from toolgate.gateway.access import OpenAccess, PrimitiveAccess, PrimitiveKind, Relayed
+from toolgate.gateway.backends import Backend
+from toolgate.gateway.build import BuildReport
+from toolgate.gateway.config import GatewayConfig
+from toolgate.lowlevel import advertise_list_changed
+from toolgate.request import Live, LiveConnections, RequestFacts
+from toolgate.view import paginate
+from toolgate.wire import PageParams, cursor_of, mcp_error
+
+logger = logging.getLogger("toolgate.gateway")
+
+Context = ServerRequestContext[Any, Any]
+FactsOf = Callable[[Context], Awaitable[RequestFacts]]
+
+#: the key each kind of primitive is named by on the wire
+KEYS: dict[PrimitiveKind, str] = {"prompt": "name", "resource": "uri", "template": "uriTemplate"}
+#: which backend list (``Backend.prompts`` ...) each kind comes from
+LISTS: dict[PrimitiveKind, str] = {
+    "prompt": "prompts",
+    "resource": "resources",
+    "template": "templates",
+}
+#: the legacy notification a change of each backend list is announced with
+LIST_CHANGED = {
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+    "templates": "notifications/resources/list_changed",
+}
+RESOURCE_UPDATED = "notifications/resources/updated"
+
+
+# -- one namespace -----------------------------------------------------------------------
+
+
+def template_pattern(uri_template: str) -> re.Pattern[str]:
+    """A regular expression matching the URIs an RFC 6570 template expands to: a simple
+    ``{var}`` is one path segment, ``{+var}`` / ``{#var}`` anything, ``{/var}`` more path
+    segments, ``{?var}`` / ``{&var}`` an optional query."""
+    parts: list[str] = []
+    pos = 0
+    for m in re.finditer(r"\{([+#./;?&]?)[^}]*\}", uri_template):
+        parts.append(re.escape(uri_template[pos : m.start()]))
+        op = m.group(1)
+        if op in ("+", "#"):
+            parts.append(".*")
+        elif op in ("/", "."):
+            parts.append(r"(?:[/.][^?#]*)?")
+        elif op in ("?", "&", ";"):
+            parts.append(r"(?:[?&;][^#]*)?")
+        else:
+            parts.append(r"[^/?#]*")
+        pos = m.end()
+    parts.append(re.escape(uri_template[pos:]))
+    return re.compile("".join(parts))
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """Every relayed prompt, resource and template under its exposed key, each sorted by it."""
+
+    prompts: tuple[Relayed, ...] = ()
+    resources: tuple[Relayed, ...] = ()
+    templates: tuple[Relayed, ...] = ()
+    _by_key: dict[tuple[str, str], Relayed] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _patterns: tuple[tuple[re.Pattern[str], Relayed], ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        for item in (*self.prompts, *self.resources, *self.templates):
+            self._by_key[(item.kind, item.name)] = item
+        patterns = tuple((template_pattern(t.name), t) for t in self.templates)
+        object.__setattr__(self, "_patterns", patterns)
+
+    @property
+    def items(self) -> tuple[Relayed, ...]:
+        """Every prompt, resource and template (``groups/get`` contents, ``check``)."""
+        return (*self.prompts, *self.resources, *self.templates)
+
+    def of(self, kind: PrimitiveKind) -> tuple[Relayed, ...]:
+        return {"prompt": self.prompts, "resource": self.resources, "template": self.templates}[
+            kind
+        ]
+
+    def prompt(self, name: str) -> Relayed | None:
+        return self._by_key.get(("prompt", name))
+
+    def template(self, uri_template: str) -> Relayed | None:
+        return self._by_key.get(("template", uri_template))
+
+    def resource(self, uri: str) -> Relayed | None:
+        """What serves ``uri``: the listed resource, else the first template it matches."""
+        listed = self._by_key.get(("resource", uri))
+        if listed is not None:
+            return listed
+        return next((t for pattern, t in self._patterns if pattern.fullmatch(uri)), None)
+
+
+def namespace(
+    cfg: GatewayConfig, backends: Mapping[str, Backend], report: BuildReport | None = None
+) -> Namespace:
+    """The one namespace of what ``backends`` offer. A prompt is exposed as
+    ``{prefix}{separator}{name}`` when its backend has a ``prefix`` (as its tools are);
+    URIs are global, so resources and templates keep theirs. A key two backends offer is
+    reported at ``mcpServers.<second>`` and kept by the first in name order."""
+    sep = cfg.toolgate.separator
+    found: dict[PrimitiveKind, dict[str, Relayed]] = {k: {} for k in KEYS}
+    for server in sorted(backends):
+        backend = backends[server]
+        spec = cfg.mcp_servers.get(server)
+        prefix = spec.prefix if spec is not None else None
+        for kind, key in KEYS.items():
+            for wire in getattr(backend, LISTS[kind]):
+                original = str(wire.get(key, ""))
+                exposed = f"{prefix}{sep}{original}" if prefix and kind == "prompt" else original
+                owner = found[kind].get(exposed)
+                if owner is not None:
+                    if report is not None:
+                        report.fail(
+                            f"mcpServers.{server}",
+                            _collision(kind, exposed, owner.backend, server),
+                            content=True,
+                        )
+                    continue
+                found[kind][exposed] = Relayed(
+                    kind, server, exposed, original, {**wire, key: exposed}
+                )
+    ordered = {k: tuple(v[n] for n in sorted(v)) for k, v in found.items()}
+    return Namespace(ordered["prompt"], ordered["resource"], ordered["template"])
+
+
+def _collision(kind: PrimitiveKind, key: str, first: str, second: str) -> str:
+    if kind == "prompt":
+        return (
+            f"prompt {key!r} is offered by both {first!r} and {second!r}; "
+            f'{first!r} serves it; give one of them a "prefix"'
+        )
+    what = "resource" if kind == "resource" else "resource template"
+    return (
+        f"{what} {key!r} is offered by both {first!r} and {second!r}; {first!r} serves it "
+        "(URIs are global, so a prefix does not rename them: front only one of the two)"
+    )
+
+
+def merged_instructions(own: str | None, backends: Mapping[str, Backend]) -> str | None:
+    """toolgate's instructions, then one ``## <backend>`` section per backend that gave any."""
+    parts = [own.strip()] if own and own.strip() else []
+    for name, backend in backends.items():
+        text = (backend.instructions or "").strip()
+        if text:
+            parts.append(f"## {name}\n\n{text}")
+    return "\n\n".join(parts) or None
+
+
+# -- serving it --------------------------------------------------------------------------
+
+
+def _fail(exc: ToolgateError) -> NoReturn:
+    raise mcp_error(exc) from exc
+
+
+class Relay:
+    """The backends' prompts, resources and completions, served through one SDK server.
+
+    >>> relay = Relay(cfg, backends)
+    >>> relay.install(server, facts=binding.facts)   # before bind(): toolgate's own
+    ...                                               # resources chain after these
+    """
+
+    def __init__(
+        self,
+        cfg: GatewayConfig,
+        backends: Mapping[str, Backend],
+        *,
+        access: PrimitiveAccess | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.backends = backends
+        self.access: PrimitiveAccess = access if access is not None else OpenAccess()
+        self.namespace = Namespace()
+        self.report = BuildReport()
+        self.page_size = cfg.toolgate.page_size
+        self.server: Server[Any] | None = None
+        self.own_instructions: str | None = None
+        self._facts: FactsOf | None = None
+        self._connections: Callable[[], LiveConnections | None] = lambda: None
+        # (backend, URI) -> the legacy connections subscribed to it through the gateway
+        self._subscribers: dict[tuple[str, str], weakref.WeakSet[Any]] = {}
+        self._watched: weakref.WeakSet[Any] = weakref.WeakSet()  # connections with a cleanup
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # -- wiring ---------------------------------------------------------------------------
+    def install(
+        self,
+        server: Server[Any],
+        *,
+        facts: FactsOf,
+        connections: Callable[[], LiveConnections | None] = lambda: None,
+    ) -> None:
+        """Register the handlers on ``server`` and advertise prompts and resources with
+        ``listChanged`` (and ``subscribe``) and completions, whatever the backends offer
+        now: a backend may come up later, and the lists are simply empty until then."""
+        if server is self.server:  # built again: the handlers are in place
+            self._facts, self._connections = facts, connections
+            self.refresh()
+            return
+        self.server = server
+        self.own_instructions = server.instructions
+        self._facts = facts
+        self._connections = connections
+        server.add_request_handler("prompts/list", PageParams, self.list_prompts)
+        server.add_request_handler("prompts/get", mt.GetPromptRequestParams, self.get_prompt)
+        server.add_request_handler("resources/list", PageParams, self.list_resources)
+        server.add_request_handler(
+            "resources/templates/list", PageParams, self.list_resource_templates
+        )
+        server.add_request_handler(
+            "resources/read", mt.ReadResourceRequestParams, self.read_resource
+        )
+        server.add_request_handler("resources/subscribe", mt.SubscribeRequestParams, self.subscribe)
+        server.add_request_handler(
+            "resources/unsubscribe", mt.UnsubscribeRequestParams, self.unsubscribe
+        )
+        server.add_request_handler("completion/complete", mt.CompleteRequestParams, self.complete)
+        advertise_list_changed(server, "prompts", "resources")
+        self.refresh()
+
+    def refresh(self) -> Namespace:
+        """Recompute the namespace and the merged instructions from the backends now."""
+        report = BuildReport()
+        self.namespace = namespace(self.cfg, self.backends, report)
+        for e in report.errors:
+            if e.message not in {r.message for r in self.report.errors}:
+                logger.warning("config: %s (serving the rest)", e.message)
+        self.report = report
+        if self.server is not None:
+            self.server.instructions = merged_instructions(self.own_instructions, self.backends)
+        return self.namespace
+
+    # -- following the backends -------------------------------------------------------------
+    async def changed(self, backend: Backend, kinds: frozenset[str]) -> None:
+        """``Backend.on_primitives``: recompute now (the next request sees the new lists),
+        then tell each legacy session whose prompts or resources list changed, in a task
+        of its own (a slow client never holds up the backend's connection)."""
+        before = self.namespace
+        after = self.refresh()
+        connections = self._connections()
+        if connections is not None and kinds:
+            self._spawn(self._announce(backend.name, kinds, before, after, connections))
+
+    async def _announce(
+        self,
+        name: str,
+        kinds: frozenset[str],
+        before: Namespace,
+        after: Namespace,
+        connections: LiveConnections,
+    ) -> None:
+        methods: dict[str, list[PrimitiveKind]] = {}
+        for kind, attr in LISTS.items():
+            if attr in kinds:
+                methods.setdefault(LIST_CHANGED[attr], []).append(kind)
+        for method, of in methods.items():
+
+            async def differs(live: Live, of: list[PrimitiveKind] = of) -> bool:
+                return any(
+                    self.access.visible(live.facts, before.of(k))
+                    != self.access.visible(live.facts, after.of(k))
+                    for k in of
+                )
+
+            sent = await connections.notify(method, differs)
+            if sent:
+                logger.info("%s: %s sent to %d session(s)", name, method, sent)
+
+    async def updated(self, backend: Backend, uri: str) -> None:
+        """``Backend.on_updated``: pass ``notifications/resources/updated`` to the legacy
+        sessions subscribed to ``uri`` through this backend."""
+        subscribers = list(self._subscribers.get((backend.name, uri), ()))
+        if subscribers:
+            self._spawn(self._tell(subscribers, uri))
+
+    async def _tell(self, connections: Sequence[Any], uri: str) -> None:
+        for connection in connections:
+            await connection.notify(RESOURCE_UPDATED, {"uri": uri})  # never raises
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- requests -------------------------------------------------------------------------
+    async def _request_facts(self, ctx: Context) -> RequestFacts:
+        if self._facts is None:
+            raise RuntimeError("the relay is not installed")
+        return await self._facts(ctx)
+
+    def _page(
+        self, facts: RequestFacts, kind: PrimitiveKind, params: mt.PaginatedRequestParams | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        cursor = cursor_of(params)
+        items = self.access.visible(facts, self.namespace.of(kind))
+        try:
+            page = paginate(items, lambda r: r.name, cursor, self.page_size)
+        except ToolgateError as exc:
+            _fail(exc)
+        return [dict(r.wire) for r in page.items], page.next_cursor
+
+    def _use(self, facts: RequestFacts, item: Relayed) -> Backend:
+        try:
+            self.access.check(facts, item)
+        except ToolgateError as exc:
+            _fail(exc)
+        return self.backends[item.backend]
+
+    async def list_prompts(
+        self, ctx: Context, params: mt.PaginatedRequestParams | None
+    ) -> mt.ListPromptsResult:
+        items, cursor = self._page(await self._request_facts(ctx), "prompt", params)
+        prompts = [mt.Prompt.model_validate(w) for w in items]
+        return mt.ListPromptsResult(prompts=prompts, next_cursor=cursor)
+
+    async def get_prompt(
+        self, ctx: Context, params: mt.GetPromptRequestParams
+    ) -> mt.GetPromptResult | mt.InputRequiredResult:
+        facts = await self._request_facts(ctx)
+        item = self.namespace.prompt(params.name)
+        if item is None:
+            _fail(PromptNotFound(params.name))
+        return await self._use(facts, item).get_prompt(item.original, params.arguments)
+
+    async def list_resources(
+        self, ctx: Context, params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourcesResult:
+        items, cursor = self._page(await self._request_facts(ctx), "resource", params)
+        resources = [mt.Resource.model_validate(w) for w in items]
+        return mt.ListResourcesResult(resources=resources, next_cursor=cursor)
+
+    async def list_resource_templates(
+        self, ctx: Context, params: mt.PaginatedRequestParams | None
+    ) -> mt.ListResourceTemplatesResult:
+        items, cursor = self._page(await self._request_facts(ctx), "template", params)
+        templates = [mt.ResourceTemplate.model_validate(w) for w in items]
+        return mt.ListResourceTemplatesResult(resource_templates=templates, next_cursor=cursor)
+
+    def _resource(self, uri: str) -> Relayed:
+        """Who serves ``uri``: its lister, else a matching template's backend, else the
+        only backend that offers resources (servers may serve URIs they do not list)."""
+        item = self.namespace.resource(uri)
+        if item is not None:
+            return item
+        offering = [n for n, b in self.backends.items() if "resources" in b.declared()]
+        if len(offering) == 1:
+            return Relayed("resource", offering[0], uri, uri, {"uri": uri})
+        _fail(ResourceNotFound(uri))
+
+    async def read_resource(
+        self, ctx: Context, params: mt.ReadResourceRequestParams
+    ) -> mt.ReadResourceResult | mt.InputRequiredResult:
+        facts = await self._request_facts(ctx)
+        uri = str(params.uri)
+        item = self._resource(uri)
+        return await self._use(facts, item).read_resource(uri)
+
+    async def subscribe(self, ctx: Context, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
+        """Subscribe this session to ``uri``; the gateway subscribes once per backend."""
+        facts = await self._request_facts(ctx)
+        uri = str(params.uri)
+        item = self._resource(uri)
+        backend = self._use(facts, item)
+        connection = ctx.session._connection
+        key = (backend.name, uri)
+        subscribers = self._subscribers.setdefault(key, weakref.WeakSet())
+        if connection in subscribers:
+            return mt.EmptyResult()
+        first = not subscribers
+        subscribers.add(connection)
+        if first:
+            try:
+                await backend.subscribe(uri)
+            except BaseException:
+                subscribers.discard(connection)
+                raise
+        if connection not in self._watched:
+            self._watched.add(connection)
+            connection.exit_stack.callback(self._left, connection)
+        return mt.EmptyResult()
+
+    async def unsubscribe(
+        self, ctx: Context, params: mt.UnsubscribeRequestParams
+    ) -> mt.EmptyResult:
+        await self._request_facts(ctx)
+        uri = str(params.uri)
+        connection = ctx.session._connection
+        for (name, subscribed), subscribers in list(self._subscribers.items()):
+            if subscribed == uri and connection in subscribers:
+                subscribers.discard(connection)
+                await self._drop_if_unused(name, uri)
+        return mt.EmptyResult()
+
+    def _left(self, connection: Any) -> None:
+        """A session closed: drop its subscriptions (the backend's, when it was the last)."""
+        for (name, uri), subscribers in list(self._subscribers.items()):
+            if connection in subscribers:
+                subscribers.discard(connection)
+                self._spawn(self._drop_if_unused(name, uri))
+
+    async def _drop_if_unused(self, name: str, uri: str) -> None:
+        subscribers = self._subscribers.get((name, uri))
+        if subscribers is None or subscribers:
+            return
+        del self._subscribers[(name, uri)]
+        try:
+            await self.backends[name].unsubscribe(uri)
+        except MCPError as exc:
+            logger.debug("backend %s: unsubscribing %s failed: %s", name, uri, exc)
+
+    async def complete(self, ctx: Context, params: mt.CompleteRequestParams) -> mt.CompleteResult:
+        """Completion for a prompt's or a resource template's argument, by its owner."""
+        facts = await self._request_facts(ctx)
+        ref: mt.PromptReference | mt.ResourceTemplateReference
+        if isinstance(params.ref, mt.PromptReference):
+            item = self.namespace.prompt(params.ref.name)
+            if item is None:
+                _fail(PromptNotFound(params.ref.name))
+            ref = mt.PromptReference(type="ref/prompt", name=item.original)
+        else:
+            uri = params.ref.uri
+            found = self.namespace.template(uri) or self.namespace.resource(uri)
+            if found is None:
+                _fail(ResourceNotFound(uri))
+            item = found
+            ref = mt.ResourceTemplateReference(type="ref/resource", uri=uri)
+        backend = self._use(facts, item)
+        if backend.up and "completions" not in backend.capabilities:
+            # the backend offers no completion: none, rather than its -32601
+            return mt.CompleteResult(completion=mt.Completion(values=[]))
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        context = params.context.arguments if params.context is not None else None
+        return await backend.complete(ref, argument, context)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+
+def attach(relay: Relay, backends: Iterable[Backend]) -> None:
+    """Have ``backends`` tell ``relay`` about list changes and resource updates."""
+    for backend in backends:
+        backend.on_primitives = relay.changed
+        backend.on_updated = relay.updated
+
+
+__all__ = [
+    "FactsOf",
+    "Namespace",
+    "Relay",
+    "attach",
+    "merged_instructions",
+    "namespace",
+    "template_pattern",
+]
