@@ -598,7 +598,7 @@ async def test_every_relayed_request_goes_through_the_gateways_access(era: Era) 
         "alice": ["memo://alpha/note", "memo://shared"],
         "bob": ["memo://shared"],
     }
-    assert note.contents[0].text == "alpha says memo://alpha/note"  # type: ignore[union-attr]
+    assert note.contents[0].text == "alpha says memo://alpha/note"
     assert refused.value.error.message == "memo://alpha/note is not yours"
     assert access.asked == [("alice", "memo://alpha/note"), ("bob", "memo://alpha/note")]
 

@@ -28,6 +28,7 @@ import pytest_asyncio
 from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -125,7 +126,7 @@ async def _sdk_elicitation(ctx: Any, params: mt.ElicitRequestParams) -> mt.Elici
     return mt.ElicitResult(action="accept", content=dict(FORM))
 
 
-async def _sdk_roots(ctx: Any) -> mt.ListRootsResult:
+async def _sdk_roots(context: ClientRequestContext) -> mt.ListRootsResult | mt.ErrorData:
     return mt.ListRootsResult(roots=[mt.Root(uri=ROOT_URI)])
 
 
@@ -421,7 +422,9 @@ async def test_a_request_for_input_that_two_clients_calls_could_own_is_refused(
     clients in flight it goes to neither."""
     await _faulty_up(served)
     async with talk("session", served.url) as first, talk("session", served.url) as second:
-        slow = asyncio.create_task(first.call("slow_progress", {}, progress=True))
+        slow: asyncio.Future[tuple[str, bool]] = asyncio.ensure_future(
+            first.call("slow_progress", {}, progress=True)
+        )
         await asyncio.wait_for(first.heard.got_progress.wait(), 20)
         text, error = await second.call("list_roots", {})
         slow.cancel()
@@ -443,9 +446,12 @@ async def test_a_2026_round_trip_driven_by_hand_and_a_spent_request_state(
         first = await session.call_tool("list_roots", {}, allow_input_required=True)
         assert isinstance(first, mt.InputRequiredResult)
         assert first.request_state and "toolgate" not in first.request_state  # sealed
+        assert first.input_requests is not None
         [(key, request)] = first.input_requests.items()
         assert isinstance(request, mt.ListRootsRequest)
-        answers = {key: mt.ListRootsResult(roots=[mt.Root(uri="file:///by/hand")])}
+        answers: dict[str, mt.InputResponse] = {
+            str(key): mt.ListRootsResult(roots=[mt.Root(uri="file:///by/hand")])
+        }
         done = await session.call_tool(
             "list_roots",
             {},
@@ -497,7 +503,9 @@ async def test_a_cancelled_call_cancels_the_backend_request(served: Served, kind
     await _faulty_up(served)
     before = _cancelled(served)
     async with talk(kind, served.url) as client:
-        call = asyncio.create_task(client.call("slow_progress", {}, progress=True))
+        call: asyncio.Future[tuple[str, bool]] = asyncio.ensure_future(
+            client.call("slow_progress", {}, progress=True)
+        )
         await asyncio.wait_for(client.heard.got_progress.wait(), 20)
         call.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -514,7 +522,9 @@ async def test_a_client_that_leaves_mid_progress_cancels_the_backend_and_leaks_n
     before_marks = _cancelled(served)
     before = set(asyncio.all_tasks())
     async with talk(kind, served.url) as client:
-        call = asyncio.create_task(client.call("slow_progress", {}, progress=True))
+        call: asyncio.Future[tuple[str, bool]] = asyncio.ensure_future(
+            client.call("slow_progress", {}, progress=True)
+        )
         await asyncio.wait_for(client.heard.got_progress.wait(), 20)
     # the client is gone (its connection closed) while the call was still running
     with contextlib.suppress(BaseException):

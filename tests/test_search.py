@@ -410,13 +410,16 @@ FILLER = "An optional setting that changes how the listing is paged and sorted."
 def test_a_name_match_is_not_diluted_by_long_argument_text() -> None:
     """BM25F normalises each field by its own length: a tool named for the query keeps
     its name match however long its argument documentation is."""
+    options: dict[str, dict[str, object]] = {
+        f"option_{i}": {"description": FILLER} for i in range(12)
+    }
     catalog = Catalog()
     catalog.add_tools(
         [
             Tool(
                 "issue_read",
                 "Get details.",
-                input_schema=schema(**{f"option_{i}": {"description": FILLER} for i in range(12)}),
+                input_schema=schema(**options),
             ),
             Tool("add_note", "Attach a note to an issue after you read it."),
         ]

@@ -84,11 +84,15 @@ def build(tag: str) -> Server[Any]:
         body = mt.TextResourceContents(uri=uri, mime_type="text/plain", text=f"{tag} says {uri}")
         return mt.ReadResourceResult(contents=[body])
 
-    async def subscribe(ctx: ServerRequestContext, params: mt.SubscribeRequestParams) -> None:
-        return None
+    async def subscribe(
+        ctx: ServerRequestContext, params: mt.SubscribeRequestParams
+    ) -> mt.EmptyResult:
+        return mt.EmptyResult()
 
-    async def unsubscribe(ctx: ServerRequestContext, params: mt.UnsubscribeRequestParams) -> None:
-        return None
+    async def unsubscribe(
+        ctx: ServerRequestContext, params: mt.UnsubscribeRequestParams
+    ) -> mt.EmptyResult:
+        return mt.EmptyResult()
 
     async def complete(
         ctx: ServerRequestContext, params: mt.CompleteRequestParams
