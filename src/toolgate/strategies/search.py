@@ -137,8 +137,8 @@ def interleave(rankings: Sequence[Sequence[SearchHit]], limit: int) -> list[Sear
     a tool already taken is skipped; at most ``limit`` in all.
 
     >>> a, b, c = SearchHit("a", 3.0), SearchHit("b", 2.0), SearchHit("c", 1.0)
-    >>> [h.name for h in interleave([[a, b], [c, a]], 10)]
-    ['a', 'c', 'b']
+    >>> " ".join(h.name for h in interleave([[a, b], [c, a]], 10))
+    'a c b'
     """
     out: list[SearchHit] = []
     seen: set[str] = set()
