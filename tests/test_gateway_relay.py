@@ -664,3 +664,22 @@ async def test_group_prompts_and_resources_follow_the_callers_scope(era: Era) ->
     assert [p["name"] for p in contents["prompts"]] == ["only_alpha"]
     assert [r["uri"] for r in contents["resources"]] == ["memo://alpha/note"]
     assert [t["uriTemplate"] for t in contents["resourceTemplates"]] == ["memo://alpha/items/{id}"]
+
+
+async def test_the_gateway_hears_of_a_backends_tools_once_they_can_be_called() -> None:
+    """On connect the tools are listed before the prompts and resources; the gateway is
+    told of them (and tells its clients) only once the backend is up, so a client that
+    calls a tool it was just told of is never answered "unavailable"."""
+    from toolgate.gateway.backends import Backend
+    from toolgate.gateway.config import StdioServer
+
+    seen: list[bool] = []
+
+    async def on_tools(backend: Backend) -> None:
+        seen.append(backend.up)
+
+    spec = StdioServer.model_validate(primitives("alpha"))
+    backend = Backend("alpha", spec, on_tools=on_tools)
+    await backend.connect(watch=False)
+    assert backend.tools and backend.prompts  # it lists both kinds
+    assert seen == [True]

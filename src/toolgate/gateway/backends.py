@@ -536,7 +536,8 @@ class Backend:
                         self.capabilities = init.capabilities.model_dump(
                             by_alias=True, exclude_none=True, mode="json"
                         )
-                        await self._refresh(session)
+                        # the gateway hears of new tools once they can be called (below)
+                        tools_changed = await self._refresh(session, notify=False)
                         changed = await self._read_primitives(session, self.declared())
                         await self._resubscribe(session)
                     self.session = session
@@ -546,6 +547,8 @@ class Backend:
                     self.ready.set()
                     self._was_up = True
                     logger.info("backend %s: up, %d tools", self.name, len(self.tools))
+                    if tools_changed and self.on_tools is not None:
+                        await self.on_tools(self)
                     await self._primitives_changed(changed | self.declared(), connected=True)
                     if watch:
                         await self._watch(session)
@@ -650,8 +653,9 @@ class Backend:
                 raise ConnectionLost(self.last_error) from None
             raise
 
-    async def _refresh(self, session: ClientSession) -> None:
-        """Re-read every page of the tool list; tell the gateway when it changed."""
+    async def _refresh(self, session: ClientSession, *, notify: bool = True) -> bool:
+        """Re-read every page of the tool list; say whether it changed, and with
+        ``notify`` tell the gateway."""
         tools: list[dict[str, Any]] = []
         cursor: str | None = None
         for _ in range(MAX_LIST_PAGES):
@@ -665,8 +669,9 @@ class Backend:
         changed = new != self.tools or not self.listed
         self.tools = new
         self.listed = True
-        if changed and self.on_tools is not None:
+        if notify and changed and self.on_tools is not None:
             await self.on_tools(self)
+        return changed
 
     @property
     def offered(self) -> dict[str, list[dict[str, Any]]]:
