@@ -27,7 +27,6 @@ from mcp.client.subscriptions import (
     PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated,
-    Subscription,
     ToolsListChanged,
     listen,
 )
@@ -156,7 +155,7 @@ async def test_tools_list_changed_reaches_the_listeners_whose_view_changed(kind:
                 sdk_client(url, headers(ALICE_TOKEN, "notes"), grown) as alice,
                 sdk_client(url, headers(ALICE_TOKEN, "math"), still) as other,
                 alice.listen(tools_list_changed=True) as sub,
-                other.listen(tools_list_changed=True, prompts_list_changed=True) as quiet,
+                other.listen(tools_list_changed=True, prompts_list_changed=True),
             ):
                 before = {t.name for t in (await alice.list_tools()).tools}
                 await alice.call_tool("grow", {})
@@ -170,7 +169,7 @@ async def test_tools_list_changed_reaches_the_listeners_whose_view_changed(kind:
                 fastmcp_client(url, headers(ALICE_TOKEN, "notes"), grown) as alice,
                 fastmcp_client(url, headers(ALICE_TOKEN, "math"), still) as other,
                 listen(alice.session, tools_list_changed=True) as sub,
-                listen(other.session, tools_list_changed=True, prompts_list_changed=True) as quiet,
+                listen(other.session, tools_list_changed=True, prompts_list_changed=True),
             ):
                 before = {t.name for t in await alice.list_tools()}
                 await alice.call_tool("grow", {})
@@ -198,10 +197,10 @@ async def test_updates_and_list_changes_reach_only_who_may_read_them(kind: str) 
     note = "memo://alpha/note"
     wanted = {"resources_list_changed": True, "resource_subscriptions": [note]}
     async with gateway_url() as (gateway, url):
-        opened = sdk_client if kind == "sdk" else fastmcp_client
+        opened: Callable[..., Any] = sdk_client if kind == "sdk" else fastmcp_client
         async with (
-            opened(url, headers(ALICE_TOKEN), alice_notes) as alice,  # type: ignore[operator]
-            opened(url, headers(BOB_TOKEN), bob_notes) as bob,  # type: ignore[operator]
+            opened(url, headers(ALICE_TOKEN), alice_notes) as alice,
+            opened(url, headers(BOB_TOKEN), bob_notes) as bob,
             listen(alice.session, **wanted) as alice_sub,
             listen(bob.session, prompts_list_changed=True, **wanted) as bob_sub,
         ):
@@ -226,12 +225,12 @@ async def test_server_everythings_updates_and_prompts_reach_a_listener(
     watcher, other = Notes(), Notes()
     everything = npm_servers.command("everything")
     async with gateway_url(everything=everything) as (gateway, url):
-        opened = sdk_client if kind == "sdk" else fastmcp_client
+        opened: Callable[..., Any] = sdk_client if kind == "sdk" else fastmcp_client
         async with (
-            opened(url, headers(ALICE_TOKEN), watcher) as client,  # type: ignore[operator]
-            opened(url, headers(ALICE_TOKEN), other) as bystander,  # type: ignore[operator]
+            opened(url, headers(ALICE_TOKEN), watcher) as client,
+            opened(url, headers(ALICE_TOKEN), other) as bystander,
             listen(client.session, resource_subscriptions=[STATIC_DOC]) as sub,
-            listen(bystander.session, prompts_list_changed=True) as quiet,
+            listen(bystander.session, prompts_list_changed=True),
         ):
             assert sub.honored.resource_subscriptions == [STATIC_DOC]
             await client.session.call_tool("toggle-subscriber-updates", {})
