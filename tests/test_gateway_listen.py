@@ -190,34 +190,46 @@ async def test_tools_list_changed_reaches_the_listeners_whose_view_changed(kind:
 
 @pytest.mark.parametrize("kind", ["sdk", "fastmcp"])
 async def test_updates_and_list_changes_reach_only_who_may_read_them(kind: str) -> None:
-    """alice (scope ``memos``) and bob (no ``memos``) both listen to ``memo://alpha/note``
-    and to resource list changes: only alice's subscription is acknowledged, only she
-    hears its update and the list change ``grow_alpha`` makes to what she may see."""
+    """alice (scope ``memos`` and ``default``) and bob (``math`` only) both listen to
+    ``memo://alpha/note`` and to prompt and resource list changes: only alice's
+    subscription is acknowledged, only she hears its update and the list changes
+    ``grow_alpha`` makes to what she may see (a prompt at the top level, a resource in
+    ``memos``); bob sees neither list change."""
     alice_notes, bob_notes = Notes(), Notes()
     note = "memo://alpha/note"
-    wanted = {"resources_list_changed": True, "resource_subscriptions": [note]}
+    wanted = {
+        "prompts_list_changed": True,
+        "resources_list_changed": True,
+        "resource_subscriptions": [note],
+    }
     async with gateway_url() as (gateway, url):
         opened: Callable[..., Any] = sdk_client if kind == "sdk" else fastmcp_client
         async with (
             opened(url, headers(ALICE_TOKEN), alice_notes) as alice,
             opened(url, headers(BOB_TOKEN), bob_notes) as bob,
             listen(alice.session, **wanted) as alice_sub,
-            listen(bob.session, prompts_list_changed=True, **wanted) as bob_sub,
+            listen(bob.session, **wanted) as bob_sub,
         ):
             assert alice_sub.honored.resource_subscriptions == [note]
             assert bob_sub.honored.resource_subscriptions is None
             await alice.session.call_tool("touch_alpha", {"uri": note})
-            assert await anext(aiter(alice_sub)) == ResourceUpdated(uri=note)
+            events = aiter(alice_sub)
+            assert await anext(events) == ResourceUpdated(uri=note)
             await alice.session.call_tool("grow_alpha", {})
-            await until(lambda: RESOURCES_CHANGED in alice_notes.methods, "list_changed")
-            assert await anext(aiter(alice_sub)) == ResourcesListChanged()
+            both = {PROMPTS_CHANGED, RESOURCES_CHANGED}
+            await until(lambda: both <= set(alice_notes.methods), "both list_changed")
+            grown = {await anext(events), await anext(events)}
+            heard = list(alice_notes.methods)
             await barrier(gateway, bob_notes)
-    assert alice_notes.methods == [UPDATED, RESOURCES_CHANGED]
+            prompts = [p.name for p in (await alice.session.list_prompts()).prompts]
+    assert grown == {PromptsListChanged(), ResourcesListChanged()}
+    assert heard == [UPDATED, PROMPTS_CHANGED, RESOURCES_CHANGED]
+    assert "later_alpha" in prompts
     assert bob_notes.methods == [PROMPTS_CHANGED]  # the barrier only
 
 
 @pytest.mark.parametrize("kind", ["sdk", "fastmcp"])
-async def test_server_everythings_updates_and_prompts_reach_a_listener(
+async def test_server_everythings_updates_reach_only_the_uris_listener(
     kind: str, npm_servers: NpmServers
 ) -> None:
     """A third-party backend: ``server-everything``'s subscription updates reach a listener
