@@ -259,8 +259,9 @@ async def test_server_everythings_updates_reach_only_the_uris_listener(
 
 
 async def test_a_closed_listen_stream_leaves_nothing_behind() -> None:
-    """A client that goes away ends its stream: the gateway forgets it (no subscriber,
-    no live entry) and no task of the stream is left."""
+    """A 2026-07-28 client is told changes can be listened to; a client that goes away
+    ends its stream: the gateway forgets it (no subscriber, no live entry) and no task
+    of the stream is left."""
     note = "memo://alpha/note"
     async with gateway_url() as (gateway, url):
         live = gateway.binding.live if gateway.binding is not None else None
@@ -273,6 +274,10 @@ async def test_a_closed_listen_stream_leaves_nothing_behind() -> None:
         ):
             assert sub.honored.resource_subscriptions == [note]
             assert len(live) == 1
+            caps = client.server_capabilities  # what a 2026-07-28 client is told
+            assert caps.tools is not None and caps.tools.list_changed is True
+            assert caps.prompts is not None and caps.prompts.list_changed is True
+            assert caps.resources is not None and caps.resources.subscribe is True
             await client.call_tool("touch_alpha", {"uri": note})
             assert await anext(aiter(sub)) == ResourceUpdated(uri=note)
         await until(lambda: len(live) == 0, "the stream left the live connections")
