@@ -15,6 +15,7 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import fastmcp
@@ -166,18 +167,18 @@ async def test_tools_list_changed_reaches_the_listeners_whose_view_changed(kind:
                 unchanged = {t.name for t in (await other.list_tools()).tools}
         else:
             async with (
-                fastmcp_client(url, headers(ALICE_TOKEN, "notes"), grown) as alice,
-                fastmcp_client(url, headers(ALICE_TOKEN, "math"), still) as other,
-                listen(alice.session, tools_list_changed=True) as sub,
-                listen(other.session, tools_list_changed=True, prompts_list_changed=True),
+                fastmcp_client(url, headers(ALICE_TOKEN, "notes"), grown) as fm_alice,
+                fastmcp_client(url, headers(ALICE_TOKEN, "math"), still) as fm_other,
+                listen(fm_alice.session, tools_list_changed=True) as sub,
+                listen(fm_other.session, tools_list_changed=True, prompts_list_changed=True),
             ):
-                before = {t.name for t in await alice.list_tools()}
-                await alice.call_tool("grow", {})
+                before = {t.name for t in await fm_alice.list_tools()}
+                await fm_alice.call_tool("grow", {})
                 await until(lambda: TOOLS_CHANGED in grown.methods, "tools/list_changed")
                 event = await anext(aiter(sub))
-                after = {t.name for t in await alice.list_tools()}
+                after = {t.name for t in await fm_alice.list_tools()}
                 await barrier(gateway, still)
-                unchanged = {t.name for t in await other.list_tools()}
+                unchanged = {t.name for t in await fm_other.list_tools()}
     assert event == ToolsListChanged()
     assert after - before == {"note_count"}
     assert "note_count" not in unchanged
@@ -197,18 +198,19 @@ async def test_updates_and_list_changes_reach_only_who_may_read_them(kind: str) 
     ``memos``); bob sees neither list change."""
     alice_notes, bob_notes = Notes(), Notes()
     note = "memo://alpha/note"
-    wanted = {
-        "prompts_list_changed": True,
-        "resources_list_changed": True,
-        "resource_subscriptions": [note],
-    }
+    wanted = partial(
+        listen,
+        prompts_list_changed=True,
+        resources_list_changed=True,
+        resource_subscriptions=[note],
+    )
     async with gateway_url() as (gateway, url):
         opened: Callable[..., Any] = sdk_client if kind == "sdk" else fastmcp_client
         async with (
             opened(url, headers(ALICE_TOKEN), alice_notes) as alice,
             opened(url, headers(BOB_TOKEN), bob_notes) as bob,
-            listen(alice.session, **wanted) as alice_sub,
-            listen(bob.session, **wanted) as bob_sub,
+            wanted(alice.session) as alice_sub,
+            wanted(bob.session) as bob_sub,
         ):
             assert alice_sub.honored.resource_subscriptions == [note]
             assert bob_sub.honored.resource_subscriptions is None
