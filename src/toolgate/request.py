@@ -201,9 +201,10 @@ class Live:
 
 
 class LiveConnections:
-    """The legacy connections a server may notify outside a request (``tools`` and
-    ``groups`` ``list_changed``); each leaves when its connection closes. A 2026-07-28
-    client has no channel outside a request (that needs ``subscriptions/listen``)."""
+    """Whom a server may notify outside a request (``tools`` and ``groups``
+    ``list_changed``, ...): the legacy connections, each until it closes, and what
+    ``join`` adds (a 2026-07-28 ``subscriptions/listen`` stream, until it ``leave``s).
+    ``notify`` is the one place that decides who hears a notification."""
 
     def __init__(self) -> None:
         self._live: weakref.WeakKeyDictionary[Any, Live] = weakref.WeakKeyDictionary()
@@ -230,6 +231,15 @@ class LiveConnections:
             live.facts = facts
         self._loop = asyncio.get_running_loop()
         return live
+
+    def join(self, listener: Any, facts: RequestFacts) -> Live:
+        """Add ``listener`` (anything with ``async notify(method, params)``) as it is,
+        with the facts of the request that opened it; it stays until ``leave``."""
+        live = self._live[listener] = Live(listener, facts)
+        return live
+
+    def leave(self, listener: Any) -> None:
+        self._live.pop(listener, None)
 
     async def notify(self, method: str, changed: Callable[[Live], Awaitable[bool]]) -> int:
         """Send ``method`` to every connection ``changed`` says changed; how many were."""

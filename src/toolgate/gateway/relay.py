@@ -210,7 +210,7 @@ class Relay:
         self.own_instructions: str | None = None
         self._facts: FactsOf | None = None
         self._connections: Callable[[], LiveConnections | None] = lambda: None
-        # (backend, URI) -> the legacy connections subscribed to it through the gateway
+        # (backend, URI) -> the legacy connections and listen streams subscribed to it
         self._subscribers: dict[tuple[str, str], weakref.WeakSet[Any]] = {}
         self._watched: weakref.WeakSet[Any] = weakref.WeakSet()  # connections with a cleanup
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -301,7 +301,7 @@ class Relay:
 
     async def updated(self, backend: Backend, uri: str) -> None:
         """``Backend.on_updated``: pass ``notifications/resources/updated`` to the legacy
-        sessions subscribed to ``uri`` through this backend."""
+        sessions and the listen streams subscribed to ``uri`` through this backend."""
         subscribers = list(self._subscribers.get((backend.name, uri), ()))
         if subscribers:
             self._spawn(self._tell(subscribers, uri))
@@ -391,26 +391,47 @@ class Relay:
     async def subscribe(self, ctx: Context, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
         """Subscribe this session to ``uri``; the gateway subscribes once per backend."""
         facts = await self._request_facts(ctx)
-        uri = str(params.uri)
-        item = self._resource(uri)
-        backend = self._use(facts, item)
         connection = ctx.session._connection
-        key = (backend.name, uri)
-        subscribers = self._subscribers.setdefault(key, weakref.WeakSet())
-        if connection in subscribers:
-            return mt.EmptyResult()
-        first = not subscribers
-        subscribers.add(connection)
-        if first:
-            try:
-                await backend.subscribe(uri)
-            except BaseException:
-                subscribers.discard(connection)
-                raise
+        await self._join(facts, str(params.uri), connection)
         if connection not in self._watched:
             self._watched.add(connection)
             connection.exit_stack.callback(self._left, connection)
         return mt.EmptyResult()
+
+    async def _join(self, facts: RequestFacts, uri: str, member: Any) -> None:
+        """The one rule for who hears ``uri``'s updates: ``member`` (a legacy connection
+        or a listen stream) joins its subscribers when ``facts`` may read it (else the
+        access error is raised); the backend is subscribed for the first one."""
+        backend = self._use(facts, self._resource(uri))
+        subscribers = self._subscribers.setdefault((backend.name, uri), weakref.WeakSet())
+        if member in subscribers:
+            return
+        first = not subscribers
+        subscribers.add(member)
+        if first:
+            try:
+                await backend.subscribe(uri)
+            except BaseException:
+                subscribers.discard(member)
+                raise
+
+    async def listen(self, facts: RequestFacts, uris: Sequence[str], member: Any) -> list[str]:
+        """Subscribe a 2026-07-28 listen stream to ``uris``: those it may read (as
+        ``resources/subscribe`` decides); the others, unknown or not allowed alike, are
+        left out. Returns the URIs subscribed; ``forget(member)`` when the stream ends."""
+        joined: list[str] = []
+        for uri in dict.fromkeys(uris):
+            try:
+                await self._join(facts, uri, member)
+            except MCPError as exc:
+                logger.debug("listen: %s left out: %s", uri, exc.error.message)
+                continue
+            joined.append(uri)
+        return joined
+
+    def forget(self, member: Any) -> None:
+        """A listen stream ended: drop its subscriptions (as a closed session's)."""
+        self._left(member)
 
     async def unsubscribe(
         self, ctx: Context, params: mt.UnsubscribeRequestParams

@@ -3,9 +3,10 @@
 ``Gateway`` starts the backends, builds the catalog (``build.py``), binds it to an SDK
 low-level ``Server`` (``toolgate.lowlevel``) and serves it over stdio or streamable
 HTTP. When a backend's tools change, the live catalog is synced in place (sessions keep
-their state) and every legacy session whose list changed is notified. The backends'
-prompts, resources and completions are relayed by ``relay.Relay`` (``Gateway.relay``),
-through the ``PrimitiveAccess`` in ``Gateway.access``. Optional HTTP
+their state) and every legacy session and 2026-07-28 listen stream (``listen.Listen``)
+whose list changed is notified. The backends' prompts, resources and completions are
+relayed by ``relay.Relay`` (``Gateway.relay``), through the ``PrimitiveAccess`` in
+``Gateway.access``. Optional HTTP
 apps (WebMCP, health and metrics, the dashboard) are ``GatewayApp``s in
 ``Gateway.apps``. Edge layer: the top of ``toolgate.gateway``; nothing in the gateway
 package imports it.
@@ -43,6 +44,7 @@ from toolgate.gateway.build import (
 )
 from toolgate.gateway.config import GatewayConfig
 from toolgate.gateway.exposure import GroupExposure
+from toolgate.gateway.listen import Listen
 from toolgate.gateway.relay import Relay, attach
 from toolgate.gateway.session_cap import ClientOf, SessionCap
 from toolgate.gateway.upstream import Upstream
@@ -195,6 +197,9 @@ class Gateway:
         self.relay = Relay(cfg, self.backends, access=access)
         self._own_access = access is not None
         attach(self.relay, self.backends.values())
+        #: ``subscriptions/listen`` (2026-07-28): its streams hear what legacy sessions do
+        self.listen = Listen(self.relay, facts=self._facts, connections=self._live)
+        self.listen.install(self.server)
         self.binding: Binding | None = None
         self.lazy: Addon | None = None
         self.report = BuildReport()
@@ -337,7 +342,8 @@ class Gateway:
 
     async def sync(self, reason: str = "") -> int:
         """Bring the live catalog in line with the backends' current tools; notify the
-        legacy sessions whose tools/list changed. Returns how many were notified."""
+        legacy sessions and listen streams whose tools/list changed. Returns how many
+        were notified."""
         async with self._sync_lock:
             toolset = self.toolset
             scratch, report = build_toolset(
@@ -391,7 +397,7 @@ class Gateway:
         return self.binding.live
 
     async def _lists(self) -> dict[Any, list[dict[str, Any]]]:
-        """What each live legacy connection's tools/list shows now."""
+        """What each live legacy connection's (and listen stream's) tools/list shows now."""
         out: dict[Any, list[dict[str, Any]]] = {}
         for live in self._connections():
             try:
@@ -432,6 +438,7 @@ class Gateway:
             finally:
                 for task in list(self._tasks):
                     task.cancel()
+                self.listen.close()
                 await self.relay.close()
                 await self.upstream.close()
         logger.info("backends stopped")
