@@ -508,3 +508,13 @@ async def test_every_access_refusal_is_a_blocked_event_with_its_reason() -> None
         ("visitor", "nothing", "blocked", "unknown"),
         ("o", "catalog_read", "blocked", "out-of-scope"),
     ]
+
+
+def test_a_rate_limit_message_says_the_wait_its_data_says() -> None:
+    """59.9496 s is 59.950 in the data; the message rounds that same number (60.0), not
+    the unrounded one (59.9)."""
+    from toolgate.errors import RateLimited
+
+    refused = RateLimited("add", 59.9496)
+    assert refused.details["retry_after"] == 59.95
+    assert refused.message == "Rate limit reached for tool 'add'; retry after 60.0 s."

@@ -165,10 +165,11 @@ class RateLimited(ToolgateError):
     code = "rate_limited"
 
     def __init__(self, name: str, retry_after: float) -> None:
+        wait = round(retry_after, 3)  # the message says what the data says
         super().__init__(
-            f"Rate limit reached for tool {name!r}; retry after {retry_after:.1f} s.",
+            f"Rate limit reached for tool {name!r}; retry after {wait:.1f} s.",
             tool=name,
-            retry_after=round(retry_after, 3),
+            retry_after=wait,
         )
         self.retry_after = retry_after
 
