@@ -571,11 +571,11 @@ class Session:
 
         async def change(state: SessionState) -> tuple[SessionState, ChangeResult]:
             before = ts.view(self.principal, state)
-            todo, errors = requested(before, names)
+            pending, errors = requested(before, names)
             done: list[str]
             off: list[str]
             current, done, off = state, [], []  # off: displaced or cascaded groups
-            for n in todo:
+            for n in pending:
                 now = ts.view(self.principal, current)
                 step: Step | GroupError | None
                 if action == "activate":
