@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import fastmcp
 import mcp_types as mt
@@ -25,16 +25,7 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from _fixtures.gateway import HttpGateway, toolgate_argv
 from _fixtures.npm_servers import NpmServers, ensure_npm_servers
-
-Kind = Literal["sdk", "fastmcp"]
-Era = Literal["legacy", "2026"]
-CLIENTS: list[tuple[Kind, Era]] = [
-    ("sdk", "legacy"),
-    ("sdk", "2026"),
-    ("fastmcp", "legacy"),
-    ("fastmcp", "2026"),
-]
-PROTOCOL = {"legacy": "2025-11-25", "2026": "2026-07-28"}
+from _fixtures.spec import CLIENTS, PROTOCOL, ClientKind, Era
 
 
 def seed(folder: Path) -> Path:
@@ -100,7 +91,7 @@ async def direct(served: Served, name: str) -> AsyncIterator[ClientSession]:
 
 
 @asynccontextmanager
-async def through(served: Served, kind: Kind, era: Era) -> AsyncIterator[ClientSession]:
+async def through(served: Served, kind: ClientKind, era: Era) -> AsyncIterator[ClientSession]:
     """The gateway's client session of ``kind`` on ``era``."""
     mode = "legacy" if era == "legacy" else "auto"
     if kind == "fastmcp":
@@ -155,7 +146,7 @@ async def test_the_gateway_lists_the_servers_tools_as_they_define_them(served: S
 
 @pytest.mark.parametrize(("kind", "era"), CLIENTS)
 async def test_filesystem_calls_answer_as_the_server_does(
-    served: Served, kind: Kind, era: Era
+    served: Served, kind: ClientKind, era: Era
 ) -> None:
     calls: list[tuple[str, dict[str, Any]]] = [
         ("read_text_file", {"path": "notes.txt"}),
@@ -183,7 +174,9 @@ async def test_filesystem_calls_answer_as_the_server_does(
 
 
 @pytest.mark.parametrize(("kind", "era"), CLIENTS)
-async def test_memory_calls_answer_as_the_server_does(served: Served, kind: Kind, era: Era) -> None:
+async def test_memory_calls_answer_as_the_server_does(
+    served: Served, kind: ClientKind, era: Era
+) -> None:
     entity = f"{kind}-{era}"
     calls: list[tuple[str, dict[str, Any]]] = [
         (

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import fastmcp
 import mcp_types as mt
@@ -31,18 +31,10 @@ from mcp.shared.exceptions import MCPError
 from _fixtures.gateway import SERVERS, HttpGateway, toolgate_argv
 from _fixtures.mcp_servers import Notes
 from _fixtures.npm_servers import NpmServers, ensure_npm_servers
+from _fixtures.spec import CLIENTS, PROTOCOL, ClientKind, Era
 from toolgate.errors import ToolgateError
 from toolgate.gateway.check import run_check
 
-Kind = Literal["sdk", "fastmcp"]
-Era = Literal["legacy", "2026"]
-CLIENTS: list[tuple[Kind, Era]] = [
-    ("sdk", "legacy"),
-    ("sdk", "2026"),
-    ("fastmcp", "legacy"),
-    ("fastmcp", "2026"),
-]
-PROTOCOL = {"legacy": "2025-11-25", "2026": "2026-07-28"}
 OWN = (
     "Tools are disclosed progressively: call list_groups to see what is available and "
     "enable_tools to turn a group on."
@@ -142,7 +134,7 @@ def relayed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Relayed]:
 class Wire:
     """One client of the gateway, whichever library: the few calls the tests make."""
 
-    kind: Kind
+    kind: ClientKind
     session: Any  # the mcp ClientSession underneath (both libraries have one)
     client: Any
     notes: Notes
@@ -198,7 +190,7 @@ async def _walk(list_page: Callable[..., Awaitable[Any]], field: str) -> list[An
 
 
 @asynccontextmanager
-async def connect(url: str, kind: Kind, era: Era) -> AsyncIterator[Wire]:
+async def connect(url: str, kind: ClientKind, era: Era) -> AsyncIterator[Wire]:
     notes = Notes()
     mode = "legacy" if era == "legacy" else "auto"
     if kind == "fastmcp":
@@ -233,7 +225,7 @@ def of(items: list[dict[str, Any]], key: str, keys: list[str]) -> list[dict[str,
 
 @pytest.mark.parametrize(("kind", "era"), CLIENTS)
 async def test_lists_are_the_backends_own_in_one_namespace(
-    relayed: Relayed, kind: Kind, era: Era
+    relayed: Relayed, kind: ClientKind, era: Era
 ) -> None:
     direct = relayed.direct
     async with connect(relayed.gateway.url, kind, era) as wire:
@@ -292,7 +284,7 @@ async def test_lists_are_paged_with_toolgates_cursor(relayed: Relayed) -> None:
 
 @pytest.mark.parametrize(("kind", "era"), CLIENTS)
 async def test_get_read_and_complete_answer_as_the_backend_does(
-    relayed: Relayed, kind: Kind, era: Era
+    relayed: Relayed, kind: ClientKind, era: Era
 ) -> None:
     direct = relayed.direct
     prompt_ref = mt.PromptReference(type="ref/prompt", name="completable-prompt")
@@ -403,7 +395,7 @@ async def test_check_reports_prompt_and_uri_collisions(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("kind", "era"), CLIENTS)
 async def test_instructions_are_toolgates_then_each_backends(
-    relayed: Relayed, kind: Kind, era: Era
+    relayed: Relayed, kind: ClientKind, era: Era
 ) -> None:
     async with connect(relayed.gateway.url, kind, era) as wire:
         instructions = wire.session.instructions

@@ -43,6 +43,14 @@ Era = Literal["legacy", "2026"]
 ClientKind = Literal["sdk", "fastmcp"]
 ADAPTERS: tuple[AdapterName, ...] = ("lowlevel", "fastmcp", "gateway")
 ERAS: tuple[Era, ...] = ("legacy", "2026")
+PROTOCOL: dict[Era, str] = {"legacy": "2025-11-25", "2026": "2026-07-28"}
+#: every client library on every era, for tests that compare answers across them
+CLIENTS: tuple[tuple[ClientKind, Era], ...] = (
+    ("sdk", "legacy"),
+    ("sdk", "2026"),
+    ("fastmcp", "legacy"),
+    ("fastmcp", "2026"),
+)
 GROUPS_EXTENSION = "io.modelcontextprotocol/groups"
 
 ICON: dict[str, Any] = {
@@ -365,9 +373,7 @@ class Served:
             elicitation_callback=human.sdk_callback if human else None,
         )
         async with sdk:
-            assert sdk.session.protocol_version == (
-                "2025-11-25" if era == "legacy" else "2026-07-28"
-            )
+            assert sdk.session.protocol_version == PROTOCOL[era]
             yield Wire(self.adapter, era, sdk.session, sdk, notes)
 
 
