@@ -675,3 +675,30 @@ async def test_the_gateway_hears_of_a_backends_tools_once_they_can_be_called() -
     await backend.connect(watch=False)
     assert backend.tools and backend.prompts  # it lists both kinds
     assert seen == [True]
+
+
+async def test_a_reworded_prompt_is_announced_like_a_new_one(relayed: Relayed) -> None:
+    """A backend that changes a prompt's definition (not its name) and says so: the
+    session is told, and the list it reads again carries the new definition."""
+    async with connect(relayed.gateway.url, "sdk", "legacy") as wire:
+        await wire.prompts()
+        await wire.call("reword_alpha")
+        await until(
+            lambda: "notifications/prompts/list_changed" in wire.notes.methods,
+            "prompts list_changed after a reworded prompt",
+        )
+        reworded = of(await wire.prompts(), "name", ["only_alpha"])
+    assert reworded[0]["description"] == "Reworded by alpha"
+
+
+@pytest.mark.parametrize(("kind", "era"), CLIENTS)
+async def test_an_unknown_toolset_on_a_prompts_or_resources_list_is_a_clear_error(
+    relayed: Relayed, kind: ClientKind, era: Era
+) -> None:
+    """``?toolsets=`` naming no group: the same -32602 that ``tools/list`` answers."""
+    async with connect(f"{relayed.gateway.url}?toolsets=no-such-group", kind, era) as wire:
+        for listing in (wire.prompts, wire.resources):
+            with pytest.raises(MCPError) as refused:
+                await listing()
+            assert refused.value.error.code == -32602
+            assert "no-such-group" in refused.value.error.message

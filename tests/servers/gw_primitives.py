@@ -4,7 +4,8 @@ tests, on the SDK's low-level ``Server``.
 Everything is named after ``--tag`` except the prompt ``greet`` and the resource
 ``memo://shared`` (two instances collide on those); resources are listed one per page,
 and ``memo://<tag>/unlisted`` is read but never listed. ``grow_<tag>`` adds a prompt and
-a resource and sends both list_changed notifications; ``touch_<tag>`` sends
+a resource and sends both list_changed notifications; ``reword_<tag>`` changes the
+description of the prompt ``only_<tag>`` and sends prompts list_changed; ``touch_<tag>`` sends
 ``notifications/resources/updated`` for a URI; ``crash_<tag>`` kills the process;
 ``--fail-if FILE`` refuses to start while FILE exists. Run:
 ``python tests/servers/gw_primitives.py --tag alpha [--fail-if FILE]`` (stdio).
@@ -106,6 +107,7 @@ def build(tag: str) -> Server[Any]:
 
     tools = [
         mt.Tool(name=f"grow_{tag}", description="Add a prompt and a resource.", input_schema=EMPTY),
+        mt.Tool(name=f"reword_{tag}", description="Reword a prompt.", input_schema=EMPTY),
         mt.Tool(name=f"touch_{tag}", description="Announce a resource update.", input_schema=URI),
         mt.Tool(name=f"crash_{tag}", description="Stop this server at once.", input_schema=EMPTY),
     ]
@@ -123,6 +125,10 @@ def build(tag: str) -> Server[Any]:
             resources.append(mt.Resource(uri=f"memo://{tag}/later", name="later"))
             await ctx.session.send_notification(mt.PromptListChangedNotification())
             await ctx.session.send_notification(mt.ResourceListChangedNotification())
+        elif params.name == f"reword_{tag}":
+            at = next(i for i, p in enumerate(prompts) if p.name == f"only_{tag}")
+            prompts[at] = mt.Prompt(name=f"only_{tag}", description=f"Reworded by {tag}")
+            await ctx.session.send_notification(mt.PromptListChangedNotification())
         elif params.name == f"touch_{tag}":
             uri = str((params.arguments or {})["uri"])
             await ctx.session.send_notification(

@@ -185,6 +185,11 @@ def _fail(exc: ToolgateError) -> NoReturn:
     raise mcp_error(exc) from exc
 
 
+def _listed(items: Sequence[Relayed]) -> list[tuple[str, Mapping[str, Any]]]:
+    """What a list shows of ``items``: each exposed key with its definition."""
+    return [(r.name, r.wire) for r in items]
+
+
 class Relay:
     """The backends' prompts, resources and completions, served through one SDK server.
 
@@ -289,9 +294,10 @@ class Relay:
         for method, of in methods.items():
 
             async def differs(live: Live, of: list[PrimitiveKind] = of) -> bool:
+                # definitions count, not only names (``Relayed`` compares without them)
                 return any(
-                    self.access.visible(live.facts, before.of(k))
-                    != self.access.visible(live.facts, after.of(k))
+                    _listed(self.access.visible(live.facts, before.of(k)))
+                    != _listed(self.access.visible(live.facts, after.of(k)))
                     for k in of
                 )
 
@@ -325,8 +331,8 @@ class Relay:
         self, facts: RequestFacts, kind: PrimitiveKind, params: mt.PaginatedRequestParams | None
     ) -> tuple[list[dict[str, Any]], str | None]:
         cursor = cursor_of(params)
-        items = self.access.visible(facts, self.namespace.of(kind))
         try:
+            items = self.access.visible(facts, self.namespace.of(kind))
             page = paginate(items, lambda r: r.name, cursor, self.page_size)
         except ToolgateError as exc:
             _fail(exc)
