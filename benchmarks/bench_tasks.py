@@ -59,6 +59,7 @@ VOCAB = ROOT.parent / "shared" / "data" / "tokenizers"
 BEGIN, END = "<!-- tasks:begin -->", "<!-- tasks:end -->"
 RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 #: The targets for every on-demand path (a client that does not re-list).
+PHRASED = False  # --phrased: the search agent sends Task.phrased, not Task.needs
 SEARCH_LIMIT = 10  # results per need the agent asks for (one line each, but the best)
 INDEX_LINE = re.compile(r"^([A-Za-z0-9_.-]+)\(")
 TARGETS = {"initial": 1000, "one_group": 0.90, "three_groups": 0.85, "calls": 2}
@@ -73,6 +74,8 @@ class Task:
     title: str
     tools: tuple[str, ...]
     needs: tuple[str, ...]
+    #: the same needs in a user's compound clauses, not one action per tool (``--phrased``)
+    phrased: tuple[str, ...] = ()
 
     @property
     def groups(self) -> list[str]:
@@ -84,11 +87,13 @@ TASKS = [
         "Triage an issue: read it, comment, relabel it",
         ("issue_read", "add_issue_comment", "update_issue_labels"),
         ("read an issue", "comment on an issue", "change an issue's labels"),
+        ("read an issue, comment on it and change its labels",),
     ),
     Task(
         "Show a repository's README and its latest commits",
         ("get_file_contents", "list_commits"),
         ("read a file from a repository", "list a repository's recent commits"),
+        ("read a file from a repository and list its recent commits",),
     ),
     Task(
         "Review a pull request, ask for a reviewer, merge it",
@@ -104,15 +109,18 @@ TASKS = [
             "request a reviewer",
             "merge a pull request",
         ),
+        ("review a pull request, request a reviewer and merge it",),
     ),
     Task(
         "Find why the CI run failed and open an issue about it",
         ("actions_list", "get_job_logs", "create_issue"),
         ("list workflow runs", "read the failed job's logs", "open a new issue"),
+        ("list workflow runs and read the failed job's logs", "open a new issue"),
     ),
     Task(
         "Star a repository and watch its notifications",
         ("star_repository", "manage_repository_notification_subscription"),
+        ("star a repository", "subscribe to a repository's notifications"),
         ("star a repository", "subscribe to a repository's notifications"),
     ),
     Task(
@@ -131,6 +139,7 @@ TASKS = [
             "commit a change to a file",
             "open a pull request",
         ),
+        ("read an issue, read a file, create a branch and commit a change", "open a pull request"),
     ),
     Task(
         "Security sweep: alerts to an assigned issue for the team",
@@ -149,6 +158,10 @@ TASKS = [
             "create an issue",
             "assign an issue to people",
             "list the members of a team",
+        ),
+        (
+            "list code scanning and dependabot alerts",
+            "create an issue, assign it to members of a team",
         ),
     ),
 ]
@@ -345,11 +358,13 @@ async def open_groups(style: Style, task: Task, session: ClientSession, r: Readi
             wire_name = g.replace("_", "-")
             await r.request(session, GetGroupRequest(params=GetGroupParams(name=wire_name)))
     elif style.opening == "search":
-        # one search for all the task's needs, then one per need whose tool it missed
-        first, *rest = task.needs
+        # one search for all the task's needs, then one need at a time until every
+        # needed tool is known by name
+        needs = task.phrased if PHRASED else task.needs
+        first, *rest = needs
         arguments: dict[str, Any] = {"query": first, "limit": SEARCH_LIMIT}
         await r.call(session, "search_tools", {**arguments, **({"queries": rest} if rest else {})})
-        for need in task.needs:
+        for need in needs:
             if len(r.describable) == len(r.missing):
                 break
             await r.call(session, "search_tools", {"query": need})
@@ -499,7 +514,15 @@ async def main() -> None:
         help="run only the styles whose name contains this (repeatable; the flat list, "
         "the baseline, always runs); RESULTS.md is written only by a full run",
     )
+    parser.add_argument(
+        "--phrased",
+        action="store_true",
+        help="the search agent sends each task's needs as compound clauses (Task.phrased) "
+        "instead of one action per needed tool; never writes RESULTS.md",
+    )
     args = parser.parse_args()
+    global PHRASED
+    PHRASED = args.phrased
     styles = [
         s
         for i, s in enumerate(STYLES)
@@ -512,7 +535,7 @@ async def main() -> None:
         print(f"measured {style.name}", file=sys.stderr)
     body = report(results, counter, styles)
     print(body)
-    if len(styles) == len(STYLES):
+    if len(styles) == len(STYLES) and not PHRASED:
         write_section(RESULTS, BEGIN, END, "## Tasks: what an agent reads per style\n\n" + body)
 
 
