@@ -26,7 +26,6 @@ from toolgate.gateway.exposure import (
     GroupExposure,
     Pattern,
     Placement,
-    offered_items,
     unmatched_warnings,
 )
 from toolgate.policy import Principal
@@ -272,8 +271,7 @@ def test_a_primitive_may_sit_in_several_groups_and_is_usable_through_any() -> No
 
 def test_unmatched_patterns_are_warnings_naming_the_key() -> None:
     placement = Placement.from_config(config())
-    offered = {"srv": {"prompt": [{"name": f"prompt_{g}"} for g in GROUPS if g != "b1"]}}
-    items = offered_items(offered)
+    items = [prompt(f"prompt_{g}") for g in GROUPS if g != "b1"]
     warnings = unmatched_warnings(placement, items, {"srv"}, ["srv"])
     assert "toolgate.groups.b1.prompts[0]: 'srv:prompt_b1' matches no prompt" in warnings
     assert "toolgate.groups.a.resources[0]: 'mem://a/*' matches no resource" in warnings

@@ -673,13 +673,6 @@ class Backend:
             await self.on_tools(self)
         return changed
 
-    @property
-    def offered(self) -> dict[str, list[dict[str, Any]]]:
-        """Its prompts, resources and templates by kind (``prompt``, ``resource``,
-        ``template``; a kind it does not declare is absent): for check and inspect."""
-        kinds = {"prompts": "prompt", "resources": "resource", "templates": "template"}
-        return {kinds[k]: list(getattr(self, k)) for k in sorted(self.declared())}
-
     def declared(self) -> frozenset[str]:
         """Which of ``PRIMITIVES`` the backend declared in its capabilities."""
         caps = self.capabilities
@@ -841,28 +834,6 @@ async def _first_attempts(backends: Mapping[str, Backend], limit: float, grace: 
             p.cancel()
 
 
-async def list_all(
-    cfg: GatewayConfig, *, errlog: TextIO | None = None
-) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
-    """Start every backend once, list its tools, stop it: ``(listed, failures)``.
-
-    For ``inspect`` and ``check``: no reconnects, one attempt each."""
-    listed, failures = await connect_all(cfg, errlog=errlog)
-    return {name: list(b.tools) for name, b in listed.items()}, failures
-
-
-async def list_offers(
-    cfg: GatewayConfig, *, errlog: TextIO | None = None
-) -> tuple[
-    dict[str, list[dict[str, Any]]], dict[str, dict[str, list[dict[str, Any]]]], dict[str, str]
-]:
-    """Like ``list_all``, with what each backend offers beside tools (``Backend.offered``):
-    ``(tools, offered, failures)``."""
-    listed, failures = await connect_all(cfg, errlog=errlog)
-    tools = {name: list(b.tools) for name, b in listed.items()}
-    return tools, {name: b.offered for name, b in listed.items()}, failures
-
-
 async def connect_all(
     cfg: GatewayConfig, *, errlog: TextIO | None = None
 ) -> tuple[dict[str, Backend], dict[str, str]]:
@@ -893,8 +864,6 @@ __all__ = [
     "Timing",
     "backend_env",
     "connect_all",
-    "list_all",
-    "list_offers",
     "make_backends",
     "running",
 ]

@@ -47,8 +47,6 @@ class Snapshot:
     report: BuildReport
     listed: dict[str, list[dict[str, Any]]]
     failures: dict[str, str] = field(default_factory=dict)
-    #: each backend's prompts, resources and templates, by kind (``Backend.offered``)
-    offered: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
     #: what the gateway would relay, under the names it would serve (``relay.namespace``)
     relayed: tuple[Relayed, ...] = ()
 
@@ -66,7 +64,6 @@ async def snapshot(
         except ConfigError as exc:
             report.fail("toolgate.descriptions.dir", exc.message)
     listed: dict[str, list[dict[str, Any]]] = {}
-    offered: dict[str, dict[str, list[dict[str, Any]]]] = {}
     relayed: tuple[Relayed, ...] = ()
     failures: dict[str, str] = {}
     if not offline and cfg.mcp_servers:
@@ -81,7 +78,6 @@ async def snapshot(
         else:
             backends, failures = await connect_all(cfg, errlog=errlog)
         listed = {name: list(b.tools) for name, b in backends.items()}
-        offered = {name: b.offered for name, b in backends.items()}
         for name, why in sorted(failures.items()):
             report.fail(f"mcpServers.{name}", f"could not start or list its tools: {why}")
         # prompt names and resource URIs offered twice are problems; patterns are
@@ -114,7 +110,7 @@ async def snapshot(
             docs.check(toolset.catalog)
         except ConfigError as exc:
             report.fail("toolgate.descriptions.dir", exc.message)
-    return Snapshot(cfg, toolset, delivery, report, listed, failures, offered, relayed)
+    return Snapshot(cfg, toolset, delivery, report, listed, failures, relayed)
 
 
 def problems(path: str | Path, snap: Snapshot | None = None) -> list[str]:

@@ -111,28 +111,6 @@ class Placement:
         return out
 
 
-def offered_items(
-    offered: Mapping[str, Mapping[str, Sequence[Mapping[str, object]]]],
-    exposed: Callable[[str, PrimitiveKind, str], str] | None = None,
-) -> list[Relayed]:
-    """Each backend's prompts, resources and templates (``backends.list_offers``) as
-    ``Relayed`` items; ``exposed(backend, kind, key)`` is the name the gateway exposes
-    a key under (the relay's namespace rule; default: the backend's own key)."""
-    keys: Mapping[PrimitiveKind, str] = {
-        "prompt": "name",
-        "resource": "uri",
-        "template": "uriTemplate",
-    }
-    out = []
-    for backend in sorted(offered):
-        for kind, field in keys.items():
-            for wire in offered[backend].get(kind, ()):
-                key = str(wire[field])
-                name = exposed(backend, kind, key) if exposed is not None else key
-                out.append(Relayed(kind, backend, name, key, wire))
-    return out
-
-
 def unmatched_warnings(
     placement: Placement, items: Sequence[Relayed], live: set[str], servers: Iterable[str]
 ) -> list[str]:
