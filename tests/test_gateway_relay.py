@@ -702,3 +702,16 @@ async def test_an_unknown_toolset_on_a_prompts_or_resources_list_is_a_clear_erro
                 await listing()
             assert refused.value.error.code == -32602
             assert "no-such-group" in refused.value.error.message
+
+
+def test_a_uri_is_served_by_the_template_it_expands_and_a_broken_template_by_none() -> None:
+    from toolgate.gateway.access import Relayed as Item
+    from toolgate.gateway.relay import Namespace
+
+    def template(uri_template: str) -> Item:
+        return Item("template", "alpha", uri_template, uri_template)
+
+    items = Namespace(templates=(template("memo://{broken"), template("memo://alpha/items/{id}")))
+    assert items.resource("memo://alpha/items/12") == template("memo://alpha/items/{id}")
+    assert items.resource("memo://alpha/items/1/2") is None  # {id} is one segment
+    assert items.resource("memo://{broken") is None

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import mcp_types as mt
+from mcp import InvalidUriTemplate, UriTemplate
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
@@ -56,28 +56,6 @@ RESOURCE_UPDATED = "notifications/resources/updated"
 # -- one namespace -----------------------------------------------------------------------
 
 
-def template_pattern(uri_template: str) -> re.Pattern[str]:
-    """A regular expression matching the URIs an RFC 6570 template expands to: a simple
-    ``{var}`` is one path segment, ``{+var}`` / ``{#var}`` anything, ``{/var}`` more path
-    segments, ``{?var}`` / ``{&var}`` an optional query."""
-    parts: list[str] = []
-    pos = 0
-    for m in re.finditer(r"\{([+#./;?&]?)[^}]*\}", uri_template):
-        parts.append(re.escape(uri_template[pos : m.start()]))
-        op = m.group(1)
-        if op in ("+", "#"):
-            parts.append(".*")
-        elif op in ("/", "."):
-            parts.append(r"(?:[/.][^?#]*)?")
-        elif op in ("?", "&", ";"):
-            parts.append(r"(?:[?&;][^#]*)?")
-        else:
-            parts.append(r"[^/?#]*")
-        pos = m.end()
-    parts.append(re.escape(uri_template[pos:]))
-    return re.compile("".join(parts))
-
-
 @dataclass(frozen=True)
 class Namespace:
     """Every relayed prompt, resource and template under its exposed key, each sorted by it."""
@@ -88,15 +66,20 @@ class Namespace:
     _by_key: dict[tuple[str, str], Relayed] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-    _patterns: tuple[tuple[re.Pattern[str], Relayed], ...] = field(
+    _patterns: tuple[tuple[UriTemplate, Relayed], ...] = field(
         default=(), init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
         for item in (*self.prompts, *self.resources, *self.templates):
             self._by_key[(item.kind, item.name)] = item
-        patterns = tuple((template_pattern(t.name), t) for t in self.templates)
-        object.__setattr__(self, "_patterns", patterns)
+        patterns: list[tuple[UriTemplate, Relayed]] = []
+        for t in self.templates:
+            try:  # RFC 6570 matching is the SDK's (linear time, every operator)
+                patterns.append((UriTemplate.parse(t.name), t))
+            except InvalidUriTemplate as exc:
+                logger.warning("template %r of %r is not served: %s", t.name, t.backend, exc)
+        object.__setattr__(self, "_patterns", tuple(patterns))
 
     @property
     def items(self) -> tuple[Relayed, ...]:
@@ -119,7 +102,7 @@ class Namespace:
         listed = self._by_key.get(("resource", uri))
         if listed is not None:
             return listed
-        return next((t for pattern, t in self._patterns if pattern.fullmatch(uri)), None)
+        return next((t for pattern, t in self._patterns if pattern.match(uri) is not None), None)
 
 
 def namespace(
@@ -511,5 +494,4 @@ __all__ = [
     "attach",
     "merged_instructions",
     "namespace",
-    "template_pattern",
 ]
