@@ -462,7 +462,11 @@ def main() -> None:
     parser.add_argument(
         "--mcptoolbench", type=Path, default=None, help="a folder with local copies"
     )
-    parser.add_argument("--tune", action="store_true", help="sweep the hybrid weight (dev)")
+    parser.add_argument(
+        "--tune",
+        action="store_true",
+        help="sweep the prefix and spelling-match settings and the hybrid weight (dev halves)",
+    )
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
     sets, skipped = datasets(args)

@@ -32,8 +32,10 @@ MAX_LIMIT = 50
 
 # A query word of at least MIN_PREFIX characters also matches the longer index words it
 # begins, at PREFIX_WEIGHT of a full match ("crypto" -> "cryptocurrencies", "auth" ->
-# "authentication"): compounds and derived forms the stemmer leaves apart. Chosen on the
-# development halves of the evaluation sets (benchmarks/search_eval.py --tune).
+# "authentication"): compounds and derived forms the stemmer leaves apart. PREFIX_WEIGHT
+# was chosen on the development halves of the evaluation sets (benchmarks/search_eval.py
+# --tune sweeps it); MIN_PREFIX = 4 was set by hand (3-letter words prefix too much) and
+# is not swept.
 MIN_PREFIX = 4
 PREFIX_WEIGHT = 0.4
 # A query word of at least MIN_PREFIX characters that matches no tool of the caller's
@@ -275,8 +277,8 @@ def tool_fields(
 # What each part of a tool's text weighs in its vector (hybrid mode): the parts are
 # embedded apart and their unit vectors summed with these weights, so a long
 # description does not drown the name, and a server's name, shared by all its tools,
-# does not make them all alike. Chosen on the development halves of the evaluation sets
-# (benchmarks/search_eval.py --tune).
+# does not make them all alike. Compared on the development halves of the evaluation
+# sets by hand (one text against parts, a few weightings); --tune does not sweep them.
 EMBEDDING_PARTS: Mapping[str, float] = {
     "name": 1.0,
     "description": 2.0,
