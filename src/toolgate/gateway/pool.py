@@ -10,13 +10,14 @@ from collections.abc import AsyncIterator, Mapping
 
 import anyio
 import httpx2
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 #: how long and how much a closed response may still be read to end its body cleanly;
 #: a server that streams on past this loses the connection, as before
 DRAIN_SECONDS = 0.5
 DRAIN_BYTES = 64 * 1024
-#: the SDK's defaults: 30 s to connect, write and wait for the pool; 300 s to read (SSE)
-TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+#: the SDK client's own timeouts (as its create_mcp_http_client sets them)
+TIMEOUT = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
 
 
 class _DrainOnClose(httpx2.AsyncByteStream):

@@ -370,7 +370,7 @@ class Upstream:
         parked.ctx = ctx
         try:
             outcome = await parked.next()
-        except asyncio.CancelledError:  # the client cancelled this request: end the call
+        except BaseException:  # cancelled by the client, or the call failed: end it
             self._drop(parked)
             raise
         finally:
