@@ -463,6 +463,59 @@ async def test_subscribed_session_hears_the_backends_updates(relayed: Relayed) -
     assert "notifications/resources/updated" not in other.notes.methods
 
 
+@pytest.mark.filterwarnings("ignore:resources/.*subscribe is removed as of 2026-07-28")
+@pytest.mark.parametrize("era", ["legacy", "2026"])
+async def test_concurrent_subscribers_to_a_uri_whose_backend_subscription_fails(
+    tmp_path: Path, era: Era
+) -> None:
+    """Two clients subscribe to one URI at once while the backend's subscribe is under way
+    and then fails: neither is recorded as a subscriber (legacy: both are refused; on
+    2026-07-28 neither listen stream is acknowledged with the URI), and neither hangs."""
+    from mcp.client.subscriptions import listen
+
+    from _fixtures.mcp_servers import serve_http
+    from toolgate.gateway.config import parse_config
+    from toolgate.gateway.serve import Gateway
+
+    gate = tmp_path / "gate"
+    asked = tmp_path / "gate.asked"
+    alpha = primitives("alpha", "--subscribe-gate", str(gate))
+    gateway = Gateway(parse_config({"mcpServers": {"alpha": alpha}}))
+    note = "memo://alpha/note"
+
+    async def subscribe(wire: Wire) -> Any:
+        if era == "legacy":
+            await wire.session.subscribe_resource(note)
+            return "subscribed"
+        async with listen(wire.session, resource_subscriptions=[note]) as stream:
+            return stream.honored.resource_subscriptions
+
+    try:
+        async with (
+            gateway.running(),
+            serve_http(gateway.http_app()) as url,
+            connect(url, "sdk", era) as first,
+            connect(url, "fastmcp", era) as second,
+        ):
+            one = asyncio.ensure_future(subscribe(first))
+            await until(asked.exists, "the backend was asked to subscribe")
+            other = asyncio.ensure_future(subscribe(second))
+            await asyncio.wait({other}, timeout=1.0)  # joining while the first is under way
+            gate.touch()
+            outcomes = await asyncio.gather(one, other, return_exceptions=True)
+            recorded = [set(members) for members in gateway.relay._subscribers.values()]
+            subscribed = set(gateway.backends["alpha"].subscribed)
+    finally:
+        await gateway.close()
+    if era == "legacy":
+        refused = [o.error.message for o in outcomes if isinstance(o, MCPError)]
+        assert refused == [f"cannot subscribe to {note}"] * 2, outcomes
+    else:
+        assert list(outcomes) == [None, None]
+    assert not any(recorded)
+    assert subscribed == set()
+
+
 # -- faults ------------------------------------------------------------------------------
 
 

@@ -6,7 +6,10 @@ elicitation, roots and logging give the same result through the gateway as from 
 directly, with ``mcp.ClientSession`` (legacy), ``fastmcp.Client`` (legacy and the default
 2026-07-28) and ``mcp.Client`` (2026-07-28), each answering with real handlers. A small
 Python backend (``tests/servers/gw_upstream.py``) covers cancellation and the faults: a
-backend that dies during a sampling round trip, a client that leaves mid-progress.
+backend that dies during a sampling round trip, a client that leaves mid-progress; the
+completion of a URL-mode elicitation and the logging levels sessions ask for. Two of it,
+``alpha`` and ``beta``, behind a second gateway whose principals each have one of them in
+scope, cover who hears a backend outside calls and who may answer a parked call.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import fastmcp
+import httpx2
 import mcp
 import mcp_types as mt
 import pytest
@@ -37,6 +41,8 @@ from _fixtures.npm_servers import NpmServers
 from toolgate.gateway.backends import Timing
 from toolgate.gateway.config import parse_config
 from toolgate.gateway.serve import Gateway
+from toolgate.identity import Caller, IdentityResolver
+from toolgate.policy import Principal
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -89,6 +95,8 @@ class Heard:
 
     progress: list[tuple[float, float | None]] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
+    #: every notification's method and params, as the client's message handler got it
+    notes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     got_progress: asyncio.Event = field(default_factory=asyncio.Event)
     got_log: asyncio.Event = field(default_factory=asyncio.Event)
     #: awaited before answering sampling or elicitation (a test holds the answer back)
@@ -101,6 +109,14 @@ class Heard:
     def on_log(self, data: Any) -> None:
         self.logs.append(str(data))
         self.got_log.set()
+
+    async def on_message(self, message: Any) -> None:
+        if isinstance(message, mt.Notification):
+            params = message.params
+            data = (
+                params.model_dump(by_alias=True, mode="json", exclude_none=True) if params else {}
+            )
+            self.notes.append((message.method, data))
 
 
 @dataclass
@@ -155,10 +171,17 @@ def _text(result: Any) -> str:
 
 @contextlib.asynccontextmanager
 async def talk(
-    kind: str, target: str | list[str], *, capable: bool = True, heard: Heard | None = None
+    kind: str,
+    target: str | list[str],
+    *,
+    capable: bool = True,
+    heard: Heard | None = None,
+    who: str | None = None,
 ) -> AsyncIterator[Talk]:
-    """A client of ``kind`` to the gateway's URL or a stdio command line (direct)."""
+    """A client of ``kind`` to the gateway's URL or a stdio command line (direct);
+    ``who`` names its principal (the ``x-who`` header ``WhoHeader`` reads)."""
     heard = heard or Heard()
+    headers = {"x-who": who} if who is not None else None
     if kind == "session":
 
         async def log(params: mt.LoggingMessageNotificationParams) -> None:
@@ -174,12 +197,21 @@ async def talk(
             else {}
         )
         if isinstance(target, str):
-            transport: Any = streamable_http_client(target)
+            http = httpx2.AsyncClient(headers=headers)
+            transport: Any = streamable_http_client(target, http_client=http)
         else:
+            http = None
             transport = stdio_client(StdioServerParameters(command=target[0], args=target[1:]))
         async with (
+            http or contextlib.nullcontext(),
             transport as streams,
-            ClientSession(streams[0], streams[1], logging_callback=log, **callbacks) as session,
+            ClientSession(
+                streams[0],
+                streams[1],
+                logging_callback=log,
+                message_handler=heard.on_message,
+                **callbacks,
+            ) as session,
         ):
             await session.initialize()
             assert session.protocol_version not in MODERN_PROTOCOL_VERSIONS
@@ -202,7 +234,7 @@ async def talk(
         heard.on_log(message.data)
 
     transport = (
-        StreamableHttpTransport(target)
+        StreamableHttpTransport(target, headers=headers)
         if isinstance(target, str)
         else StdioTransport(command=target[0], args=target[1:])
     )
@@ -216,7 +248,9 @@ async def talk(
         else {}
     )
     mode = {"fastmcp-legacy": "legacy"}.get(kind, "auto")
-    async with fastmcp.Client(transport, mode=mode, log_handler=fm_log, **handlers) as client:
+    async with fastmcp.Client(
+        transport, mode=mode, log_handler=fm_log, message_handler=heard.on_message, **handlers
+    ) as client:
         if isinstance(target, str):  # the gateway speaks both eras; the npm server, legacy
             assert (client.protocol_version in MODERN_PROTOCOL_VERSIONS) == (kind == "fastmcp")
 
@@ -551,3 +585,212 @@ async def test_a_backend_that_dies_during_a_round_trip_gives_a_clear_error(
     await _faulty_up(served)
     # the backend's new connection has tasks of its own; nothing else may be left
     await eventually(lambda: not {t for t in _others(before) if not _reconnection(t)})
+
+
+# -- URL-mode elicitation's completion and the levels sessions ask for --------------------
+
+
+@pytest.mark.parametrize("kind", ["session", "fastmcp-legacy"])
+async def test_a_url_elicitations_completion_reaches_the_session_that_was_asked(
+    served: Served, kind: str
+) -> None:
+    """The backend says its URL-mode elicitation is done after the call returned: the
+    session that was asked hears ``notifications/elicitation/complete``, another does not."""
+    await _faulty_up(served)
+    elicitation = f"sign-in-{kind}"
+    async with talk(kind, served.url) as asked, talk("session", served.url) as other:
+        await set_level(other, "debug")  # a live session beside it, listening
+        text, error = await asked.call("url_elicit", {"id": elicitation})
+        assert not error and text == "accept"
+        done = ("notifications/elicitation/complete", {"elicitationId": elicitation})
+        await eventually(lambda: done in asked.heard.notes)
+    assert [n for n in other.heard.notes if n[0] == done[0]] == []
+
+
+async def test_a_backends_level_is_raised_back_when_the_chatty_session_ends(
+    served: Served,
+) -> None:
+    """The backend logs at the lowest level a session asked for; once that session is
+    gone it is raised to the lowest level of those left."""
+    await _faulty_up(served)
+    level = served.marks / "level"
+    async with talk("session", served.url) as quiet:
+        await set_level(quiet, "warning")
+        async with talk("session", served.url) as chatty:
+            await set_level(chatty, "debug")
+            assert level.read_text() == "debug"
+        await eventually(lambda: level.read_text() == "warning")
+
+
+# -- principals: who hears a backend outside calls, who may answer a parked call ----------
+
+
+class WhoHeader(IdentityResolver):
+    """The principal the ``x-who`` header names, as a proxy in front of the gateway would
+    say it: bob has the group ``b`` (beta's tools) in scope, everyone else ``a`` (alpha's)."""
+
+    async def resolve(self, caller: Caller) -> Principal | None:
+        who = caller.headers.get("x-who")
+        if who is None:
+            return None
+        return Principal(id=who, trust="declared", scope=("b",) if who == "bob" else ("a",))
+
+
+@dataclass
+class Scoped:
+    gateway: Gateway
+    url: str
+    marks: dict[str, Path]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def scoped(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Scoped]:
+    marks = {name: tmp_path_factory.mktemp(f"upstream-{name}") for name in ("alpha", "beta")}
+
+    def backend(name: str) -> dict[str, Any]:
+        script = str(SERVERS / "gw_upstream.py")
+        args = [script, "--marks", str(marks[name]), "--name", name]
+        return {"command": sys.executable, "args": args, "prefix": name[0]}
+
+    cfg = parse_config(
+        {
+            "mcpServers": {"alpha": backend("alpha"), "beta": backend("beta")},
+            "toolgate": {
+                "always": ["alpha:*", "beta:*"],
+                "groups": {
+                    "a": {"description": "Alpha's tools", "tools": ["alpha:*"]},
+                    "b": {"description": "Beta's tools", "tools": ["beta:*"]},
+                },
+                "policies": [
+                    {"tools": ["a.list_roots"], "rate_limit": {"max": 1, "window_s": 600}}
+                ],
+                "events": {"logging": False},
+            },
+        }
+    )
+    gateway = Gateway(cfg, timing=Timing(start_timeout=60.0))
+    gateway.identity = WhoHeader()
+    try:
+        async with gateway.running(), serve_http(gateway.http_app()) as url:
+            await eventually(lambda: gateway.live() == {"alpha", "beta"})
+            await gateway.sync(reason="start")
+            yield Scoped(gateway, url, marks)
+    finally:
+        await gateway.close()
+
+
+@pytest.mark.parametrize("kind", ["session", "fastmcp-legacy"])
+async def test_a_backends_messages_outside_calls_reach_only_the_principals_it_serves(
+    scoped: Scoped, kind: str
+) -> None:
+    """alice has alpha in scope, bob beta; both set a level. Each backend logs at the
+    level of the sessions that hear it, and what it says after a call reaches only them."""
+    async with (
+        talk(kind, scoped.url, who="alice") as alice,
+        talk(kind, scoped.url, who="bob") as bob,
+    ):
+        await set_level(alice, "warning")
+        await set_level(bob, "debug")
+        assert (scoped.marks["alpha"] / "level").read_text() == "warning"
+        assert (scoped.marks["beta"] / "level").read_text() == "debug"
+        await alice.call("a.log", {"later": True})
+        await eventually(lambda: "warning after the call from alpha" in alice.heard.logs)
+        await bob.call("b.log", {"later": True})
+        # bob's session stream is ordered: alpha's message, had it been sent, came first
+        await eventually(lambda: "warning after the call from beta" in bob.heard.logs)
+    assert alice.heard.logs == ["error during the call", "warning after the call from alpha"]
+    assert bob.heard.logs == [
+        "debug during the call",
+        "error during the call",
+        "warning after the call from beta",
+    ]
+
+
+@dataclass
+class Modern:
+    """A 2026-07-28 client: ``call`` runs a tool as the library does (answering the
+    rounds itself), ``session`` drives them by hand."""
+
+    call: Callable[[str, dict[str, Any]], Awaitable[tuple[str, bool]]]
+    session: ClientSession
+
+
+@contextlib.asynccontextmanager
+async def modern(kind: str, url: str, who: str) -> AsyncIterator[Modern]:
+    """``mcp.Client`` or ``fastmcp.Client`` on 2026-07-28 as ``who``, answering the
+    backend's roots requests with ``ROOT_URI``."""
+    headers = {"x-who": who}
+    if kind == "sdk":
+        async with (
+            httpx2.AsyncClient(headers=headers) as http,
+            mcp.Client(
+                streamable_http_client(url, http_client=http), list_roots_callback=_sdk_roots
+            ) as client,
+        ):
+            assert client.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+            async def call(tool: str, args: dict[str, Any]) -> tuple[str, bool]:
+                result = await client.call_tool(tool, args)
+                return _text(result), bool(result.is_error)
+
+            yield Modern(call, client.session)
+        return
+    transport = StreamableHttpTransport(url, headers=headers)
+    async with fastmcp.Client(transport, roots=[ROOT_URI]) as fm:
+        assert fm.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+        async def fcall(tool: str, args: dict[str, Any]) -> tuple[str, bool]:
+            result = await fm.call_tool(tool, args, raise_on_error=False)
+            return _text(result), bool(result.is_error)
+
+        yield Modern(fcall, fm.session)
+
+
+@pytest.mark.parametrize("kind", ["sdk", "fastmcp"])
+async def test_a_2026_retry_goes_on_with_its_call_not_a_new_one(scoped: Scoped, kind: str) -> None:
+    """``a.list_roots`` may be called once per principal: the call's ``input_required``
+    round trip (the client answers the backend's roots request and retries) is that one
+    call, and the next call is the one refused."""
+    async with modern(kind, scoped.url, f"{kind}-user") as client:
+        done = await client.call("a.list_roots", {})
+        again = await client.call("a.list_roots", {})
+    assert done == (ROOT_URI, False)
+    assert again[1] and "Rate limit reached" in again[0]
+    assert scoped.gateway.upstream.parked == {}
+
+
+async def test_a_parked_call_is_answered_only_by_its_own_principal(scoped: Scoped) -> None:
+    """bob cannot answer alice's parked call with her ``requestState``, nor can a forged
+    state: both are refused with a clear error, and alice's call waits for her."""
+    async with (
+        modern("sdk", scoped.url, "alice") as alice_client,
+        modern("sdk", scoped.url, "bob") as bob_client,
+    ):
+        alice, bob = alice_client.session, bob_client.session
+        first = await alice.call_tool("a.list_roots", {}, allow_input_required=True)
+        assert isinstance(first, mt.InputRequiredResult) and first.input_requests is not None
+        [key] = first.input_requests
+        bobs: dict[str, mt.InputResponse] = {
+            str(key): mt.ListRootsResult(roots=[mt.Root(uri="file:///bob")])
+        }
+        with pytest.raises(mcp.MCPError) as other:
+            await bob.call_tool(
+                "a.list_roots", {}, input_responses=bobs, request_state=first.request_state
+            )
+        with pytest.raises(mcp.MCPError) as forged:
+            await bob.call_tool(
+                "a.list_roots", {}, input_responses=bobs, request_state="v1.forged-state"
+            )
+        assert len(scoped.gateway.upstream.parked) == 1
+        hers: dict[str, mt.InputResponse] = {
+            str(key): mt.ListRootsResult(roots=[mt.Root(uri="file:///alice")])
+        }
+        done = await alice.call_tool(
+            "a.list_roots", {}, input_responses=hers, request_state=first.request_state
+        )
+    assert other.value.error.code == mt.INVALID_PARAMS
+    assert "another principal" in other.value.error.message
+    assert forged.value.error.code == mt.INVALID_PARAMS
+    assert "requestState" in forged.value.error.message
+    assert isinstance(done, mt.CallToolResult) and _text(done) == "file:///alice"
+    assert scoped.gateway.upstream.parked == {}

@@ -118,11 +118,13 @@ class Rule:
         return Reason(ReasonKind.CUSTOM, text=reason) if isinstance(reason, str) else reason
 
 
+def tool_in_scope(catalog: Catalog, principal: Principal, tool: Tool) -> bool:
+    """Scope for a tool: one of its groups (``"default"`` when it has none) is in scope."""
+    return principal.all_scope or any(in_scope(catalog, principal, g) for g in tool.scope_groups)
+
+
 def _scope(tool: Tool, ctx: RuleContext) -> Reason | None:
-    p = ctx.principal
-    if p.all_scope or any(in_scope(ctx.catalog, p, g) for g in tool.scope_groups):
-        return None
-    return OUT_OF_SCOPE
+    return None if tool_in_scope(ctx.catalog, ctx.principal, tool) else OUT_OF_SCOPE
 
 
 def _trust(tool: Tool, ctx: RuleContext) -> Reason | None:

@@ -7,8 +7,10 @@ and ``memo://<tag>/unlisted`` is read but never listed. ``grow_<tag>`` adds a pr
 a resource and sends both list_changed notifications; ``reword_<tag>`` changes the
 description of the prompt ``only_<tag>`` and sends prompts list_changed; ``touch_<tag>`` sends
 ``notifications/resources/updated`` for a URI; ``crash_<tag>`` kills the process;
-``--fail-if FILE`` refuses to start while FILE exists. Run:
-``python tests/servers/gw_primitives.py --tag alpha [--fail-if FILE]`` (stdio).
+``--fail-if FILE`` refuses to start while FILE exists; with ``--subscribe-gate FILE``
+each ``resources/subscribe`` adds a line to ``FILE.asked``, waits until FILE exists and
+fails. Run: ``python tests/servers/gw_primitives.py --tag alpha [--fail-if FILE]
+[--subscribe-gate FILE]`` (stdio).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 URI = {"type": "object", "properties": {"uri": {"type": "string"}}, "required": ["uri"]}
 
 
-def build(tag: str) -> Server[Any]:
+def build(tag: str, subscribe_gate: Path | None = None) -> Server[Any]:
     prompts = [
         mt.Prompt(
             name="greet",
@@ -88,7 +90,13 @@ def build(tag: str) -> Server[Any]:
     async def subscribe(
         ctx: ServerRequestContext, params: mt.SubscribeRequestParams
     ) -> mt.EmptyResult:
-        return mt.EmptyResult()
+        if subscribe_gate is None:
+            return mt.EmptyResult()
+        with subscribe_gate.with_name(subscribe_gate.name + ".asked").open("a") as out:
+            out.write(f"{params.uri}\n")
+        while not subscribe_gate.exists():
+            await anyio.sleep(0.02)
+        raise MCPError(code=mt.INTERNAL_ERROR, message=f"cannot subscribe to {params.uri}")
 
     async def unsubscribe(
         ctx: ServerRequestContext, params: mt.UnsubscribeRequestParams
@@ -162,11 +170,12 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tag", required=True)
     parser.add_argument("--fail-if", type=Path)
+    parser.add_argument("--subscribe-gate", type=Path)
     args = parser.parse_args()
     if args.fail_if is not None and args.fail_if.exists():
         print(f"refusing to start: {args.fail_if} exists", file=sys.stderr)
         sys.exit(2)
-    server = build(args.tag)
+    server = build(args.tag, args.subscribe_gate)
     options = server.create_initialization_options(
         NotificationOptions(prompts_changed=True, resources_changed=True)
     )

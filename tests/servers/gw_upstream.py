@@ -4,7 +4,10 @@
 a form), then exits while the answer is awaited;
 ``list_roots`` asks the client for its roots on every call (the URIs, one a line);
 ``log`` sends a debug and an error message during the call and, with ``later``, a
-warning after it returned (outside any call); ``slow_progress`` reports progress every
+warning after it returned (outside any call; ``--name NAME`` adds "from NAME" to it);
+``url_elicit`` asks the client to open a URL (URL-mode elicitation ``{"id": ...}``) and,
+once it accepted, sends ``notifications/elicitation/complete`` for it after returning;
+``slow_progress`` reports progress every
 50 ms until cancelled, and then writes a line to ``DIR/cancelled``. ``logging/setLevel``
 writes the level to ``DIR/level``, ``notifications/roots/list_changed`` a line to
 ``DIR/roots_changed``. Run: ``python tests/servers/gw_upstream.py --marks DIR`` (stdio,
@@ -43,6 +46,11 @@ TOOLS = [
     ),
     mt.Tool(name="list_roots", description="The client's roots, asked now.", input_schema=EMPTY),
     mt.Tool(
+        name="url_elicit",
+        description="Have the client open a URL; say when that is done.",
+        input_schema={"type": "object", "properties": {"id": {"type": "string"}}},
+    ),
+    mt.Tool(
         name="slow_progress",
         description="Report progress every 50 ms until cancelled.",
         input_schema=EMPTY,
@@ -70,8 +78,11 @@ def main() -> None:
     global MARKS
     parser = argparse.ArgumentParser()
     parser.add_argument("--marks", type=Path, required=True)
-    marks: Path = parser.parse_args().marks
+    parser.add_argument("--name")
+    options = parser.parse_args()
+    marks: Path = options.marks
     MARKS = marks
+    later_text = "warning after the call" + (f" from {options.name}" if options.name else "")
 
     async def list_tools(
         ctx: ServerRequestContext, params: mt.PaginatedRequestParams | None
@@ -117,12 +128,29 @@ def main() -> None:
                         await anyio.sleep(0.2)
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
-                            await session.send_log_message(
-                                "warning", "warning after the call", "gw"
-                            )
+                            await session.send_log_message("warning", later_text, "gw")
 
                     LATER.add(asyncio.get_running_loop().create_task(later()))
             return mt.CallToolResult(content=[mt.TextContent(type="text", text="logged")])
+        if params.name == "url_elicit":
+            elicitation = str((params.arguments or {}).get("id", "url-1"))
+            url_request = mt.ElicitRequest(
+                params=mt.ElicitRequestURLParams(
+                    message="Sign in, please",
+                    url="https://example.com/sign-in",
+                    elicitation_id=elicitation,
+                )
+            )
+            answer = await ctx.session.send_request(url_request, mt.ElicitResult, metadata=None)
+            if answer.action == "accept":
+                session = ctx.session
+
+                async def done() -> None:
+                    await anyio.sleep(0.2)
+                    await session.send_elicit_complete(elicitation)
+
+                LATER.add(asyncio.get_running_loop().create_task(done()))
+            return mt.CallToolResult(content=[mt.TextContent(type="text", text=answer.action)])
         if params.name == "list_roots":
             roots = await ctx.session.send_request(
                 mt.ListRootsRequest(), mt.ListRootsResult, metadata=None

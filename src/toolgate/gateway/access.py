@@ -4,18 +4,24 @@ The relay (``toolgate.gateway.relay``) gathers each backend's prompts, resources
 resource templates under their exposed names, then asks a ``PrimitiveAccess`` which of
 them a request may list and whether it may use one. ``OpenAccess`` admits everything;
 group-based access (``prompts:`` / ``resources:`` patterns in groups) implements the
-same protocol. Edge layer: imports the request kit and the core's errors.
+same protocol. ``Audience`` says who may hear what a backend sends outside any call.
+Edge layer: imports the request kit and the core's errors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from toolgate.request import RequestFacts
 
 PrimitiveKind = Literal["prompt", "resource", "template"]
+#: the facts of the request behind an SDK request context (``Gateway._facts``)
+FactsOf = Callable[[Any], Awaitable[RequestFacts]]
+#: whether the principal of a request may hear what the named backend sends on its own
+#: (log messages outside any call; the level it logs at): ``exposure.BackendAudience``
+Audience = Callable[[RequestFacts, str], bool]
 
 
 @dataclass(frozen=True)

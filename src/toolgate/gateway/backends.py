@@ -6,8 +6,9 @@ lists its tools, prompts, resources and resource templates, follows their
 while calls to its tools (and requests for its prompts and resources) get a clear error.
 A stdio backend gets the environment its ``env``/``env_passthrough`` give it; its stderr
 goes to the log line by line, and its last lines go into the error when it fails; its
-requests and log messages go to its ``peer`` (``toolgate.gateway.upstream``).
-Edge layer: imports ``mcp`` (client side) and the core's value types.
+requests, log messages and elicitation completions go to its ``peer``
+(``toolgate.gateway.upstream``). Edge layer: imports ``mcp`` (client side) and the core's
+value types.
 """
 
 from __future__ import annotations
@@ -163,14 +164,19 @@ PRIMITIVES = frozenset({"prompts", "resources", "templates"})
 
 class Peer(Protocol):
     """The gateway's side of what a backend sends to its client on its own: requests for
-    input (sampling, elicitation, roots) and log messages. ``toolgate.gateway.upstream``
-    relays them to the client whose call they belong to."""
+    input (sampling, elicitation, roots), log messages and the completion of a URL-mode
+    elicitation. ``toolgate.gateway.upstream`` relays them to the client whose call they
+    belong to."""
 
     async def ask(
         self, backend: Backend, request: mt.InputRequest
     ) -> mt.InputResponse | mt.ErrorData: ...
 
     async def log(self, backend: Backend, params: mt.LoggingMessageNotificationParams) -> None: ...
+
+    async def elicitation_complete(
+        self, backend: Backend, params: mt.ElicitCompleteNotificationParams
+    ) -> None: ...
 
 
 class Backend:
@@ -614,6 +620,9 @@ class Backend:
         elif isinstance(message, mt.ResourceUpdatedNotification):
             if self.on_updated is not None:
                 await self.on_updated(self, str(message.params.uri))
+        elif isinstance(message, mt.ElicitCompleteNotification):
+            if self.peer is not None:  # a URL-mode elicitation it asked for is done
+                await self.peer.elicitation_complete(self, message.params)
         elif isinstance(message, Exception):
             logger.debug("backend %s: transport error: %s", self.name, message)
 

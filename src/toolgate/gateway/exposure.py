@@ -3,8 +3,9 @@
 ``Placement`` reads the ``prompts:`` / ``resources:`` patterns of the config's groups;
 ``GroupExposure`` is the ``PrimitiveAccess`` that lists and admits a relayed prompt or
 resource under the same scope rule as the tools of its groups, deciding through the
-view's ``View.group``. Edge layer: imports the config, the access seam, the delivery
-layer and the core; no MCP imports.
+view's ``View.group``. ``BackendAudience`` says which requests' principals may hear what
+a backend sends outside any call. Edge layer: imports the config, the access seam, the
+delivery layer and the core; no MCP imports.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from typing import Literal
 
 from toolgate.catalog import DEFAULT_GROUP
 from toolgate.errors import PromptNotFound, ResourceNotFound, ToolgateError
-from toolgate.gateway.access import PrimitiveKind, Relayed
+from toolgate.gateway.access import PrimitiveAccess, PrimitiveKind, Relayed
 from toolgate.gateway.config import GatewayConfig
 from toolgate.request import RequestFacts
 from toolgate.state.base import EMPTY
 from toolgate.strategies import Delivery
 from toolgate.strategies.groups import GroupsStrategy
 from toolgate.strategies.toolsets import toolset_groups
-from toolgate.view import View, in_scope
+from toolgate.view import View, in_scope, tool_in_scope
 
 PatternKind = Literal["prompts", "resources"]
 
@@ -238,6 +239,48 @@ class GroupExposure:
             return self.in_group(facts, group, listed())
 
         return provider
+
+
+class BackendAudience:
+    """Whether a request's principal may hear what one backend sends on its own (its log
+    messages outside any call, the level it logs at): when it has one of the backend's
+    tools in scope (the view's scope rule, ``tool_in_scope``) or may use one of its
+    prompts, resources or templates (the relay's ``PrimitiveAccess.check``).
+
+    ``BackendAudience(delivery, access=lambda: relay.access, items=lambda:
+    relay.namespace.items)`` reads the live catalog and the relay's current namespace.
+    """
+
+    def __init__(
+        self,
+        delivery: Delivery,
+        *,
+        access: Callable[[], PrimitiveAccess],
+        items: Callable[[], Sequence[Relayed]],
+    ) -> None:
+        self.delivery = delivery
+        self.access = access
+        self.items = items
+
+    def __call__(self, facts: RequestFacts, backend: str) -> bool:
+        toolset = self.delivery.toolset
+        catalog = toolset.catalog
+        principal = facts.principal or toolset.default_principal
+        if any(
+            t.source == backend and tool_in_scope(catalog, principal, t)
+            for t in catalog.tools.values()
+        ):
+            return True
+        access = self.access()
+        for item in self.items():
+            if item.backend != backend:
+                continue
+            try:
+                access.check(facts, item)
+            except ToolgateError:
+                continue
+            return True
+        return False
 
 
 def not_found(item: Relayed) -> ToolgateError:

@@ -9,9 +9,10 @@ is reported, the first backend by name keeps the key); ``Relay`` serves them thr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -22,7 +23,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from toolgate.errors import PromptNotFound, ResourceNotFound, ToolgateError
-from toolgate.gateway.access import OpenAccess, PrimitiveAccess, PrimitiveKind, Relayed
+from toolgate.gateway.access import FactsOf, OpenAccess, PrimitiveAccess, PrimitiveKind, Relayed
 from toolgate.gateway.backends import Backend
 from toolgate.gateway.build import BuildReport
 from toolgate.gateway.config import GatewayConfig
@@ -34,7 +35,6 @@ from toolgate.wire import PageParams, cursor_of, mcp_error
 logger = logging.getLogger("toolgate.gateway")
 
 Context = ServerRequestContext[Any, Any]
-FactsOf = Callable[[Context], Awaitable[RequestFacts]]
 
 #: the key each kind of primitive is named by on the wire
 KEYS: dict[PrimitiveKind, str] = {"prompt": "name", "resource": "uri", "template": "uriTemplate"}
@@ -200,6 +200,9 @@ class Relay:
         self._connections: Callable[[], LiveConnections | None] = lambda: None
         # (backend, URI) -> the legacy connections and listen streams subscribed to it
         self._subscribers: dict[tuple[str, str], weakref.WeakSet[Any]] = {}
+        # (backend, URI) -> its lock and how many hold or wait for it: joining and
+        # leaving one URI happen one at a time, with the backend's (un)subscribe inside
+        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
         self._watched: weakref.WeakSet[Any] = weakref.WeakSet()  # connections with a cleanup
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -390,19 +393,36 @@ class Relay:
     async def _join(self, facts: RequestFacts, uri: str, member: Any) -> None:
         """The one rule for who hears ``uri``'s updates: ``member`` (a legacy connection
         or a listen stream) joins its subscribers when ``facts`` may read it (else the
-        access error is raised); the backend is subscribed for the first one."""
+        access error is raised); the backend is subscribed for the first one. A member
+        is recorded only once the backend's subscription stands: one that fails (raised
+        to every member waiting to join) records none."""
         backend = self._use(facts, self._resource(uri))
-        subscribers = self._subscribers.setdefault((backend.name, uri), weakref.WeakSet())
-        if member in subscribers:
-            return
-        first = not subscribers
-        subscribers.add(member)
-        if first:
-            try:
+        key = (backend.name, uri)
+        async with self._exclusive(key):
+            subscribers = self._subscribers.get(key)
+            if subscribers is not None and member in subscribers:
+                return
+            if not subscribers:
                 await backend.subscribe(uri)
-            except BaseException:
-                subscribers.discard(member)
-                raise
+                subscribers = self._subscribers.setdefault(key, weakref.WeakSet())
+            subscribers.add(member)
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, key: tuple[str, str]) -> AsyncIterator[None]:
+        """Hold ``key``'s lock; the lock is forgotten when nobody holds or awaits it."""
+        lock, users = self._locks.get(key, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users > 1:
+                self._locks[key] = (lock, users - 1)
+            else:
+                del self._locks[key]
 
     async def listen(self, facts: RequestFacts, uris: Sequence[str], member: Any) -> list[str]:
         """Subscribe a 2026-07-28 listen stream to ``uris``: those it may read (as
@@ -442,14 +462,17 @@ class Relay:
                 self._spawn(self._drop_if_unused(name, uri))
 
     async def _drop_if_unused(self, name: str, uri: str) -> None:
-        subscribers = self._subscribers.get((name, uri))
-        if subscribers is None or subscribers:
-            return
-        del self._subscribers[(name, uri)]
-        try:
-            await self.backends[name].unsubscribe(uri)
-        except MCPError as exc:
-            logger.debug("backend %s: unsubscribing %s failed: %s", name, uri, exc)
+        """Unsubscribe the backend from ``uri`` once nobody listens (a member joining
+        meanwhile waits, then subscribes it again)."""
+        async with self._exclusive((name, uri)):
+            subscribers = self._subscribers.get((name, uri))
+            if subscribers is None or subscribers:
+                return
+            del self._subscribers[(name, uri)]
+            try:
+                await self.backends[name].unsubscribe(uri)
+            except MCPError as exc:
+                logger.debug("backend %s: unsubscribing %s failed: %s", name, uri, exc)
 
     async def complete(self, ctx: Context, params: mt.CompleteRequestParams) -> mt.CompleteResult:
         """Completion for a prompt's or a resource template's argument, by its owner."""

@@ -43,7 +43,7 @@ from toolgate.gateway.build import (
     principal_from,
 )
 from toolgate.gateway.config import GatewayConfig
-from toolgate.gateway.exposure import GroupExposure
+from toolgate.gateway.exposure import BackendAudience, GroupExposure
 from toolgate.gateway.listen import Listen
 from toolgate.gateway.relay import Relay, attach
 from toolgate.gateway.session_cap import ClientOf, SessionCap
@@ -306,7 +306,13 @@ class Gateway:
                 else None,
             )
         self.server.middleware.insert(0, log_store_failures)
-        self.upstream.install(self.server)
+        # a backend's log messages outside calls reach the sessions whose principal it serves
+        audience = BackendAudience(
+            self.binding.delivery,
+            access=lambda: self.relay.access,
+            items=lambda: self.relay.namespace.items,
+        )
+        self.upstream.install(self.server, facts=self._facts, audience=audience)
         # who each session is, in the store: the dashboard lists it, WebMCP adds to it
         from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
 

@@ -1,7 +1,8 @@
 """What travels with a tool call through the gateway, both ways, on both eras: progress,
 cancellation, logging, and the backend's sampling/elicitation/roots requests (legacy: push
 requests related to the call; 2026-07-28: ``input_required`` rounds). ``Upstream`` is every
-backend's ``Peer``. Edge layer: imports ``mcp``, ``gateway.backends`` and the core's types.
+backend's ``Peer``. Edge layer: imports ``mcp``, ``gateway.backends``, the access seam, the
+request kit and the core's types.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import contextlib
 import logging
 import secrets
 import weakref
-from collections.abc import Hashable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,9 +31,12 @@ from pydantic import ValidationError
 
 from toolgate.catalog import CallContext, ToolResult
 from toolgate.errors import ToolgateError
+from toolgate.gateway.access import Audience, FactsOf
 from toolgate.gateway.backends import Backend
 from toolgate.lowlevel import REQUEST_CONTEXT
+from toolgate.request import RequestFacts
 from toolgate.strategies.base import is_stateless
+from toolgate.wire import call_result
 
 logger = logging.getLogger("toolgate.gateway")
 
@@ -48,6 +53,12 @@ LEVELS: tuple[mt.LoggingLevel, ...] = (
 )
 #: how long a finished 2026-07-28 call waits for the client to come back for its result
 UNCLAIMED_TTL = 300.0
+#: a backend's level once no session that hears it asks for one: every level, as an MCP
+#: server that was never sent ``logging/setLevel`` sends (docs/decisions.md)
+RESTING_LEVEL: mt.LoggingLevel = "debug"
+#: URL-mode elicitations whose completion is awaited, at most (the oldest are forgotten)
+MAX_OPEN_ELICITATIONS = 1024
+ELICITATION_COMPLETE = "notifications/elicitation/complete"
 _STATE_PREFIX = "toolgate.upstream:"
 _CAPABILITY: dict[str, tuple[str, mt.ClientCapabilities]] = {
     "sampling/createMessage": ("sampling", mt.ClientCapabilities(sampling=mt.SamplingCapability())),
@@ -118,7 +129,8 @@ class SessionCall:
     def __init__(self, ctx: Context, levels: LogLevels) -> None:
         self.ctx = ctx
         self.levels = levels
-        self.origin: Hashable = id(ctx.session._connection)
+        self.connection: Any = ctx.session._connection
+        self.origin: Hashable = id(self.connection)
 
     @property
     def wants_progress(self) -> bool:
@@ -157,11 +169,9 @@ class SessionCall:
 
 @dataclass
 class _Round:
-    """One 2026-07-28 ``tools/call`` request: the parked call it resumes, if any, and the
-    ``input_required`` result it ends with when the backend asks for input."""
+    """The first 2026-07-28 ``tools/call`` request of a call: the ``input_required``
+    result it ends with when the backend asks for input (a retry is ``Upstream._resume``)."""
 
-    resume: ParkedCall | None = None
-    attached: bool = False
     asked: mt.InputRequiredResult | None = None
 
 
@@ -176,6 +186,8 @@ class ParkedCall:
 
     backend: Backend
     tool: str
+    #: whose call it is (``Upstream._owner``): only the same principal may answer it
+    owner: Hashable = None
     id: str = field(default_factory=lambda: _STATE_PREFIX + secrets.token_urlsafe(16))
     ctx: Context | None = None  # the round in progress, if any
     task: asyncio.Task[ToolResult] | None = None
@@ -274,31 +286,51 @@ class ParkedCall:
 
 # -- logging levels per legacy session ----------------------------------------------------
 
+Hears = Callable[[RequestFacts | None], bool]
+
+
+def _everyone(facts: RequestFacts | None) -> bool:
+    return True
+
 
 class LogLevels:
-    """The ``logging/setLevel`` of each legacy connection; each leaves when it closes."""
+    """The ``logging/setLevel`` of each legacy connection, with the facts of the request
+    that set it (its principal decides which backends it hears); each leaves when it
+    closes (``drop``)."""
 
     def __init__(self) -> None:
-        self._levels: weakref.WeakKeyDictionary[Any, mt.LoggingLevel] = weakref.WeakKeyDictionary()
+        self._levels: weakref.WeakKeyDictionary[
+            Any, tuple[mt.LoggingLevel, RequestFacts | None]
+        ] = weakref.WeakKeyDictionary()
 
-    def set(self, connection: Any, level: mt.LoggingLevel) -> None:
-        self._levels[connection] = level
+    def set(
+        self, connection: Any, level: mt.LoggingLevel, facts: RequestFacts | None = None
+    ) -> bool:
+        """Record ``connection``'s level; whether it had none before."""
+        new = connection not in self._levels
+        self._levels[connection] = (level, facts)
+        return new
 
-    def lowest(self) -> mt.LoggingLevel | None:
-        levels: list[mt.LoggingLevel] = list(self._levels.values())
+    def drop(self, connection: Any) -> None:
+        self._levels.pop(connection, None)
+
+    def lowest(self, hears: Hears = _everyone) -> mt.LoggingLevel | None:
+        """The most verbose level a connection that ``hears`` asked for, if any."""
+        levels = [level for level, facts in list(self._levels.values()) if hears(facts)]
         return min(levels, key=LEVELS.index) if levels else None
 
     def admits(self, connection: Any, level: str) -> bool:
         """Whether ``connection`` wants a message at ``level`` (no level set: every one)."""
         wanted = self._levels.get(connection)
-        return wanted is None or _level_index(level) >= _level_index(wanted)
+        return wanted is None or _level_index(level) >= _level_index(wanted[0])
 
-    def listeners(self, level: str) -> list[Any]:
-        """The connections that asked for messages at ``level`` (outside any call)."""
+    def listeners(self, level: str, hears: Hears = _everyone) -> list[Any]:
+        """The connections that ``hears`` and that asked for messages at ``level``
+        (outside any call)."""
         return [
             c
-            for c, wanted in list(self._levels.items())
-            if _level_index(level) >= _level_index(wanted)
+            for c, (wanted, facts) in list(self._levels.items())
+            if _level_index(level) >= _level_index(wanted) and hears(facts)
         ]
 
 
@@ -315,12 +347,28 @@ class Upstream:
         self.levels = LogLevels()
         self.parked: dict[str, ParkedCall] = {}
         self._calls: dict[str, list[InFlight]] = {}  # backend name → calls in flight
+        self._server: Server[Any] | None = None
+        self._facts: FactsOf | None = None
+        self._audience: Audience | None = None
+        self._levels_applied = asyncio.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        # (backend, elicitationId) → the legacy connection its URL-mode elicitation went to
+        self._elicitations: OrderedDict[tuple[str, str], weakref.ref[Any]] = OrderedDict()
         for backend in backends.values():
             backend.peer = self
 
-    def install(self, server: Server[Any]) -> None:
+    def install(
+        self, server: Server[Any], *, facts: FactsOf | None = None, audience: Audience | None = None
+    ) -> None:
         """Serve ``logging/setLevel`` and ``notifications/roots/list_changed``, and the
-        2026-07-28 ``input_required`` rounds (``requestState`` sealed by the SDK)."""
+        2026-07-28 ``input_required`` rounds (``requestState`` sealed by the SDK).
+        ``facts`` names who asks (the owner of a parked call, the principal of a log
+        level); ``audience`` says which principals hear a backend outside any call
+        (without it, every session that set a level does)."""
+        self._facts, self._audience = facts, audience
+        if server is self._server:  # built again: the handlers are in place
+            return
+        self._server = server
         server.add_request_handler("logging/setLevel", mt.SetLevelRequestParams, self.set_level)
         server.add_notification_handler(
             "notifications/roots/list_changed", mt.NotificationParams, self.roots_changed
@@ -329,6 +377,34 @@ class Upstream:
             RequestStateSecurity.ephemeral(ttl=UNCLAIMED_TTL), default_audience="toolgate"
         )
         server.middleware.extend([boundary, self.rounds])
+
+    def _hearing(self, backend: Backend) -> Hears:
+        """Whether the session whose level came with given facts hears ``backend``
+        outside any call (``audience``); facts that cannot be judged hear nothing."""
+        audience = self._audience
+
+        def hears(facts: RequestFacts | None) -> bool:
+            if facts is None or audience is None:
+                return True
+            try:
+                return audience(facts, backend.name)
+            except Exception as exc:
+                logger.debug("cannot tell whether a session hears %s: %s", backend.name, exc)
+                return False
+
+        return hears
+
+    async def _owner(self, ctx: Context) -> Hashable:
+        """Whose 2026-07-28 call ``ctx`` is: its principal (``None``: the default one)."""
+        if self._facts is None:
+            return None
+        principal = (await self._facts(ctx)).principal
+        return principal.key if principal is not None else None
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # -- a call ------------------------------------------------------------------------
     async def call(
@@ -348,23 +424,26 @@ class Upstream:
     async def _round(
         self, backend: Backend, tool: str, arguments: Mapping[str, Any], ctx: Context
     ) -> ToolResult:
-        """One 2026-07-28 request of a call: start it (or resume the parked one), then
-        wait for its result or the backend's requests for input."""
+        """The first 2026-07-28 request of a call: start it, then wait for its result or
+        the backend's requests for input (its retries go to ``_resume``, not here)."""
         state = _ROUND.get()
-        resume = state.resume if state is not None else None
-        if (
-            state is not None
-            and resume is not None
-            and (resume.backend, resume.tool)
-            == (
-                backend,
-                tool,
+        parked = self._park(backend, tool, arguments, owner=await self._owner(ctx))
+        outcome = await self._wait(parked, ctx)
+        if isinstance(outcome, ToolResult):
+            return outcome
+        if state is None:  # no round keeper installed: nobody could carry the answers back
+            self._drop(parked)
+            asked = ", ".join(outcome.input_requests or ())
+            return ToolResult.error(
+                f"Backend {backend.name!r} asked for input ({asked}), which this server "
+                "cannot relay on protocol 2026-07-28."
             )
-        ):
-            state.attached = True
-            parked = resume
-        else:  # a new call (``rounds`` ends a resumed one this request did not reach)
-            parked = self._park(backend, tool, arguments)
+        state.asked = outcome
+        raise InputPending(f"Backend {backend.name!r} asked the client for input")
+
+    async def _wait(self, parked: ParkedCall, ctx: Context) -> ToolResult | mt.InputRequiredResult:
+        """One round of ``parked``, driven by the request ``ctx``: its result (the call is
+        over), or ``input_required`` with the backend's new requests (it stays parked)."""
         if parked.expiry is not None:
             parked.expiry.cancel()
         parked.ctx = ctx
@@ -378,18 +457,13 @@ class Upstream:
         if isinstance(outcome, ToolResult):
             self._drop(parked)
             return outcome
-        if state is None:  # no round keeper installed: nobody could carry the answers back
-            self._drop(parked)
-            return ToolResult.error(
-                f"Backend {backend.name!r} asked for input ({', '.join(outcome)}), which "
-                "this server cannot relay on protocol 2026-07-28."
-            )
-        state.asked = mt.InputRequiredResult(input_requests=outcome, request_state=parked.id)
         self._expire_later(parked)
-        raise InputPending(f"Backend {backend.name!r} asked the client for input")
+        return mt.InputRequiredResult(input_requests=outcome, request_state=parked.id)
 
-    def _park(self, backend: Backend, tool: str, arguments: Mapping[str, Any]) -> ParkedCall:
-        parked = ParkedCall(backend, tool)
+    def _park(
+        self, backend: Backend, tool: str, arguments: Mapping[str, Any], *, owner: Hashable
+    ) -> ParkedCall:
+        parked = ParkedCall(backend, tool, owner)
 
         async def run() -> ToolResult:
             with self._in_flight(backend, parked):
@@ -411,24 +485,15 @@ class Upstream:
 
     async def rounds(self, ctx: Context, call_next: CallNext) -> HandlerResult:
         """``ServerMiddleware`` for 2026-07-28 ``tools/call``: a retry carrying our
-        ``requestState`` resumes its parked call with the client's ``inputResponses``;
-        a round that ends waiting for input answers ``input_required``."""
+        ``requestState`` resumes its parked call (``_resume``); a first request that
+        ends waiting for input answers ``input_required``."""
         if ctx.method != "tools/call" or not is_stateless(ctx.protocol_version):
             return await call_next(ctx)
         params = ctx.params or {}
         state = params.get("requestState")
-        resume: ParkedCall | None = None
         if isinstance(state, str) and state.startswith(_STATE_PREFIX):
-            resume = self.parked.get(state)
-            if resume is None:
-                raise MCPError(
-                    code=INVALID_PARAMS,
-                    message="This call's input round is over: the backend call ended, "
-                    "failed or expired. Call the tool again.",
-                )
-            responses = params.get("inputResponses")
-            resume.answer(responses if isinstance(responses, Mapping) else {})
-        round_ = _Round(resume)
+            return await self._resume(ctx, state, params)
+        round_ = _Round()
         token = _ROUND.set(round_)
         try:
             result = await call_next(ctx)
@@ -437,11 +502,43 @@ class Upstream:
                 raise
         finally:
             _ROUND.reset(token)
-            if resume is not None and not round_.attached:
-                self._drop(resume)  # refused before reaching the backend: end the call
         if round_.asked is not None:
             return round_.asked
         return result
+
+    async def _resume(self, ctx: Context, state: str, params: Mapping[str, Any]) -> HandlerResult:
+        """A retry of a parked call: the client's ``inputResponses`` go to the backend and
+        the call goes on where it was. It is the call admitted in its first round, not a
+        new one: no second policy or rate-limit pass. Only its own principal may retry
+        it; a refused retry leaves it parked for its owner."""
+        parked = self.parked.get(state)
+        if parked is None:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message="This call's input round is over: the backend call ended, "
+                "failed or expired. Call the tool again.",
+            )
+        if await self._owner(ctx) != parked.owner:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message="This requestState belongs to a call another principal started: "
+                "only the client that made the call can answer its requests for input.",
+            )
+        if parked.ctx is not None:
+            raise MCPError(
+                code=INVALID_REQUEST,
+                message="A round of this call is in progress already: send each "
+                "requestState once and wait for its answer.",
+            )
+        responses = params.get("inputResponses")
+        parked.answer(responses if isinstance(responses, Mapping) else {})
+        try:
+            outcome = await self._wait(parked, ctx)
+        except Exception as exc:  # as a failing tool is answered on its first round
+            outcome = ToolResult.error(f"Tool {params.get('name')!r} failed: {exc}")
+        if isinstance(outcome, ToolResult):
+            return call_result(outcome)
+        return outcome
 
     @contextlib.contextmanager
     def _in_flight(self, backend: Backend, call: InFlight) -> Any:
@@ -474,7 +571,48 @@ class Upstream:
         if isinstance(caller, str):
             logger.info("backend %s: %s refused: %s", backend.name, request.method, caller)
             return _error(f"toolgate cannot relay {request.method}: {caller}.")
-        return await caller.ask(request)
+        opened = self._open_elicitation(backend, request, caller)
+        answer = await caller.ask(request)
+        if opened is not None and not (
+            isinstance(answer, mt.ElicitResult) and answer.action == "accept"
+        ):
+            self._elicitations.pop(opened, None)  # declined: no completion will follow
+        return answer
+
+    def _open_elicitation(
+        self, backend: Backend, request: mt.InputRequest, caller: InFlight
+    ) -> tuple[str, str] | None:
+        """Remember which legacy session a URL-mode elicitation goes to, for its
+        ``notifications/elicitation/complete`` (2026-07-28 has no such notification)."""
+        if not (
+            isinstance(caller, SessionCall)
+            and isinstance(request, mt.ElicitRequest)
+            and isinstance(request.params, mt.ElicitRequestURLParams)
+            and request.params.elicitation_id is not None
+        ):
+            return None
+        key = (backend.name, request.params.elicitation_id)
+        self._elicitations[key] = weakref.ref(caller.connection)
+        self._elicitations.move_to_end(key)
+        while len(self._elicitations) > MAX_OPEN_ELICITATIONS:
+            self._elicitations.popitem(last=False)
+        return key
+
+    async def elicitation_complete(
+        self, backend: Backend, params: mt.ElicitCompleteNotificationParams
+    ) -> None:
+        """The backend's URL-mode elicitation is done: tell the session that was asked."""
+        ref = self._elicitations.pop((backend.name, params.elicitation_id), None)
+        connection = ref() if ref is not None else None
+        if connection is None:
+            logger.debug(
+                "backend %s: elicitation %s completed; no session waits for it",
+                backend.name,
+                params.elicitation_id,
+            )
+            return
+        data = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        await connection.notify(ELICITATION_COMPLETE, data)  # never raises
 
     async def log(self, backend: Backend, params: mt.LoggingMessageNotificationParams) -> None:
         caller = self._caller(backend)
@@ -482,20 +620,40 @@ class Upstream:
             await caller.log(params)
             return
         data = params.model_dump(by_alias=True, mode="json", exclude_none=True)
-        for connection in self.levels.listeners(params.level):
+        for connection in self.levels.listeners(params.level, self._hearing(backend)):
             await connection.notify("notifications/message", data)  # never raises
 
     # -- what clients send -------------------------------------------------------------
     async def set_level(self, ctx: Context, params: mt.SetLevelRequestParams) -> mt.EmptyResult:
-        """``logging/setLevel`` (legacy): this session's level; each backend gets the
-        lowest level any session asked for, and the gateway filters per session."""
-        self.levels.set(ctx.session._connection, params.level)
-        lowest = self.levels.lowest()
-        if lowest is not None:
-            for backend in self.backends.values():
-                if backend.log_level != lowest:
-                    await backend.set_logging_level(lowest)
+        """``logging/setLevel`` (legacy): this session's level, until it closes; each
+        backend logs at the lowest level a session that hears it asked for, and the
+        gateway filters per session."""
+        facts = await self._facts(ctx) if self._facts is not None else None
+        connection = ctx.session._connection
+        if self.levels.set(connection, params.level, facts):
+            connection.exit_stack.callback(self._left, connection)
+        await self._apply_levels()
         return mt.EmptyResult()
+
+    def _left(self, connection: Any) -> None:
+        """A session that set a level closed: the backends it heard may log less now."""
+        self.levels.drop(connection)
+        self._spawn(self._apply_levels())
+
+    async def _apply_levels(self) -> None:
+        """Give each backend the lowest level any session that hears it asked for; once
+        none does, ``RESTING_LEVEL`` (a backend never set is left alone)."""
+        async with self._levels_applied:
+            for backend in self.backends.values():
+                level = self.levels.lowest(self._hearing(backend))
+                if level is None and backend.log_level is not None:
+                    level = RESTING_LEVEL
+                if level is None or level == backend.log_level:
+                    continue
+                try:
+                    await backend.set_logging_level(level)
+                except Exception as exc:  # a backend going down is not the client's
+                    logger.warning("backend %s: logging/setLevel failed: %s", backend.name, exc)
 
     async def roots_changed(self, ctx: Context, params: mt.NotificationParams | None) -> None:
         for backend in self.backends.values():
@@ -503,7 +661,9 @@ class Upstream:
                 await backend.roots_changed()
 
     async def close(self) -> None:
-        """Cancel every parked call (the gateway is stopping)."""
+        """Cancel every parked call and pending level change (the gateway is stopping)."""
+        for task in list(self._tasks):
+            task.cancel()
         parked = list(self.parked.values())
         for p in parked:
             self._drop(p)
