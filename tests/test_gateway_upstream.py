@@ -38,6 +38,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from _fixtures.mcp_servers import serve_http
 from _fixtures.npm_servers import NpmServers
+from toolgate.events import Event
 from toolgate.gateway.backends import Timing
 from toolgate.gateway.config import parse_config
 from toolgate.gateway.serve import Gateway
@@ -751,11 +752,27 @@ async def test_a_2026_retry_goes_on_with_its_call_not_a_new_one(scoped: Scoped, 
     """``a.list_roots`` may be called once per principal: the call's ``input_required``
     round trip (the client answers the backend's roots request and retries) is that one
     call, and the next call is the one refused."""
-    async with modern(kind, scoped.url, f"{kind}-user") as client:
-        done = await client.call("a.list_roots", {})
-        again = await client.call("a.list_roots", {})
+    who = f"{kind}-user"
+    events: list[Event] = []
+    stop = scoped.gateway.events.subscribe(events.append)
+    try:
+        async with modern(kind, scoped.url, who) as client:
+            done = await client.call("a.list_roots", {})
+            again = await client.call("a.list_roots", {})
+    finally:
+        stop()
     assert done == (ROOT_URI, False)
     assert again[1] and "Rate limit reached" in again[0]
+    # recorded as one call that ran, then one refused
+    executed = [
+        (e.data["tool"], e.data["outcome"], e.data.get("reason"))
+        for e in events
+        if e.type == "tool.executed" and e.principal == who
+    ]
+    assert executed == [
+        ("a.list_roots", "success", None),
+        ("a.list_roots", "blocked", "rate-limited"),
+    ]
     assert scoped.gateway.upstream.parked == {}
 
 

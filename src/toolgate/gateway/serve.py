@@ -312,7 +312,7 @@ class Gateway:
             access=lambda: self.relay.access,
             items=lambda: self.relay.namespace.items,
         )
-        self.upstream.install(self.server, facts=self._facts, audience=audience)
+        self.upstream.install(self.server, facts=self._facts, audience=audience, events=self.events)
         # who each session is, in the store: the dashboard lists it, WebMCP adds to it
         from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
 

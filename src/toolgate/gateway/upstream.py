@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
@@ -31,6 +32,7 @@ from pydantic import ValidationError
 
 from toolgate.catalog import CallContext, ToolResult
 from toolgate.errors import ToolgateError
+from toolgate.events import EventBus
 from toolgate.gateway.access import Audience, FactsOf
 from toolgate.gateway.backends import Backend
 from toolgate.lowlevel import REQUEST_CONTEXT
@@ -188,6 +190,8 @@ class ParkedCall:
     tool: str
     #: whose call it is (``Upstream._owner``): only the same principal may answer it
     owner: Hashable = None
+    call: CallContext | None = None  # the catalog's call, as its first round made it
+    started: float = field(default_factory=time.perf_counter)
     id: str = field(default_factory=lambda: _STATE_PREFIX + secrets.token_urlsafe(16))
     ctx: Context | None = None  # the round in progress, if any
     task: asyncio.Task[ToolResult] | None = None
@@ -350,6 +354,7 @@ class Upstream:
         self._server: Server[Any] | None = None
         self._facts: FactsOf | None = None
         self._audience: Audience | None = None
+        self._events: EventBus | None = None
         self._levels_applied = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
         # (backend, elicitationId) → the legacy connection its URL-mode elicitation went to
@@ -358,14 +363,20 @@ class Upstream:
             backend.peer = self
 
     def install(
-        self, server: Server[Any], *, facts: FactsOf | None = None, audience: Audience | None = None
+        self,
+        server: Server[Any],
+        *,
+        facts: FactsOf | None = None,
+        audience: Audience | None = None,
+        events: EventBus | None = None,
     ) -> None:
         """Serve ``logging/setLevel`` and ``notifications/roots/list_changed``, and the
         2026-07-28 ``input_required`` rounds (``requestState`` sealed by the SDK).
         ``facts`` names who asks (the owner of a parked call, the principal of a log
         level); ``audience`` says which principals hear a backend outside any call
-        (without it, every session that set a level does)."""
-        self._facts, self._audience = facts, audience
+        (without it, every session that set a level does); ``events`` hears how a call
+        resumed after its first round ends, as the catalog's (``tool.executed``)."""
+        self._facts, self._audience, self._events = facts, audience, events
         if server is self._server:  # built again: the handlers are in place
             return
         self._server = server
@@ -419,15 +430,20 @@ class Upstream:
             progress = here.progress if here.wants_progress else None
             with self._in_flight(backend, here):
                 return await backend.call(tool, arguments, progress=progress)
-        return await self._round(backend, tool, arguments, ctx)
+        return await self._round(backend, tool, arguments, ctx, call)
 
     async def _round(
-        self, backend: Backend, tool: str, arguments: Mapping[str, Any], ctx: Context
+        self,
+        backend: Backend,
+        tool: str,
+        arguments: Mapping[str, Any],
+        ctx: Context,
+        call: CallContext | None = None,
     ) -> ToolResult:
         """The first 2026-07-28 request of a call: start it, then wait for its result or
         the backend's requests for input (its retries go to ``_resume``, not here)."""
         state = _ROUND.get()
-        parked = self._park(backend, tool, arguments, owner=await self._owner(ctx))
+        parked = self._park(backend, tool, arguments, owner=await self._owner(ctx), call=call)
         outcome = await self._wait(parked, ctx)
         if isinstance(outcome, ToolResult):
             return outcome
@@ -461,9 +477,15 @@ class Upstream:
         return mt.InputRequiredResult(input_requests=outcome, request_state=parked.id)
 
     def _park(
-        self, backend: Backend, tool: str, arguments: Mapping[str, Any], *, owner: Hashable
+        self,
+        backend: Backend,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        owner: Hashable,
+        call: CallContext | None = None,
     ) -> ParkedCall:
-        parked = ParkedCall(backend, tool, owner)
+        parked = ParkedCall(backend, tool, owner, call)
 
         async def run() -> ToolResult:
             with self._in_flight(backend, parked):
@@ -537,8 +559,29 @@ class Upstream:
         except Exception as exc:  # as a failing tool is answered on its first round
             outcome = ToolResult.error(f"Tool {params.get('name')!r} failed: {exc}")
         if isinstance(outcome, ToolResult):
+            self._executed(parked, outcome)
             return call_result(outcome)
         return outcome
+
+    def _executed(self, parked: ParkedCall, result: ToolResult) -> None:
+        """Record the end of a resumed call as the catalog records a call's
+        (``tool.executed``): its first round ended waiting for input, unrecorded."""
+        call = parked.call
+        if self._events is None or call is None:
+            return
+        outcome: dict[str, Any] = (
+            {"outcome": "error", "reason": "tool reported error"}
+            if result.is_error
+            else {"outcome": "success"}
+        )
+        self._events.emit(
+            "tool.executed",
+            session=call.session_key,
+            principal=call.principal.id,
+            tool=call.tool,
+            duration_s=time.perf_counter() - parked.started,
+            **outcome,
+        )
 
     @contextlib.contextmanager
     def _in_flight(self, backend: Backend, call: InFlight) -> Any:
