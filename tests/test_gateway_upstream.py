@@ -608,19 +608,23 @@ async def test_a_url_elicitations_completion_reaches_the_session_that_was_asked(
     assert [n for n in other.heard.notes if n[0] == done[0]] == []
 
 
+@pytest.mark.parametrize("kind", ["session", "fastmcp-legacy"])
 async def test_a_backends_level_is_raised_back_when_the_chatty_session_ends(
-    served: Served,
+    served: Served, kind: str
 ) -> None:
     """The backend logs at the lowest level a session asked for; once that session is
-    gone it is raised to the lowest level of those left."""
+    gone it is raised to the lowest level of those left, and once none is left, set
+    back to ``debug``."""
     await _faulty_up(served)
     level = served.marks / "level"
-    async with talk("session", served.url) as quiet:
+    async with talk(kind, served.url) as quiet:
         await set_level(quiet, "warning")
-        async with talk("session", served.url) as chatty:
+        async with talk(kind, served.url) as chatty:
             await set_level(chatty, "debug")
             assert level.read_text() == "debug"
         await eventually(lambda: level.read_text() == "warning")
+    # nobody asks any more: back to what a server never asked sends (every level)
+    await eventually(lambda: level.read_text() == "debug")
 
 
 # -- principals: who hears a backend outside calls, who may answer a parked call ----------
