@@ -166,8 +166,8 @@ async def load(
 
     tasks = [asyncio.create_task(worker()) for _ in range(clients)]
     pids = {**(pids or {}), "client": os.getpid()}
+    await ready.wait()  # every client connected: the window counts calls only
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-    await ready.wait()
     start = time.perf_counter()
     stop = start + duration
 
@@ -175,15 +175,19 @@ async def load(
         await asyncio.sleep(duration)
         return {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
 
-    _, cpu, *_ = await asyncio.gather(sample(), window(), *tasks)
+    cpu = (await asyncio.gather(sample(), window(), *tasks))[1]
+    assert isinstance(cpu, dict)
     latencies.sort()
-    calls = max(len(latencies), 1)
+    done = len(latencies)
+    calls = max(done, 1)
+    if not latencies:  # nothing finished inside the window
+        latencies = [float("nan")]
     return {
         **{f"cpu_ms_per_call_{name}": used / calls * 1000 for name, used in cpu.items()},
         "connections": sampled[0] if sampled else -1,
-        "calls": len(latencies),
+        "calls": done,
         "errors": errors,
-        "throughput": len(latencies) / duration,
+        "throughput": done / duration,
         "p50_ms": latencies[len(latencies) // 2] * 1000,
         "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
         "max_ms": latencies[-1] * 1000,
@@ -210,9 +214,12 @@ async def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--profile", type=Path, help="run the gateway under cProfile into FILE")
     parser.add_argument("--label", default="", help="a note for the results (e.g. the commit)")
+    parser.add_argument(
+        "--no-peer", action="store_true", help="skip FastMCP's proxy (measured after the gateway)"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
-    backend_port, gateway_port = free_port(), free_port()
+    backend_port, gateway_port, peer_port = free_port(), free_port(), free_port()
     backend_url = f"http://127.0.0.1:{backend_port}/mcp"
     config = {
         "mcpServers": {"math": {"url": backend_url}},
@@ -262,6 +269,29 @@ async def main() -> None:
             pids={"backend": backend.pid, "gateway": gateway.pid},
         )
         print(json.dumps({"gateway": loaded}), flush=True)
+        peer: dict[str, float] | None = None
+        if not args.no_peer:
+            # FastMCP's own proxy, same backend, same clients, same run
+            peer_script = str(ROOT / "benchmarks/peer_fastmcp_proxy.py")
+            proxy = subprocess.Popen(
+                [sys.executable, peer_script, backend_url, "--port", str(peer_port)],
+                stdout=subprocess.DEVNULL,
+                stderr=(tmp / "peer.log").open("wb"),
+                env=env,
+            )
+            procs.append(proxy)
+            wait_port(peer_port, proxy)
+            peer_url = f"http://127.0.0.1:{peer_port}/mcp"
+            peer = {**await overhead(backend_url, peer_url, args.calls)}
+            peer.update(
+                await load(
+                    peer_url,
+                    args.clients,
+                    args.duration,
+                    pids={"backend": backend.pid, "gateway": proxy.pid},
+                )
+            )
+            print(json.dumps({"peer": peer}), flush=True)
     finally:
         for p in reversed(procs):  # the gateway first: a profile is written as it exits
             # SIGINT: uvicorn re-raises the signal it stopped on, and only an interrupt
@@ -299,6 +329,17 @@ one Python process on the same machine ({os.cpu_count()} CPUs, \
 | CPU per call, through the gateway: client, gateway, backend \
 | {loaded["cpu_ms_per_call_client"]:.2f} ms, {loaded["cpu_ms_per_call_gateway"]:.2f} ms, \
 {loaded["cpu_ms_per_call_backend"]:.2f} ms | |
+"""
+    if peer is not None:
+        table += f"""| FastMCP's proxy (`create_proxy`, \
+`benchmarks/peer_fastmcp_proxy.py`), same backend and clients: median `tools/call`, \
+overhead | {peer["gateway_ms"]:.2f} ms, {peer["overhead_ms"]:.2f} ms | |
+| FastMCP's proxy: calls/s (p50, p99), throughput / direct \
+| {peer["throughput"]:.0f} ({peer["p50_ms"]:.0f} ms, {peer["p99_ms"]:.0f} ms), \
+{peer["throughput"] / max(direct["throughput"], 1e-9):.2f} | |
+| FastMCP's proxy: CPU per call: client, proxy, backend \
+| {peer["cpu_ms_per_call_client"]:.2f} ms, {peer["cpu_ms_per_call_gateway"]:.2f} ms, \
+{peer["cpu_ms_per_call_backend"]:.2f} ms | |
 """
     print(table)
     if not args.no_write:
