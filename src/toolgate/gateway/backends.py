@@ -818,21 +818,19 @@ def make_backends(
 
 
 @contextlib.asynccontextmanager
-async def running(
-    backends: Mapping[str, Backend], *, wait: float | None = None, grace: float | None = None
-) -> AsyncIterator[Mapping[str, Backend]]:
+async def running(backends: Mapping[str, Backend]) -> AsyncIterator[Mapping[str, Backend]]:
     """Run every backend in its own task; yields once each has made its first attempt,
-    or ``grace`` seconds after the first one came up (default: the longest
-    ``start_grace``), or after ``wait`` seconds (default: the longest ``start_timeout``),
-    whichever comes first. So one slow backend does not hold the others back, and
-    backends that start about as fast as each other are all in the first catalog; the
-    slower ones go on starting in their tasks. Cancels them all on exit."""
+    or the longest ``start_grace`` after the first one came up, or one second past the
+    longest ``start_timeout``, whichever comes first. So one slow backend does not hold
+    the others back, and backends that start about as fast as each other are all in
+    the first catalog; the slower ones go on starting in their tasks. Cancels them all
+    on exit."""
     tasks = [asyncio.create_task(b.run(), name=f"backend:{n}") for n, b in backends.items()]
     try:
         if backends:
             timings = [b.timing for b in backends.values()]
-            limit = wait if wait is not None else max(t.start_timeout for t in timings) + 1
-            patience = grace if grace is not None else max(t.start_grace for t in timings)
+            limit = max(t.start_timeout for t in timings) + 1
+            patience = max(t.start_grace for t in timings)
             await _first_attempts(backends, limit, patience)
         yield backends
     finally:
