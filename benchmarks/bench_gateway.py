@@ -37,6 +37,13 @@ RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 BEGIN, END = "<!-- gateway:begin -->", "<!-- gateway:end -->"
 
 
+#: relays measured beside the gateway: (title, script taking ``BACKEND_URL --port N``)
+PEERS = [
+    ("FastMCP's proxy, `create_proxy`", "benchmarks/peer_fastmcp_proxy.py"),
+    ("a bare relay on the SDK (one kept-open `ClientSession`)", "benchmarks/peer_sdk_relay.py"),
+]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -215,11 +222,12 @@ async def main() -> None:
     parser.add_argument("--profile", type=Path, help="run the gateway under cProfile into FILE")
     parser.add_argument("--label", default="", help="a note for the results (e.g. the commit)")
     parser.add_argument(
-        "--no-peer", action="store_true", help="skip FastMCP's proxy (measured after the gateway)"
+        "--no-peers", action="store_true", help="skip the peer relays (measured after the gateway)"
     )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
-    backend_port, gateway_port, peer_port = free_port(), free_port(), free_port()
+    backend_port, gateway_port = free_port(), free_port()
+    peers: dict[str, tuple[str, dict[str, float]]] = {}
     backend_url = f"http://127.0.0.1:{backend_port}/mcp"
     config = {
         "mcpServers": {"math": {"url": backend_url}},
@@ -269,29 +277,23 @@ async def main() -> None:
             pids={"backend": backend.pid, "gateway": gateway.pid},
         )
         print(json.dumps({"gateway": loaded}), flush=True)
-        peer: dict[str, float] | None = None
-        if not args.no_peer:
-            # FastMCP's own proxy, same backend, same clients, same run
-            peer_script = str(ROOT / "benchmarks/peer_fastmcp_proxy.py")
-            proxy = subprocess.Popen(
-                [sys.executable, peer_script, backend_url, "--port", str(peer_port)],
+        for title, script in [] if args.no_peers else PEERS:
+            # a peer relay in front of the same backend, same clients, same run
+            port = free_port()
+            proc = subprocess.Popen(
+                [sys.executable, str(ROOT / script), backend_url, "--port", str(port)],
                 stdout=subprocess.DEVNULL,
-                stderr=(tmp / "peer.log").open("wb"),
+                stderr=(tmp / f"{Path(script).stem}.log").open("wb"),
                 env=env,
             )
-            procs.append(proxy)
-            wait_port(peer_port, proxy)
-            peer_url = f"http://127.0.0.1:{peer_port}/mcp"
-            peer = {**await overhead(backend_url, peer_url, args.calls)}
-            peer.update(
-                await load(
-                    peer_url,
-                    args.clients,
-                    args.duration,
-                    pids={"backend": backend.pid, "gateway": proxy.pid},
-                )
-            )
-            print(json.dumps({"peer": peer}), flush=True)
+            procs.append(proc)
+            wait_port(port, proc)
+            url = f"http://127.0.0.1:{port}/mcp"
+            measured = await overhead(backend_url, url, args.calls)
+            pids = {"backend": backend.pid, "relay": proc.pid}
+            measured.update(await load(url, args.clients, args.duration, pids=pids))
+            peers[title] = (script, measured)
+            print(json.dumps({title: measured}), flush=True)
     finally:
         for p in reversed(procs):  # the gateway first: a profile is written as it exits
             # SIGINT: uvicorn re-raises the signal it stopped on, and only an interrupt
@@ -330,17 +332,23 @@ one Python process on the same machine ({os.cpu_count()} CPUs, \
 | {loaded["cpu_ms_per_call_client"]:.2f} ms, {loaded["cpu_ms_per_call_gateway"]:.2f} ms, \
 {loaded["cpu_ms_per_call_backend"]:.2f} ms | |
 """
-    if peer is not None:
-        table += f"""| FastMCP's proxy (`create_proxy`, \
-`benchmarks/peer_fastmcp_proxy.py`), same backend and clients: median `tools/call`, \
-overhead | {peer["gateway_ms"]:.2f} ms, {peer["overhead_ms"]:.2f} ms | |
-| FastMCP's proxy: calls/s (p50, p99), throughput / direct \
-| {peer["throughput"]:.0f} ({peer["p50_ms"]:.0f} ms, {peer["p99_ms"]:.0f} ms), \
-{peer["throughput"] / max(direct["throughput"], 1e-9):.2f} | |
-| FastMCP's proxy: CPU per call: client, proxy, backend \
-| {peer["cpu_ms_per_call_client"]:.2f} ms, {peer["cpu_ms_per_call_gateway"]:.2f} ms, \
-{peer["cpu_ms_per_call_backend"]:.2f} ms | |
+    if peers:
+        table += """
+The same backend and clients through other relays, measured after the gateway in the
+same run (their throughput over the direct one above):
+
+| relay | median `tools/call` (overhead) | calls/s (p50, p99) | throughput / direct \
+| CPU per call: client, relay, backend |
+|---|---|---|---|---|
 """
+        for title, (script, m) in peers.items():
+            table += (
+                f"| {title} (`{script}`) | {m['gateway_ms']:.2f} ms ({m['overhead_ms']:.2f} ms) "
+                f"| {m['throughput']:.0f} ({m['p50_ms']:.0f} ms, {m['p99_ms']:.0f} ms) "
+                f"| {m['throughput'] / max(direct['throughput'], 1e-9):.2f} "
+                f"| {m['cpu_ms_per_call_client']:.2f}, {m['cpu_ms_per_call_relay']:.2f}, "
+                f"{m['cpu_ms_per_call_backend']:.2f} ms |\n"
+            )
     print(table)
     if not args.no_write:
         write_results(table)
