@@ -37,6 +37,13 @@ RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 BEGIN, END = "<!-- gateway:begin -->", "<!-- gateway:end -->"
 
 
+#: relays measured beside the gateway: (title, script taking ``BACKEND_URL --port N``)
+PEERS = [
+    ("FastMCP's proxy, `create_proxy`", "benchmarks/peer_fastmcp_proxy.py"),
+    ("a bare relay on the SDK (one kept-open `ClientSession`)", "benchmarks/peer_sdk_relay.py"),
+]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -166,8 +173,8 @@ async def load(
 
     tasks = [asyncio.create_task(worker()) for _ in range(clients)]
     pids = {**(pids or {}), "client": os.getpid()}
+    await ready.wait()  # every client connected: the window counts calls only
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-    await ready.wait()
     start = time.perf_counter()
     stop = start + duration
 
@@ -175,15 +182,19 @@ async def load(
         await asyncio.sleep(duration)
         return {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
 
-    _, cpu, *_ = await asyncio.gather(sample(), window(), *tasks)
+    cpu = (await asyncio.gather(sample(), window(), *tasks))[1]
+    assert isinstance(cpu, dict)
     latencies.sort()
-    calls = max(len(latencies), 1)
+    done = len(latencies)
+    calls = max(done, 1)
+    if not latencies:  # nothing finished inside the window
+        latencies = [float("nan")]
     return {
         **{f"cpu_ms_per_call_{name}": used / calls * 1000 for name, used in cpu.items()},
         "connections": sampled[0] if sampled else -1,
-        "calls": len(latencies),
+        "calls": done,
         "errors": errors,
-        "throughput": len(latencies) / duration,
+        "throughput": done / duration,
         "p50_ms": latencies[len(latencies) // 2] * 1000,
         "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
         "max_ms": latencies[-1] * 1000,
@@ -210,9 +221,13 @@ async def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--profile", type=Path, help="run the gateway under cProfile into FILE")
     parser.add_argument("--label", default="", help="a note for the results (e.g. the commit)")
+    parser.add_argument(
+        "--no-peers", action="store_true", help="skip the peer relays (measured after the gateway)"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
     backend_port, gateway_port = free_port(), free_port()
+    peers: dict[str, tuple[str, dict[str, float]]] = {}
     backend_url = f"http://127.0.0.1:{backend_port}/mcp"
     config = {
         "mcpServers": {"math": {"url": backend_url}},
@@ -262,6 +277,23 @@ async def main() -> None:
             pids={"backend": backend.pid, "gateway": gateway.pid},
         )
         print(json.dumps({"gateway": loaded}), flush=True)
+        for title, script in [] if args.no_peers else PEERS:
+            # a peer relay in front of the same backend, same clients, same run
+            port = free_port()
+            proc = subprocess.Popen(
+                [sys.executable, str(ROOT / script), backend_url, "--port", str(port)],
+                stdout=subprocess.DEVNULL,
+                stderr=(tmp / f"{Path(script).stem}.log").open("wb"),
+                env=env,
+            )
+            procs.append(proc)
+            wait_port(port, proc)
+            url = f"http://127.0.0.1:{port}/mcp"
+            measured = await overhead(backend_url, url, args.calls)
+            pids = {"backend": backend.pid, "relay": proc.pid}
+            measured.update(await load(url, args.clients, args.duration, pids=pids))
+            peers[title] = (script, measured)
+            print(json.dumps({title: measured}), flush=True)
     finally:
         for p in reversed(procs):  # the gateway first: a profile is written as it exits
             # SIGINT: uvicorn re-raises the signal it stopped on, and only an interrupt
@@ -300,6 +332,23 @@ one Python process on the same machine ({os.cpu_count()} CPUs, \
 | {loaded["cpu_ms_per_call_client"]:.2f} ms, {loaded["cpu_ms_per_call_gateway"]:.2f} ms, \
 {loaded["cpu_ms_per_call_backend"]:.2f} ms | |
 """
+    if peers:
+        table += """
+The same backend and clients through other relays, measured after the gateway in the
+same run (their throughput over the direct one above):
+
+| relay | median `tools/call` (overhead) | calls/s (p50, p99) | throughput / direct \
+| CPU per call: client, relay, backend |
+|---|---|---|---|---|
+"""
+        for title, (script, m) in peers.items():
+            table += (
+                f"| {title} (`{script}`) | {m['gateway_ms']:.2f} ms ({m['overhead_ms']:.2f} ms) "
+                f"| {m['throughput']:.0f} ({m['p50_ms']:.0f} ms, {m['p99_ms']:.0f} ms) "
+                f"| {m['throughput'] / max(direct['throughput'], 1e-9):.2f} "
+                f"| {m['cpu_ms_per_call_client']:.2f}, {m['cpu_ms_per_call_relay']:.2f}, "
+                f"{m['cpu_ms_per_call_backend']:.2f} ms |\n"
+            )
     print(table)
     if not args.no_write:
         write_results(table)

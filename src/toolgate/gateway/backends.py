@@ -153,6 +153,18 @@ class ConnectionLost(Exception):
     """The backend's transport closed or stopped answering."""
 
 
+class BackendDown(Exception):
+    """A request found the backend down, or its connection closed under it."""
+
+
+class BackendTimeout(Exception):
+    """A request got no answer within the backend's timeout (it was cancelled)."""
+
+
+class BackendFailed(Exception):
+    """A request failed in transport, or the SDK rejected what the backend answered."""
+
+
 ToolsChanged = Callable[["Backend"], Awaitable[None]]
 #: told which of ``PRIMITIVES`` changed (re-listed, or a backend came up with them)
 PrimitivesChanged = Callable[["Backend", frozenset[str]], Awaitable[None]]
@@ -311,36 +323,29 @@ class Backend:
         ``progress``, the backend is asked for progress notifications and each one is
         passed on. Cancelling the awaiting
         task cancels the backend request (the SDK sends ``notifications/cancelled``)."""
-        session = self.session
-        if session is None or self.status != "up":
-            return self.unavailable()
         problem = unsendable(arguments)
         if problem is not None:  # refused here: encoding it would break the shared connection
             return ToolResult.error(f"Cannot send {tool!r} to backend {self.name!r}: {problem}")
         seconds = self.spec.timeout_for(tool)
         try:
             # the SDK cancels the request (notifications/cancelled) when its timeout fires;
-            # the outer deadline also covers a write the transport never completes
-            with anyio.fail_after(seconds + 1.0):
-                result = await session.call_tool(
-                    tool,
-                    dict(arguments),
-                    read_timeout_seconds=seconds,
-                    progress_callback=progress,
-                )
-        except TimeoutError:
+            # the outer deadline (one second later) also covers a write that never completes
+            result = await self._send(
+                "a call",
+                lambda session: session.call_tool(
+                    tool, dict(arguments), read_timeout_seconds=seconds, progress_callback=progress
+                ),
+                seconds=seconds,
+                slack=1.0,
+            )
+        except BackendDown:
+            return self.unavailable()
+        except BackendTimeout:
             return self.timed_out(tool, seconds)
-        except MCPError as exc:
-            if exc.error.code == REQUEST_TIMEOUT:
-                return self.timed_out(tool, seconds)
-            if exc.error.code == CONNECTION_CLOSED:
-                self._lost("the connection closed during a call")
-                return self.unavailable()
-            return ToolResult.error(f"Backend {self.name!r} refused {tool!r}: {exc.error.message}")
-        except Exception as exc:  # transport trouble, or a result the SDK rejected
-            self._check = True
-            self._wake.set()  # have the supervisor ping it now
+        except BackendFailed as exc:
             return ToolResult.error(f"Backend {self.name!r} failed on {tool!r}: {exc}")
+        except MCPError as exc:
+            return ToolResult.error(f"Backend {self.name!r} refused {tool!r}: {exc.error.message}")
         return result_from_mcp(result)
 
     async def set_logging_level(self, level: mt.LoggingLevel) -> None:
@@ -451,33 +456,58 @@ class Backend:
         """Send one relayed request within the backend's timeout. The backend's own errors
         reach the caller as they are; a backend that is down or dies gives
         ``unavailable_error``, one that does not answer a timeout error."""
-        session = self.session
-        if session is None or self.status != "up":
-            raise self.unavailable_error(what)
         seconds = self.spec.timeout
         try:
-            with anyio.fail_after(seconds):
-                return await send(session)
-        except TimeoutError:
+            return await self._send(f"a {what} request", send, seconds=seconds)
+        except BackendDown:
+            raise self.unavailable_error(what) from None
+        except BackendTimeout:
             raise MCPError(
                 code=REQUEST_TIMEOUT,
                 message=f"Backend {self.name!r} did not answer this {what} request within "
                 f"{seconds:g}s (mcpServers.{self.name}.timeout)",
                 data={"code": "backend_timeout", "backend": self.name, "retryable": True},
             ) from None
-        except MCPError as exc:
-            if exc.error.code == CONNECTION_CLOSED:
-                self._lost("the connection closed during a request")
-                raise self.unavailable_error(what) from None
-            raise
-        except Exception as exc:  # transport trouble, or a result the SDK rejected
-            self._check = True
-            self._wake.set()  # have the supervisor ping it now
+        except BackendFailed as exc:
             raise MCPError(
                 code=mt.INTERNAL_ERROR,
                 message=f"Backend {self.name!r} failed on this {what} request: {exc}",
                 data={"code": "backend_failed", "backend": self.name},
             ) from exc
+
+    async def _send(
+        self,
+        what: str,
+        send: Callable[[ClientSession], Awaitable[T]],
+        *,
+        seconds: float,
+        slack: float = 0.0,
+    ) -> T:
+        """``send`` on the live session within ``seconds`` (+ ``slack``), its failures
+        sorted once for calls and relayed requests alike: ``BackendDown`` (down, or the
+        connection closed: the supervisor is told), ``BackendTimeout`` (no answer: the
+        SDK's own read timeout or ours), ``BackendFailed`` (transport trouble or a
+        result the SDK rejected: the supervisor pings it now); the backend's own
+        JSON-RPC errors pass through as ``MCPError``."""
+        session = self.session
+        if session is None or self.status != "up":
+            raise BackendDown(f"backend {self.name!r} is not up")
+        try:
+            with anyio.fail_after(seconds + slack):
+                return await send(session)
+        except TimeoutError:
+            raise BackendTimeout(what) from None
+        except MCPError as exc:
+            if exc.error.code == REQUEST_TIMEOUT:
+                raise BackendTimeout(what) from None
+            if exc.error.code == CONNECTION_CLOSED:
+                self._lost(f"the connection closed during {what}")
+                raise BackendDown(f"backend {self.name!r} closed the connection") from None
+            raise
+        except Exception as exc:  # transport trouble, or a result the SDK rejected
+            self._check = True
+            self._wake.set()  # have the supervisor ping it now
+            raise BackendFailed(str(exc)) from exc
 
     # -- supervision ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -797,21 +827,19 @@ def make_backends(
 
 
 @contextlib.asynccontextmanager
-async def running(
-    backends: Mapping[str, Backend], *, wait: float | None = None, grace: float | None = None
-) -> AsyncIterator[Mapping[str, Backend]]:
+async def running(backends: Mapping[str, Backend]) -> AsyncIterator[Mapping[str, Backend]]:
     """Run every backend in its own task; yields once each has made its first attempt,
-    or ``grace`` seconds after the first one came up (default: the longest
-    ``start_grace``), or after ``wait`` seconds (default: the longest ``start_timeout``),
-    whichever comes first. So one slow backend does not hold the others back, and
-    backends that start about as fast as each other are all in the first catalog; the
-    slower ones go on starting in their tasks. Cancels them all on exit."""
+    or the longest ``start_grace`` after the first one came up, or one second past the
+    longest ``start_timeout``, whichever comes first. So one slow backend does not hold
+    the others back, and backends that start about as fast as each other are all in
+    the first catalog; the slower ones go on starting in their tasks. Cancels them all
+    on exit."""
     tasks = [asyncio.create_task(b.run(), name=f"backend:{n}") for n, b in backends.items()]
     try:
         if backends:
             timings = [b.timing for b in backends.values()]
-            limit = wait if wait is not None else max(t.start_timeout for t in timings) + 1
-            patience = grace if grace is not None else max(t.start_grace for t in timings)
+            limit = max(t.start_timeout for t in timings) + 1
+            patience = max(t.start_grace for t in timings)
             await _first_attempts(backends, limit, patience)
         yield backends
     finally:

@@ -64,15 +64,12 @@ def exposed_tools(
     cfg: GatewayConfig, listed: Mapping[str, Sequence[Mapping[str, Any]]], report: BuildReport
 ) -> list[BackendTool]:
     """Each backend tool with its exposed name; duplicates across backends are errors."""
-    sep = cfg.toolgate.separator
     out: list[BackendTool] = []
     owner: dict[str, str] = {}
     for server in sorted(listed):
-        spec = cfg.mcp_servers.get(server)
-        prefix = spec.prefix if spec is not None else None
         for wire in listed[server]:
             name = str(wire["name"])
-            exposed = f"{prefix}{sep}{name}" if prefix else name
+            exposed = cfg.exposed_name(server, name)
             if exposed in owner:
                 report.fail(
                     f"mcpServers.{server}",

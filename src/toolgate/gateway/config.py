@@ -409,6 +409,13 @@ class GatewayConfig(_Model):
         p = Path(path).expanduser()
         return p if p.is_absolute() else self.base_dir / p
 
+    def exposed_name(self, server: str, name: str) -> str:
+        """The name clients see for a backend's tool or prompt called ``name``:
+        ``{prefix}{separator}{name}`` when the backend has a ``prefix``, else ``name``."""
+        spec = self.mcp_servers.get(server)
+        prefix = spec.prefix if spec is not None else None
+        return f"{prefix}{self.toolgate.separator}{name}" if prefix else name
+
 
 def _server_kind_problem(spec: Any) -> str | None:
     if isinstance(spec, Mapping) and "command" in spec and "url" in spec:

@@ -47,8 +47,8 @@ class _DrainOnClose(httpx2.AsyncByteStream):
 class KeepAliveTransport(httpx2.AsyncBaseTransport):
     """``httpx2.AsyncHTTPTransport`` whose responses end cleanly when closed early."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport | None = None) -> None:
-        self._inner = inner or httpx2.AsyncHTTPTransport()
+    def __init__(self) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)

@@ -112,16 +112,13 @@ def namespace(
     ``{prefix}{separator}{name}`` when its backend has a ``prefix`` (as its tools are);
     URIs are global, so resources and templates keep theirs. A key two backends offer is
     reported at ``mcpServers.<second>`` and kept by the first in name order."""
-    sep = cfg.toolgate.separator
     found: dict[PrimitiveKind, dict[str, Relayed]] = {k: {} for k in KEYS}
     for server in sorted(backends):
         backend = backends[server]
-        spec = cfg.mcp_servers.get(server)
-        prefix = spec.prefix if spec is not None else None
         for kind, key in KEYS.items():
             for wire in getattr(backend, LISTS[kind]):
                 original = str(wire.get(key, ""))
-                exposed = f"{prefix}{sep}{original}" if prefix and kind == "prompt" else original
+                exposed = cfg.exposed_name(server, original) if kind == "prompt" else original
                 owner = found[kind].get(exposed)
                 if owner is not None:
                     if report is not None:
