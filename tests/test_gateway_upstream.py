@@ -351,6 +351,28 @@ async def test_url_elicitation_is_answered_by_the_calling_client(served: Served,
     assert relayed == direct
 
 
+async def _refusal(kind: str, target: str | list[str]) -> tuple[int, str, Any]:
+    async with talk(kind, target) as client:
+        with pytest.raises(mcp.MCPError) as refused:
+            await client.call("sign_in_first", {})
+    error = refused.value.error
+    return error.code, error.message, error.data
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_backends_json_rpc_error_reaches_the_client_as_it_was_sent(
+    served: Served, kind: str
+) -> None:
+    await _faulty_up(served)
+    backend = [sys.executable, str(SERVERS / "gw_upstream.py"), "--marks", str(served.marks)]
+    direct = await _refusal(kind, backend)
+    relayed = await _refusal(kind, served.url)
+    assert relayed == direct
+    code, _, data = relayed
+    assert code == mt.URL_ELICITATION_REQUIRED
+    assert data["elicitations"][0]["url"] == "https://example.com/sign-in"
+
+
 @pytest.mark.parametrize("kind", KINDS)
 async def test_roots_come_from_the_calling_client(served: Served, kind: str) -> None:
     (direct, _, _), (relayed, error, _) = await both(served, kind, "get-roots-list", {})
@@ -461,12 +483,12 @@ async def test_a_request_for_input_that_two_clients_calls_could_own_is_refused(
             first.call("slow_progress", {}, progress=True)
         )
         await asyncio.wait_for(first.heard.got_progress.wait(), 20)
-        text, error = await second.call("list_roots", {})
+        # the backend fails its call on the refusal, with a JSON-RPC error: relayed as is
+        with pytest.raises(mcp.MCPError, match="calls from different clients are in progress"):
+            await second.call("list_roots", {})
         slow.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await slow
-    assert error
-    assert "calls from different clients are in progress" in text
 
 
 async def test_a_2026_round_trip_driven_by_hand_and_a_spent_request_state(

@@ -144,6 +144,19 @@ class ResourceNotFound(ToolgateError):
         super().__init__(f"Resource not found: {uri[:1024]}", uri=uri[:1024])
 
 
+class RelayedError(ToolgateError):
+    """Another MCP server answered a request a handler relayed with a JSON-RPC error:
+    the caller gets that error as the server sent it (its code, message and data), as
+    if it had asked that server itself (e.g. -32042, URL elicitation required)."""
+
+    code = "relayed_error"
+
+    def __init__(self, rpc_code: int, message: str, data: Any = None, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.rpc_code = rpc_code
+        self.rpc_data = data
+
+
 class ToolHidden(ToolgateError):
     """The tool exists and is accessible but not surfaced now (stage, group, predicate)."""
 

@@ -45,6 +45,7 @@ from toolgate.errors import (
     DescriptionRequired,
     RateLimited,
     RegistrationError,
+    RelayedError,
     ToolgateError,
     ToolHidden,
     ToolNotFound,
@@ -760,6 +761,16 @@ class Session:
         started = time.perf_counter()
         try:
             result = to_result(await _maybe_await(run(args, ctx)))
+        except RelayedError as exc:  # it ran elsewhere and failed: a failed call
+            took = time.perf_counter() - started
+            self._emit(
+                "tool.executed",
+                tool=name,
+                outcome="error",
+                reason=exc.message[:200],
+                duration_s=took,
+            )
+            raise
         except ToolgateError:
             raise
         except Exception as exc:

@@ -20,6 +20,7 @@ from toolgate.errors import (
     GroupNotFound,
     InvalidCursor,
     PromptNotFound,
+    RelayedError,
     ResourceNotFound,
     StoreUnavailable,
     ToolgateError,
@@ -86,6 +87,8 @@ async def check_cursor(ctx: ServerRequestContext[Any, Any], call_next: CallNext)
 
 def jsonrpc_code(exc: ToolgateError) -> int | None:
     """The JSON-RPC error code ``exc`` is sent as; None for an error result's kind."""
+    if isinstance(exc, RelayedError):
+        return exc.rpc_code
     return next((code for cls, code in JSONRPC_ERRORS.items() if isinstance(exc, cls)), None)
 
 
@@ -93,6 +96,8 @@ def mcp_error(exc: ToolgateError) -> MCPError:
     """The JSON-RPC error for ``exc``: its code in ``JSONRPC_ERRORS`` (else an internal
     error) and ``data`` naming the problem; the spec's bare error for an unknown tool."""
     code = jsonrpc_code(exc)
+    if isinstance(exc, RelayedError):  # as the other server sent it
+        return MCPError(code=exc.rpc_code, message=exc.message, data=exc.rpc_data)
     if isinstance(exc, ToolNotFound):
         return MCPError(code=mt.INVALID_PARAMS, message=exc.message)
     data = {"code": exc.code, **exc.details}

@@ -7,6 +7,7 @@ a form), then exits while the answer is awaited;
 warning after it returned (outside any call; ``--name NAME`` adds "from NAME" to it);
 ``url_elicit`` asks the client to open a URL (URL-mode elicitation ``{"id": ...}``) and,
 once it accepted, sends ``notifications/elicitation/complete`` for it after returning;
+``sign_in_first`` refuses with JSON-RPC error -32042 (URL elicitation required);
 ``slow_progress`` reports progress every
 50 ms until cancelled, and then writes a line to ``DIR/cancelled``. ``logging/setLevel``
 writes the level to ``DIR/level``, ``notifications/roots/list_changed`` a line to
@@ -28,6 +29,7 @@ import anyio
 import mcp_types as mt
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import UrlElicitationRequiredError
 
 EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 TOOLS = [
@@ -49,6 +51,11 @@ TOOLS = [
         name="url_elicit",
         description="Have the client open a URL; say when that is done.",
         input_schema={"type": "object", "properties": {"id": {"type": "string"}}},
+    ),
+    mt.Tool(
+        name="sign_in_first",
+        description="Refuse with -32042: the client must open a URL first.",
+        input_schema=EMPTY,
     ),
     mt.Tool(
         name="slow_progress",
@@ -151,6 +158,16 @@ def main() -> None:
 
                 LATER.add(asyncio.get_running_loop().create_task(done()))
             return mt.CallToolResult(content=[mt.TextContent(type="text", text=answer.action)])
+        if params.name == "sign_in_first":
+            raise UrlElicitationRequiredError(
+                [
+                    mt.ElicitRequestURLParams(
+                        message="Sign in first",
+                        url="https://example.com/sign-in",
+                        elicitation_id="sign-in-1",
+                    )
+                ]
+            )
         if params.name == "list_roots":
             roots = await ctx.session.send_request(
                 mt.ListRootsRequest(), mt.ListRootsResult, metadata=None

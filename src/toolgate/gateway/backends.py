@@ -39,6 +39,7 @@ from pydantic import BaseModel
 
 from toolgate import __version__
 from toolgate.catalog import ToolResult
+from toolgate.errors import RelayedError
 from toolgate.gateway.config import GatewayConfig, HttpServer, StdioServer
 from toolgate.gateway.pool import backend_http_client
 from toolgate.wire import result_from_mcp, tool_wire
@@ -344,8 +345,9 @@ class Backend:
             return self.timed_out(tool, seconds)
         except BackendFailed as exc:
             return ToolResult.error(f"Backend {self.name!r} failed on {tool!r}: {exc}")
-        except MCPError as exc:
-            return ToolResult.error(f"Backend {self.name!r} refused {tool!r}: {exc.error.message}")
+        except MCPError as exc:  # the client hears the backend's error as it was sent
+            error = exc.error
+            raise RelayedError(error.code, error.message, error.data, backend=self.name) from exc
         return result_from_mcp(result)
 
     async def set_logging_level(self, level: mt.LoggingLevel) -> None:
