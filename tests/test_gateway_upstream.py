@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -349,6 +350,35 @@ async def test_url_elicitation_is_answered_by_the_calling_client(served: Served,
     (direct, _, _), (relayed, error, _) = await both(served, kind, "trigger-url-elicitation", args)
     assert not error and "accept" in relayed
     assert relayed == direct
+
+
+#: what a client sets in a call's ``_meta`` for the tool to see (a host's own keys)
+CALL_META = {"com.example/tenant": "t1", "trace": "abc"}
+
+
+async def _seen_meta(kind: str, target: str | list[str]) -> dict[str, Any]:
+    """The ``_meta`` the backend's ``meta`` tool saw, less what belongs to one hop (the
+    progress token, MCP's reserved keys, the trace context the SDK sets per hop)."""
+    async with talk(kind, target) as client:
+        result = await client.raw.call_tool("meta", {}, meta=dict(CALL_META))
+    seen: dict[str, Any] = json.loads(_text(result))
+    hop = {"progressToken", "traceparent", "tracestate"}
+    return {
+        k: v
+        for k, v in seen.items()
+        if k not in hop and not k.startswith("io.modelcontextprotocol/")
+    }
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_calls_meta_reaches_the_backend_as_it_does_directly(
+    served: Served, kind: str
+) -> None:
+    await _faulty_up(served)
+    backend = [sys.executable, str(SERVERS / "gw_upstream.py"), "--marks", str(served.marks)]
+    direct = await _seen_meta(kind, backend)
+    relayed = await _seen_meta(kind, served.url)
+    assert relayed == direct == CALL_META
 
 
 async def _refusal(kind: str, target: str | list[str]) -> tuple[int, str, Any]:

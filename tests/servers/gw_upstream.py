@@ -7,18 +7,19 @@ a form), then exits while the answer is awaited;
 warning after it returned (outside any call; ``--name NAME`` adds "from NAME" to it);
 ``url_elicit`` asks the client to open a URL (URL-mode elicitation ``{"id": ...}``) and,
 once it accepted, sends ``notifications/elicitation/complete`` for it after returning;
-``sign_in_first`` refuses with JSON-RPC error -32042 (URL elicitation required);
-``slow_progress`` reports progress every
-50 ms until cancelled, and then writes a line to ``DIR/cancelled``. ``logging/setLevel``
-writes the level to ``DIR/level``, ``notifications/roots/list_changed`` a line to
-``DIR/roots_changed``. Run: ``python tests/servers/gw_upstream.py --marks DIR`` (stdio,
-SDK low-level ``Server``).
+``meta`` answers with its request's ``_meta`` as JSON; ``sign_in_first`` refuses with
+JSON-RPC error -32042 (URL elicitation required); ``slow_progress`` reports progress
+every 50 ms until cancelled, and then writes a line to ``DIR/cancelled``.
+``logging/setLevel`` writes the level to ``DIR/level``,
+``notifications/roots/list_changed`` a line to ``DIR/roots_changed``.
+Run: ``python tests/servers/gw_upstream.py --marks DIR`` (stdio, SDK low-level ``Server``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import threading
 import warnings
@@ -52,6 +53,7 @@ TOOLS = [
         description="Have the client open a URL; say when that is done.",
         input_schema={"type": "object", "properties": {"id": {"type": "string"}}},
     ),
+    mt.Tool(name="meta", description="The request's _meta, as JSON.", input_schema=EMPTY),
     mt.Tool(
         name="sign_in_first",
         description="Refuse with -32042: the client must open a URL first.",
@@ -158,6 +160,9 @@ def main() -> None:
 
                 LATER.add(asyncio.get_running_loop().create_task(done()))
             return mt.CallToolResult(content=[mt.TextContent(type="text", text=answer.action)])
+        if params.name == "meta":
+            meta = params.model_dump(by_alias=True, mode="json").get("_meta") or {}
+            return mt.CallToolResult(content=[mt.TextContent(type="text", text=json.dumps(meta))])
         if params.name == "sign_in_first":
             raise UrlElicitationRequiredError(
                 [

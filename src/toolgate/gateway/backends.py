@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO, TypeVar
+from typing import Any, Protocol, TextIO, TypeVar, cast
 
 import anyio
 import mcp_types as mt
@@ -319,10 +319,11 @@ class Backend:
         arguments: Mapping[str, Any],
         *,
         progress: ProgressFnT | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Run one of the backend's tools (by its own name), within its timeout. With
         ``progress``, the backend is asked for progress notifications and each one is
-        passed on. Cancelling the awaiting
+        passed on; ``meta`` goes in the request's ``_meta``. Cancelling the awaiting
         task cancels the backend request (the SDK sends ``notifications/cancelled``)."""
         problem = unsendable(arguments)
         if problem is not None:  # refused here: encoding it would break the shared connection
@@ -334,7 +335,11 @@ class Backend:
             result = await self._send(
                 "a call",
                 lambda session: session.call_tool(
-                    tool, dict(arguments), read_timeout_seconds=seconds, progress_callback=progress
+                    tool,
+                    dict(arguments),
+                    read_timeout_seconds=seconds,
+                    progress_callback=progress,
+                    meta=cast(mt.RequestParamsMeta, dict(meta)) if meta else None,
                 ),
                 seconds=seconds,
                 slack=1.0,

@@ -124,6 +124,28 @@ def _lacks(ctx: Context, request: mt.InputRequest) -> mt.ErrorData | None:
 # -- one call, as the backend's requests find it -------------------------------------------
 
 
+#: ``_meta`` of the client→gateway hop, not of the call: the progress token (the gateway
+#: asks the backend for progress with a token of its own) and MCP's reserved keys
+#: (protocol version, client info and capabilities, log level on 2026-07-28)
+_HOP_META = frozenset({"progressToken"})
+_RESERVED_META = ("io.modelcontextprotocol/", "modelcontextprotocol.io/")
+
+
+def call_meta(ctx: Context) -> dict[str, Any] | None:
+    """What of the client's ``_meta`` on a call travels on to the backend: every key
+    but the hop's own, as a direct call would carry it (trace context, a host's own
+    keys). None when nothing is left."""
+    meta = (ctx.params or {}).get("_meta")
+    if not isinstance(meta, Mapping):
+        return None
+    kept = {
+        str(k): v
+        for k, v in meta.items()
+        if k not in _HOP_META and not str(k).startswith(_RESERVED_META)
+    }
+    return kept or None
+
+
 class SessionCall:
     """What one client call carries to its backend and hears back, on the legacy protocol:
     progress and log messages related to the call, push requests to the client."""
@@ -429,7 +451,7 @@ class Upstream:
             here = SessionCall(ctx, self.levels)
             progress = here.progress if here.wants_progress else None
             with self._in_flight(backend, here):
-                return await backend.call(tool, arguments, progress=progress)
+                return await backend.call(tool, arguments, progress=progress, meta=call_meta(ctx))
         return await self._round(backend, tool, arguments, ctx, call)
 
     async def _round(
@@ -443,7 +465,8 @@ class Upstream:
         """The first 2026-07-28 request of a call: start it, then wait for its result or
         the backend's requests for input (its retries go to ``_resume``, not here)."""
         state = _ROUND.get()
-        parked = self._park(backend, tool, arguments, owner=await self._owner(ctx), call=call)
+        owner = await self._owner(ctx)
+        parked = self._park(backend, tool, arguments, owner=owner, call=call, meta=call_meta(ctx))
         outcome = await self._wait(parked, ctx)
         if isinstance(outcome, ToolResult):
             return outcome
@@ -484,12 +507,13 @@ class Upstream:
         *,
         owner: Hashable,
         call: CallContext | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> ParkedCall:
         parked = ParkedCall(backend, tool, owner, call)
 
         async def run() -> ToolResult:
             with self._in_flight(backend, parked):
-                return await backend.call(tool, arguments, progress=parked.progress)
+                return await backend.call(tool, arguments, progress=parked.progress, meta=meta)
 
         parked.task = asyncio.get_running_loop().create_task(run(), name=f"call:{backend.name}")
         self.parked[parked.id] = parked
