@@ -17,6 +17,27 @@ from typing import Any, Literal, Protocol
 from toolgate.request import RequestFacts
 
 PrimitiveKind = Literal["prompt", "resource", "template"]
+#: the config key whose patterns place a primitive in a group (``prompts:``/``resources:``)
+PatternKind = Literal["prompts", "resources"]
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """What the gateway needs to know of one kind of primitive, in one place."""
+
+    key: str  # the wire key it is named by
+    listed: str  # the backend list it comes from (``Backend.prompts`` ...)
+    list_changed: str  # the legacy notification a change of that list is announced with
+    patterns: PatternKind  # the group config key whose patterns place it
+
+
+KINDS: Mapping[PrimitiveKind, KindSpec] = {
+    "prompt": KindSpec("name", "prompts", "notifications/prompts/list_changed", "prompts"),
+    "resource": KindSpec("uri", "resources", "notifications/resources/list_changed", "resources"),
+    "template": KindSpec(
+        "uriTemplate", "templates", "notifications/resources/list_changed", "resources"
+    ),
+}
 #: the facts of the request behind an SDK request context (``Gateway._facts``)
 FactsOf = Callable[[Any], Awaitable[RequestFacts]]
 #: whether the principal of a request may hear what the named backend sends on its own

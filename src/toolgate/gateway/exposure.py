@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Literal
 
 from toolgate.catalog import DEFAULT_GROUP
 from toolgate.errors import PromptNotFound, ResourceNotFound, ToolgateError
-from toolgate.gateway.access import PrimitiveAccess, PrimitiveKind, Relayed
+from toolgate.gateway.access import KINDS, PatternKind, PrimitiveAccess, Relayed
 from toolgate.gateway.config import GatewayConfig
 from toolgate.request import RequestFacts
 from toolgate.state.base import EMPTY
@@ -25,15 +24,6 @@ from toolgate.strategies import Delivery
 from toolgate.strategies.groups import GroupsStrategy
 from toolgate.strategies.toolsets import toolset_groups
 from toolgate.view import View, in_scope, tool_in_scope
-
-PatternKind = Literal["prompts", "resources"]
-
-#: the config key whose patterns place a primitive of each kind
-KEY_OF: Mapping[PrimitiveKind, PatternKind] = {
-    "prompt": "prompts",
-    "resource": "resources",
-    "template": "resources",
-}
 
 
 @dataclass(frozen=True)
@@ -93,7 +83,7 @@ class Placement:
 
     def groups_of(self, item: Relayed) -> tuple[str, ...]:
         """The groups holding ``item``, in config order (empty: top-level)."""
-        key = KEY_OF[item.kind]
+        key = KINDS[item.kind].patterns
         return tuple(
             group
             for group, kinds in self.patterns.items()
@@ -105,7 +95,7 @@ class Placement:
         out = []
         for group, kinds in self.patterns.items():
             for kind, patterns in kinds.items():
-                pool = [i for i in items if KEY_OF[i.kind] == kind]
+                pool = [i for i in items if KINDS[i.kind].patterns == kind]
                 for n, p in enumerate(patterns):
                     if not any(p.matches(i) for i in pool):
                         out.append((f"toolgate.groups.{group}.{kind}[{n}]", kind, p))

@@ -23,7 +23,14 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from toolgate.errors import PromptNotFound, ResourceNotFound, ToolgateError
-from toolgate.gateway.access import FactsOf, OpenAccess, PrimitiveAccess, PrimitiveKind, Relayed
+from toolgate.gateway.access import (
+    KINDS,
+    FactsOf,
+    OpenAccess,
+    PrimitiveAccess,
+    PrimitiveKind,
+    Relayed,
+)
 from toolgate.gateway.backends import Backend
 from toolgate.gateway.build import BuildReport
 from toolgate.gateway.config import GatewayConfig
@@ -36,20 +43,6 @@ logger = logging.getLogger("toolgate.gateway")
 
 Context = ServerRequestContext[Any, Any]
 
-#: the key each kind of primitive is named by on the wire
-KEYS: dict[PrimitiveKind, str] = {"prompt": "name", "resource": "uri", "template": "uriTemplate"}
-#: which backend list (``Backend.prompts`` ...) each kind comes from
-LISTS: dict[PrimitiveKind, str] = {
-    "prompt": "prompts",
-    "resource": "resources",
-    "template": "templates",
-}
-#: the legacy notification a change of each backend list is announced with
-LIST_CHANGED = {
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-    "templates": "notifications/resources/list_changed",
-}
 RESOURCE_UPDATED = "notifications/resources/updated"
 
 
@@ -112,11 +105,12 @@ def namespace(
     ``{prefix}{separator}{name}`` when its backend has a ``prefix`` (as its tools are);
     URIs are global, so resources and templates keep theirs. A key two backends offer is
     reported at ``mcpServers.<second>`` and kept by the first in name order."""
-    found: dict[PrimitiveKind, dict[str, Relayed]] = {k: {} for k in KEYS}
+    found: dict[PrimitiveKind, dict[str, Relayed]] = {k: {} for k in KINDS}
     for server in sorted(backends):
         backend = backends[server]
-        for kind, key in KEYS.items():
-            for wire in getattr(backend, LISTS[kind]):
+        for kind, spec in KINDS.items():
+            key = spec.key
+            for wire in getattr(backend, spec.listed):
                 original = str(wire.get(key, ""))
                 exposed = cfg.exposed_name(server, original) if kind == "prompt" else original
                 owner = found[kind].get(exposed)
@@ -271,9 +265,9 @@ class Relay:
         connections: LiveConnections,
     ) -> None:
         methods: dict[str, list[PrimitiveKind]] = {}
-        for kind, attr in LISTS.items():
-            if attr in kinds:
-                methods.setdefault(LIST_CHANGED[attr], []).append(kind)
+        for kind, spec in KINDS.items():
+            if spec.listed in kinds:
+                methods.setdefault(spec.list_changed, []).append(kind)
         for method, of in methods.items():
 
             async def differs(live: Live, of: list[PrimitiveKind] = of) -> bool:
