@@ -28,4 +28,6 @@ echo "== mypy tests";        mypy tests  # strict: settings in pyproject.toml
 echo "== import layers";     lint-imports
 # not -q: quiet mode hides the warnings that --strict counts, so a broken link passed
 echo "== mkdocs --strict";   NO_MKDOCS_2_WARNING=1 mkdocs build --strict --site-dir "$(mktemp -d)"
-echo "== pytest";            python -m pytest -q -p no:cacheprovider "$@"
+# two workers (pytest-xdist), each taking whole files so a module's shared gateway starts
+# once: the tests mostly wait on subprocesses, and the machines have two cores
+echo "== pytest";            python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile "$@"

@@ -2,13 +2,12 @@
 
 Over stdio (the Inspector launches ``toolgate demo``) and over streamable HTTP: lists
 the tools and calls one. The Inspector is installed on first use into ``.tools/``
-(gitignored) with ``npm install --prefix``; later runs reuse it.
+(gitignored) by ``npm_servers.npm_installed``; later runs reuse it.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 from _fixtures.gateway import HttpGateway, toolgate_argv
+from _fixtures.npm_servers import npm_installed
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX = ROOT / ".tools" / "inspector"
@@ -25,19 +25,7 @@ PACKAGE = "@modelcontextprotocol/inspector"
 
 @pytest.fixture(scope="session")
 def inspector() -> Path:
-    if not INSPECTOR.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.fail("npm is needed to install the MCP Inspector (apt-get install npm)")
-        PREFIX.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [npm, "install", "--prefix", str(PREFIX), "--no-audit", "--no-fund", PACKAGE],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if done.returncode != 0 or not INSPECTOR.exists():
-            pytest.fail(f"installing {PACKAGE} failed:\n{done.stderr[-2000:]}")
+    npm_installed(PREFIX, INSPECTOR.exists, PACKAGE)
     return INSPECTOR
 
 

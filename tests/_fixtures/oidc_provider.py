@@ -1,10 +1,10 @@
 """A real OpenID provider for the OAuth tests: ``openid_provider`` (module scope).
 
-Runs panva's ``oidc-provider`` (npm, installed into ``.tools/oidc`` on first use)
-through ``tests/servers/oidc_provider.mjs`` on a free 127.0.0.1 port. It issues JWT
-access tokens by the client_credentials grant; ``restart`` rotates its signing keys.
-FAILS (never skips) when Node or npm is missing. Imports the stdlib, pytest, httpx
-and PyJWT (for generating RSA keys as JWKs); nothing from toolgate.
+Runs panva's ``oidc-provider`` (npm, installed into ``.tools/oidc`` on first use by
+``npm_servers.npm_installed``) through ``tests/servers/oidc_provider.mjs`` on a free
+127.0.0.1 port. It issues JWT access tokens by the client_credentials grant; ``restart``
+rotates its signing keys. FAILS (never skips) when Node or npm is missing. Imports the
+stdlib, pytest, httpx and PyJWT (for generating RSA keys as JWKs); nothing from toolgate.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
 from _fixtures.mcp_servers import free_port
+from _fixtures.npm_servers import npm_installed
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "servers" / "oidc_provider.mjs"
@@ -41,17 +42,9 @@ def rsa_jwk(kid: str) -> dict[str, Any]:
 
 def ensure_module() -> Path:
     """oidc-provider's entry point, installed with npm when it is not there yet."""
-    if MODULE.exists():
-        return MODULE
-    npm = shutil.which("npm")
-    if shutil.which("node") is None or npm is None:
-        pytest.fail("node and npm are needed for the OpenID provider tests", pytrace=False)
-    subprocess.run(
-        [npm, "install", "--prefix", str(TOOLS), "--no-audit", "--no-fund", "oidc-provider@9"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    if shutil.which("node") is None:
+        pytest.fail("node is needed for the OpenID provider tests", pytrace=False)
+    npm_installed(TOOLS, MODULE.exists, "oidc-provider@9")
     return MODULE
 
 
