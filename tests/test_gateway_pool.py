@@ -56,9 +56,10 @@ class ChunkedServer:
             server.close()
 
 
-async def first_event_then_close(http: httpx2.AsyncClient, url: str) -> bytes:
-    """Read up to the first event and close the response, as the SDK's client does."""
-    async with http.stream("GET", url) as response:
+async def first_event_then_close(http: httpx2.AsyncClient, url: str, method: str = "POST") -> bytes:
+    """Read up to the first event and close the response, as the SDK's client does with
+    the SSE answer to a POST."""
+    async with http.stream(method, url) as response:
         async for chunk in response.aiter_raw():
             return chunk
     return b""
@@ -79,3 +80,14 @@ async def test_a_body_that_never_ends_is_dropped_without_hanging() -> None:
             assert await first_event_then_close(http, url) == EVENT
             assert await first_event_then_close(http, url) == EVENT
     assert server.accepted == 2
+
+
+async def test_a_get_stream_is_closed_at_once_not_drained() -> None:
+    """A GET is the server's standalone event stream, which it keeps open: closing one
+    reads nothing more, so not even a body that had ended is read to its end, and its
+    connection goes each time (the POSTs' answers are drained and reused, above)."""
+    server = ChunkedServer(endless=False)
+    async with server.running() as url, backend_http_client() as http:
+        for _ in range(3):
+            assert await first_event_then_close(http, url, "GET") == EVENT
+    assert server.accepted == 3

@@ -45,7 +45,9 @@ class _DrainOnClose(httpx2.AsyncByteStream):
 
 
 class KeepAliveTransport(httpx2.AsyncBaseTransport):
-    """``httpx2.AsyncHTTPTransport`` whose responses end cleanly when closed early."""
+    """``httpx2.AsyncHTTPTransport`` whose responses end cleanly when closed early. Not
+    a GET's: that is the server's standalone event stream, which it keeps open, so
+    draining it would only wait out the bound before dropping the connection anyway."""
 
     def __init__(self) -> None:
         self._inner = httpx2.AsyncHTTPTransport()
@@ -53,7 +55,7 @@ class KeepAliveTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
         stream = response.stream
-        if isinstance(stream, httpx2.AsyncByteStream):
+        if request.method != "GET" and isinstance(stream, httpx2.AsyncByteStream):
             response.stream = _DrainOnClose(stream)
         return response
 
