@@ -38,6 +38,16 @@ MAX_LIMIT = 50
 # is not swept.
 MIN_PREFIX = 4
 PREFIX_WEIGHT = 0.4
+# The other way round: a query word also matches the shorter index words (of at least
+# MIN_ROOT characters) that begin it and leave at least ROOT_REST of its letters, at
+# ROOT_WEIGHT ("cryptocurrencies" -> "crypto", "screenshots" -> "screen", "weatherman"
+# -> "weather"; "report" does not reach "repo"): a tool that names the root of a
+# compound or derived word the query uses. ROOT_WEIGHT was chosen on the development
+# halves of the evaluation sets (benchmarks/search_eval.py --tune sweeps it); MIN_ROOT
+# and ROOT_REST were compared by hand there (3 and 3 against 4 and 1-2).
+MIN_ROOT = 3
+ROOT_REST = 3
+ROOT_WEIGHT = 0.4
 # A query word of at least MIN_PREFIX characters that matches no tool of the caller's
 # view, not even as a prefix, is replaced by the index words sharing at least
 # FUZZY_SIMILARITY of their character trigrams with it (Jaccard), at FUZZY_WEIGHT:
@@ -99,8 +109,31 @@ _UNSPACED = (
 _SEGMENT = re.compile(f"([{_UNSPACED}]+)|([^{_UNSPACED}]+)")
 _UNSPACED_RUN = re.compile(f"[{_UNSPACED}]+")
 
+# Argument values in a task-shaped query: quoted text, URLs, paths and file names ("edit
+# './src/app.py'", "open https://example.com"). They are what the tool is to be called
+# with, not what it does, so their words count for ARGUMENT_WEIGHT of a query word and
+# stay out of the query's embedding. Chosen on the development halves of the
+# evaluation sets (benchmarks/search_eval.py --tune sweeps it).
+ARGUMENT_WEIGHT = 0.3
+_ARGUMENT = re.compile(
+    r"""(?<![\w'"`])(['"`])(?:(?!\1).)+\1(?![\w'"`])"""  # 'quoted', "quoted", `quoted`
+    r"|\S*://\S*"  # URLs
+    r"|\S*[/\\]\S*"  # paths
+    r"|\b[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b"  # file and host names: app.py, example.com
+)
 _RUN = re.compile(r"[^\W_]+")  # letters and digits; "_", "-", ".", "&", ... separate
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def argument_values(query: str) -> tuple[str, str]:
+    """``query`` without its argument values (quoted text, URLs, paths, file names),
+    and those values.
+
+    >>> argument_values("Replace 'foo' with 'bar' in ./src/app.py")
+    ('Replace   with   in  ', "'foo' 'bar' ./src/app.py")
+    """
+    values = " ".join(m.group(0) for m in _ARGUMENT.finditer(query))
+    return _ARGUMENT.sub(" ", query), values
 
 
 def name_parts(text: str) -> list[str]:
@@ -427,6 +460,13 @@ class Postings:
             out.append(vocabulary[i])
         return out
 
+    def roots(self, term: str) -> list[str]:
+        """Indexed terms of at least ``MIN_ROOT`` characters that begin ``term`` and
+        leave at least ``ROOT_REST`` of its characters, longest first: "cryptocurr"
+        reaches "crypto", "report" not "repo"."""
+        found = (term[:n] for n in range(len(term) - ROOT_REST, MIN_ROOT - 1, -1))
+        return [root for root in found if root in self._postings]
+
     def similar(self, term: str, threshold: float) -> list[str]:
         """Indexed terms other than ``term`` whose character trigrams overlap its own
         by at least ``threshold`` (Jaccard), most similar first, ties by term."""
@@ -521,7 +561,7 @@ SearchMode = Literal["lexical", "hybrid"]
 # Hybrid score = HYBRID_WEIGHT * z(BM25) + (1 - HYBRID_WEIGHT) * z(cosine). Chosen on the
 # development halves of the evaluation sets (benchmarks/search_eval.py --tune): the
 # weight with the best mean recall@5 among those that beat lexical search on every set.
-HYBRID_WEIGHT = 0.25
+HYBRID_WEIGHT = 0.3
 MAX_POPULATIONS = 64  # access masks remembered (one per principal's view)
 
 
@@ -599,6 +639,8 @@ class SearchIndex:
         settings: SearchSettings | None = None,
         *,
         prefix_weight: float = PREFIX_WEIGHT,
+        root_weight: float = ROOT_WEIGHT,
+        argument_weight: float = ARGUMENT_WEIGHT,
         fuzzy_weight: float = FUZZY_WEIGHT,
         fuzzy_similarity: float = FUZZY_SIMILARITY,
     ) -> None:
@@ -613,6 +655,8 @@ class SearchIndex:
         self.settings = settings = settings or SearchSettings()
         self.analyzer = Analyzer()
         self._prefix_weight = prefix_weight
+        self._root_weight = root_weight
+        self._argument_weight = argument_weight
         self._fuzzy_weight = fuzzy_weight
         self._fuzzy_similarity = fuzzy_similarity
         self._servers = dict(settings.servers)
@@ -778,13 +822,19 @@ class SearchIndex:
                 return scope
 
     def _weighted_terms(self, query: str, population: Any = None) -> tuple[list[str], list[float]]:
-        """The query's terms (weight 1), the longer index words they begin
-        (``PREFIX_WEIGHT``) and, for a term that reaches no tool of ``population``
-        either way, the index words spelled like it (``FUZZY_WEIGHT``); each term once.
-        Call with the lock held."""
+        """The query's terms (weight 1, ``ARGUMENT_WEIGHT`` for a term only found in
+        argument values), the longer index words they begin (``PREFIX_WEIGHT``), for a
+        term that reaches no tool of ``population`` either way the index words spelled
+        like it (``FUZZY_WEIGHT``), then the shorter index words that begin a term
+        (``ROOT_WEIGHT``); each term once, a match through a term at that term's weight
+        times the match's. Call with the lock held."""
         postings = self._postings
         terms = self.analyzer.query_terms(query)
         weights = [1.0] * len(terms)
+        rest, values = argument_values(query)
+        if values and self._argument_weight != 1.0:
+            told = set(self.analyzer.query_terms(rest))
+            weights = [1.0 if t in told else self._argument_weight for t in terms]
         seen = set(terms)
 
         def extend(found: Iterable[str], weight: float) -> None:
@@ -794,17 +844,30 @@ class SearchIndex:
                     terms.append(other)
                     weights.append(weight)
 
-        for term in list(terms):
+        asked = list(zip(terms, weights, strict=True))
+        for term, weight in asked:
             longer = postings.extensions(term) if self._prefix_weight else []
-            extend(longer, self._prefix_weight)
+            extend(longer, weight * self._prefix_weight)
             if (
                 self._fuzzy_weight
                 and len(term) >= MIN_PREFIX
                 and not postings.matches(term, population)
                 and not any(postings.matches(t, population) for t in longer)
             ):
-                extend(postings.similar(term, self._fuzzy_similarity), self._fuzzy_weight)
+                similar = postings.similar(term, self._fuzzy_similarity)
+                extend(similar, weight * self._fuzzy_weight)
+        if self._root_weight:
+            for term, weight in asked:
+                extend(postings.roots(term), weight * self._root_weight)
         return terms, weights
+
+    def _meaning(self, query: str) -> str:
+        """What the query embedding reads: the query less its argument values (all of
+        it when that leaves no words)."""
+        if self._argument_weight == 1.0:
+            return query
+        rest, values = argument_values(query)
+        return rest if values and words(rest) else query
 
     def _scores(self, query: str, scope: Scope) -> _Scored:
         """Every slot's scores for ``query`` within ``scope``.
@@ -829,7 +892,8 @@ class SearchIndex:
         if self.embedder is None or vectors is None or not live.any():
             hits = np.flatnonzero(bm25 > 0)
             return _Scored(scope, terms, weights, bm25, bm25, None, hits, names, rank)
-        q = _unit(np, np.asarray(self.embedder.embed([query]), dtype=np.float32))[0]
+        embedded = self.embedder.embed([self._meaning(query)])
+        q = _unit(np, np.asarray(embedded, dtype=np.float32))[0]
         cosine = vectors[: len(names)] @ q
         w = self.settings.weight
         fused = w * _standard(np, bm25, live) + (1 - w) * _standard(np, cosine, live)
@@ -899,7 +963,8 @@ class SearchIndex:
         A field's share of a query term's BM25F score is its share of that term's
         weighted, length-normalised frequency in the tool, so the fields add up to
         ``bm25`` (a term repeated in the query counts once, a prefix match at
-        ``PREFIX_WEIGHT`` and a spelling match at ``FUZZY_WEIGHT``, as in ranking:
+        ``PREFIX_WEIGHT``, a spelling match at ``FUZZY_WEIGHT`` and a shorter word
+        that begins a query term at ``ROOT_WEIGHT``, as in ranking:
         the same terms, weights and statistics the ranking used).
         """
         slots, scored = self._ranked(query, limit, allowed)
