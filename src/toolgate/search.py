@@ -3,9 +3,9 @@ group text and the backend server, optionally fused with embeddings; plus a rege
 run by RE2 (linear time, no catastrophic patterns).
 
 ``SearchIndex`` owns the analysis (name-part splitting, CJK n-grams, stop words,
-stemming, prefix and spelling matches), an index that follows the catalog's version
-re-analysing only tools that changed, and the fusion with ``toolgate.embedding`` vectors
-in hybrid mode.
+stemming, prefix, root and spelling matches, argument values in queries), an index that
+follows the catalog's version re-analysing only tools that changed, and the fusion with
+``toolgate.embedding`` vectors in hybrid mode.
 Access is the caller's: ``allowed(name)`` filters every result. Core: no MCP imports.
 """
 
@@ -562,7 +562,7 @@ SearchMode = Literal["lexical", "hybrid"]
 # development halves of the evaluation sets (benchmarks/search_eval.py --tune): the
 # weight with the best mean recall@5 among those that beat lexical search on every set.
 HYBRID_WEIGHT = 0.3
-MAX_POPULATIONS = 64  # access masks remembered (one per principal's view)
+MAX_POPULATIONS = 64  # scopes remembered (one per principal's view)
 
 
 @dataclass(frozen=True)
