@@ -442,7 +442,7 @@ def tune(sets: list[Dataset]) -> None:
     )
     show(
         "root weight (shorter index words that begin a query word)",
-        {f"{r:.2f}": run(lexical, root_weight=r) for r in (0.0, 0.1, 0.2, 0.3, 0.4)},
+        {f"{r:.2f}": run(lexical, root_weight=r) for r in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)},
     )
     show(
         "argument-value weight (1: counted like the rest)",

@@ -47,7 +47,7 @@ PREFIX_WEIGHT = 0.4
 # and ROOT_REST were compared by hand there (3 and 3 against 4 and 1-2).
 MIN_ROOT = 3
 ROOT_REST = 3
-ROOT_WEIGHT = 0.4
+ROOT_WEIGHT = 0.5
 # A query word of at least MIN_PREFIX characters that matches no tool of the caller's
 # view, not even as a prefix, is replaced by the index words sharing at least
 # FUZZY_SIMILARITY of their character trigrams with it (Jaccard), at FUZZY_WEIGHT:
