@@ -398,12 +398,14 @@ def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
 
 
 def tune(sets: list[Dataset]) -> None:
-    """recall@5 on each set's dev half: lexical at a range of prefix weights and of
-    spelling-match weights and similarities, then hybrid at a range of fusion weights.
+    """recall@5 on each set's dev half: lexical at a range of prefix weights, root
+    weights, argument-value weights and spelling-match weights and similarities, then
+    hybrid at a range of fusion weights.
 
-    The rule for all (``PREFIX_WEIGHT``, ``FUZZY_WEIGHT``, ``HYBRID_WEIGHT``): the best
-    mean among the values that beat or tie the baseline (no prefix or spelling matching;
-    lexical search) on every set,
+    The rule for all (``PREFIX_WEIGHT``, ``ROOT_WEIGHT``, ``ARGUMENT_WEIGHT``,
+    ``FUZZY_WEIGHT``, ``HYBRID_WEIGHT``): the best mean among the values that beat or
+    tie the baseline (no prefix, root or spelling matching; argument values counted
+    like the rest; lexical search) on every set,
     so a value that helps one catalog and hurts another is not chosen.
     """
     devs = [[(q, g) for q, g in d.queries if split(q) == "dev"] for d in sets]
@@ -439,6 +441,14 @@ def tune(sets: list[Dataset]) -> None:
         {f"{p:.2f}": run(lexical, prefix_weight=p) for p in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)},
     )
     show(
+        "root weight (shorter index words that begin a query word)",
+        {f"{r:.2f}": run(lexical, root_weight=r) for r in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)},
+    )
+    show(
+        "argument-value weight (1: counted like the rest)",
+        {f"{a:.2f}": run(lexical, argument_weight=a) for a in (1.0, 0.0, 0.3, 0.5)},
+    )
+    show(
         "spelling (fuzzy) weight @ similarity",
         {
             f"{w:.1f} @ {j:.1f}": run(lexical, fuzzy_weight=w, fuzzy_similarity=j)
@@ -465,7 +475,8 @@ def main() -> None:
     parser.add_argument(
         "--tune",
         action="store_true",
-        help="sweep the prefix and spelling-match settings and the hybrid weight (dev halves)",
+        help="sweep the prefix, root, argument-value and spelling-match settings and the "
+        "hybrid weight (dev halves)",
     )
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()

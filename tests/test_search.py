@@ -13,6 +13,7 @@ from toolgate.search import (
     SearchHit,
     SearchIndex,
     SearchSettings,
+    argument_values,
     char_ngrams,
     name_parts,
     schema_text,
@@ -443,6 +444,64 @@ def test_a_query_word_reaches_the_longer_index_words_it_begins() -> None:
     assert names(index.search("cry", limit=3)) == ["cry_detector"]
     # (without spelling matches, which would also reach "cryptocurrencies")
     assert SearchIndex(catalog, prefix_weight=0.0, fuzzy_weight=0.0).search("crypto") == []
+
+
+def test_a_query_word_reaches_the_shorter_index_words_that_begin_it() -> None:
+    """The other way round from prefixes: "cryptocurrencies" finds a tool that only
+    says "crypto", at ``ROOT_WEIGHT`` of a full match, and a root under four letters
+    ("cry") is not one."""
+    catalog = Catalog()
+    catalog.add_tools(
+        [
+            Tool("crypto_wallet", "Hold crypto."),
+            Tool("cry_detector", "Detect a baby's cry."),
+            Tool("coin_prices", "Prices of cryptocurrencies."),
+            Tool("weather", "The forecast."),
+        ]
+    )
+    index = SearchIndex(catalog)
+    hits = index.search("cryptocurrencies", limit=4)
+    # a full match outranks a root match
+    assert names(hits) == ["coin_prices", "crypto_wallet"]
+    assert hits[1].score < hits[0].score
+    off = SearchIndex(catalog, root_weight=0.0)
+    assert names(off.search("cryptocurrencies", limit=4)) == ["coin_prices"]
+    [_, explained] = index.explain("cryptocurrencies", limit=2)
+    assert explained.name == "crypto_wallet"
+    assert sum(explained.fields.values()) == pytest.approx(explained.bm25, rel=1e-5)
+    catalog.remove_tool("crypto_wallet")  # a root held by no tool any more reaches nothing
+    assert names(index.search("cryptocurrencies", limit=4)) == ["coin_prices"]
+
+
+def test_words_of_argument_values_count_for_less_than_the_request() -> None:
+    """In "edit 'test_report.md' in ./tests", the quoted name and the path are what
+    the tool is called with; "edit" says which tool. Their words count at
+    ``ARGUMENT_WEIGHT`` (and fully where the request itself says them too)."""
+    catalog = Catalog()
+    catalog.add_tools(
+        [
+            Tool("edit_file", "Edit a text file."),
+            Tool("run_tests", "Run the test suite and report test results."),
+        ]
+    )
+    index = SearchIndex(catalog)
+    query = "edit 'test_report.md' in ./tests/unit"
+    assert names(index.search(query, limit=2)) == ["edit_file", "run_tests"]
+    flat = SearchIndex(catalog, argument_weight=1.0)
+    assert names(flat.search(query, limit=2)) == ["run_tests", "edit_file"]
+    [edit, tests] = index.explain(query, limit=2)
+    assert edit.fields["name"] > tests.fields.get("name", 0.0)
+    assert sum(tests.fields.values()) == pytest.approx(tests.bm25, rel=1e-5)
+    # a word the request says as well counts in full
+    said = index.search("run tests on ./tests/unit", limit=1)[0]
+    assert said.name == "run_tests"
+    assert said.score == pytest.approx(flat.search("run tests on ./tests/unit", limit=1)[0].score)
+    assert argument_values("open https://example.com and 'x y'") == (
+        "open   and  ",
+        "https://example.com 'x y'",
+    )
+    # apostrophes inside words quote nothing
+    assert argument_values("I'd like it's fine") == ("I'd like it's fine", "")
 
 
 def test_a_word_that_reaches_no_tool_matches_words_spelled_like_it() -> None:

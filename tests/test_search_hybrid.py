@@ -92,6 +92,24 @@ def test_explain_gives_each_signal(wordllama: WordLlamaEmbedder) -> None:
     assert first.bm25 > 0 and sum(first.fields.values()) == pytest.approx(first.bm25, rel=1e-4)
 
 
+def test_the_query_embedding_leaves_out_argument_values(wordllama: WordLlamaEmbedder) -> None:
+    """Quoted text, paths and URLs are what a tool is called with: the query's vector is
+    made of the rest (and of the whole query when nothing else is left)."""
+    counting = Counting(wordllama)
+    index = hybrid(catalog(), counting)
+    index.refresh()
+    counting.texts.clear()
+    index.search("send 'quarterly invoice.pdf' to https://example.com/inbox", limit=2)
+    index.search("'invoice'", limit=2)
+    index.search("send an email", limit=2)
+    assert counting.texts == ["send   to  ", "'invoice'", "send an email"]
+    off = SearchIndex(catalog(), SearchSettings("hybrid", embedder=counting), argument_weight=1.0)
+    off.refresh()
+    counting.texts.clear()
+    off.search("send 'quarterly invoice.pdf'", limit=2)
+    assert counting.texts == ["send 'quarterly invoice.pdf'"]
+
+
 def test_the_index_reembeds_only_tools_that_changed(wordllama: WordLlamaEmbedder) -> None:
     c = catalog()
     counting = Counting(wordllama)

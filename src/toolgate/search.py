@@ -3,9 +3,9 @@ group text and the backend server, optionally fused with embeddings; plus a rege
 run by RE2 (linear time, no catastrophic patterns).
 
 ``SearchIndex`` owns the analysis (name-part splitting, CJK n-grams, stop words,
-stemming, prefix and spelling matches), an index that follows the catalog's version
-re-analysing only tools that changed, and the fusion with ``toolgate.embedding`` vectors
-in hybrid mode.
+stemming, prefix, root and spelling matches, argument values in queries), an index that
+follows the catalog's version re-analysing only tools that changed, and the fusion with
+``toolgate.embedding`` vectors in hybrid mode.
 Access is the caller's: ``allowed(name)`` filters every result. Core: no MCP imports.
 """
 
@@ -38,6 +38,16 @@ MAX_LIMIT = 50
 # is not swept.
 MIN_PREFIX = 4
 PREFIX_WEIGHT = 0.4
+# The other way round: a query word also matches the shorter index words (of at least
+# MIN_ROOT characters) that begin it and leave at least ROOT_REST of its letters, at
+# ROOT_WEIGHT ("cryptocurrencies" -> "crypto", "screenshots" -> "screen", "weatherman"
+# -> "weather"; "report" does not reach "repo"): a tool that names the root of a
+# compound or derived word the query uses. ROOT_WEIGHT was chosen on the development
+# halves of the evaluation sets (benchmarks/search_eval.py --tune sweeps it); MIN_ROOT
+# and ROOT_REST were compared by hand there (3 and 3 against 4 and 1-2).
+MIN_ROOT = 3
+ROOT_REST = 3
+ROOT_WEIGHT = 0.5
 # A query word of at least MIN_PREFIX characters that matches no tool of the caller's
 # view, not even as a prefix, is replaced by the index words sharing at least
 # FUZZY_SIMILARITY of their character trigrams with it (Jaccard), at FUZZY_WEIGHT:
@@ -48,7 +58,10 @@ FUZZY_SIMILARITY = 0.4
 FUZZY_WEIGHT = 0.4
 MAX_PATTERN_LENGTH = 500
 
-# What a term's (length-normalised) frequency in each field counts for in BM25F.
+# What a term's (length-normalised) frequency in each field counts for in BM25F, and
+# BM25's saturation (K1) and length normalisation (B). Other weights, k1 from 0.9 to 2.0
+# and b from 0.5 to 0.9 were measured on the development halves of the evaluation sets
+# and none was better on all of them (docs/decisions.md, "Tool search").
 FIELD_WEIGHTS: Mapping[str, float] = {
     "name": 3.0,
     "title": 2.0,
@@ -57,6 +70,8 @@ FIELD_WEIGHTS: Mapping[str, float] = {
     "groups": 1.0,
     "server": 1.0,
 }
+K1 = 1.2
+B = 0.75
 
 # A general English stop list: function words, pronouns and auxiliaries that say
 # nothing about what a tool does ("Can you help me ...", "How do I ...").
@@ -94,8 +109,31 @@ _UNSPACED = (
 _SEGMENT = re.compile(f"([{_UNSPACED}]+)|([^{_UNSPACED}]+)")
 _UNSPACED_RUN = re.compile(f"[{_UNSPACED}]+")
 
+# Argument values in a task-shaped query: quoted text, URLs, paths and file names ("edit
+# './src/app.py'", "open https://example.com"). They are what the tool is to be called
+# with, not what it does, so their words count for ARGUMENT_WEIGHT of a query word and
+# stay out of the query's embedding. Chosen on the development halves of the
+# evaluation sets (benchmarks/search_eval.py --tune sweeps it).
+ARGUMENT_WEIGHT = 0.3
+_ARGUMENT = re.compile(
+    r"""(?<![\w'"`])(['"`])(?:(?!\1).)+\1(?![\w'"`])"""  # 'quoted', "quoted", `quoted`
+    r"|\S*://\S*"  # URLs
+    r"|\S*[/\\]\S*"  # paths
+    r"|\b[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b"  # file and host names: app.py, example.com
+)
 _RUN = re.compile(r"[^\W_]+")  # letters and digits; "_", "-", ".", "&", ... separate
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def argument_values(query: str) -> tuple[str, str]:
+    """``query`` without its argument values (quoted text, URLs, paths, file names),
+    and those values.
+
+    >>> argument_values("Replace 'foo' with 'bar' in ./src/app.py")
+    ('Replace   with   in  ', "'foo' 'bar' ./src/app.py")
+    """
+    values = " ".join(m.group(0) for m in _ARGUMENT.finditer(query))
+    return _ARGUMENT.sub(" ", query), values
 
 
 def name_parts(text: str) -> list[str]:
@@ -285,28 +323,48 @@ EMBEDDING_PARTS: Mapping[str, float] = {
     "server": 0.5,
     "arguments": 0.5,
 }
+# The ``tool_fields`` each embedded part is made of (group text is not embedded: it is
+# shared by every member, like the server, and says what the group is, not the tool).
+_PART_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "name": ("name", "title"),
+    "description": ("description",),
+    "server": ("server",),
+    "arguments": ("arguments",),
+}
 
 
 def embedding_texts(tool: Tool, server_title: str = "", max_chars: int = 2000) -> dict[str, str]:
-    """The texts a tool's vector is made of, by part (``EMBEDDING_PARTS``); empty
-    parts are left out.
+    """The texts a tool's vector is made of, by part (``EMBEDDING_PARTS``), from the
+    same ``tool_fields`` lexical search indexes: identifiers as words, empty parts
+    left out.
 
     >>> embedding_texts(Tool("send_email", "Send an email."))
     {'name': 'send email', 'description': 'Send an email.'}
     """
-    arg_names, arg_descriptions = schema_text(tool.input_schema)
-    parts = {
-        "name": [" ".join(name_parts(tool.name)), tool.title or ""],
-        "description": [tool.description],
-        "server": [" ".join(name_parts(tool.source)), server_title] if tool.source else [],
-        "arguments": [" ".join(name_parts(n)) for n in arg_names] + arg_descriptions,
-    }
+    fields = tool_fields(tool, (), server_title)
     out = {}
-    for part, texts in parts.items():
-        text = " ".join(t.strip() for t in texts if t and t.strip())[:max_chars]
+    for part, names in _PART_FIELDS.items():
+        pieces = [
+            " ".join(name_parts(text)) if is_name else text.strip()
+            for field_name in names
+            for text, is_name in fields[field_name]
+        ]
+        text = " ".join(p for p in pieces if p)[:max_chars]
         if text:
             out[part] = text
     return out
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a search ranks within: the caller's tools (``population``, a boolean mask
+    of slots; None: every tool), their number and the slot x field factor on a raw
+    term frequency (field weight over length normalisation). Made once per view while
+    the index is unchanged."""
+
+    population: Any
+    documents: int
+    scale: Any
 
 
 class Postings:
@@ -339,9 +397,6 @@ class Postings:
         self._vocabulary: list[str] | None = []  # sorted terms; None: to be re-sorted
         # character trigram -> the terms (of MIN_PREFIX characters or more) holding it
         self._trigrams: dict[str, set[str]] = {}
-        self._changes = 0  # bumped by every add and remove
-        # id(population) -> (population, changes, documents, field scale): one per view
-        self._scales: dict[int, tuple[Any, int, int, Any]] = {}
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -371,7 +426,6 @@ class Postings:
         lengths = np.asarray([sum(c.values()) for c in counts], dtype=float)
         self._lengths[slot] = lengths
         self._total += lengths
-        self._changes += 1
         return slot
 
     def remove(self, slot: int) -> None:
@@ -390,7 +444,6 @@ class Postings:
         self._total -= self._lengths[slot]
         self._lengths[slot] = 0
         self._free.append(slot)
-        self._changes += 1
 
     def extensions(self, term: str) -> list[str]:
         """Indexed terms that begin with ``term`` and are longer (``term`` of at least
@@ -406,6 +459,13 @@ class Postings:
                 break
             out.append(vocabulary[i])
         return out
+
+    def roots(self, term: str) -> list[str]:
+        """Indexed terms of at least ``MIN_ROOT`` characters that begin ``term`` and
+        leave at least ``ROOT_REST`` of its characters, longest first: "cryptocurr"
+        reaches "crypto", "report" not "repo"."""
+        found = (term[:n] for n in range(len(term) - ROOT_REST, MIN_ROOT - 1, -1))
+        return [root for root in found if root in self._postings]
 
     def similar(self, term: str, threshold: float) -> list[str]:
         """Indexed terms other than ``term`` whose character trigrams overlap its own
@@ -430,42 +490,28 @@ class Postings:
             return False
         return population is None or any(population[slot] for slot in posting)
 
-    def statistics(self, population: Any = None) -> tuple[int, Any]:
-        """(documents, total length per field) of the index or of the ``population``."""
-        if population is None:
-            return len(self._terms), self._total
-        live = population[: self._next]
-        return int(live.sum()), self._lengths[: self._next][live].sum(axis=0)
-
-    def _scale(self, population: Any) -> tuple[int, Any]:
-        """(documents, slot x field scale) of ``population``, remembered per population
-        object while the index is unchanged (a view's mask is one object per view)."""
-        hit = self._scales.get(id(population))
-        if hit is not None and hit[0] is population and hit[1] == self._changes:
-            return hit[2], hit[3]
-        n, total = self.statistics(population)
-        scale = self._field_scale(n, total)
-        if len(self._scales) >= 64:
-            self._scales.pop(next(iter(self._scales)))
-        self._scales[id(population)] = (population, self._changes, n, scale)
-        return n, scale
-
-    def _field_scale(self, n: int, total: Any) -> Any:
-        """Slot x field: weight / length normalisation, the factor on a raw frequency."""
+    def scope(self, population: Any = None) -> Scope:
+        """The statistics of the index, or of the documents in ``population`` (a boolean
+        mask of slots): what ``scores`` and ``field_scores`` rank within."""
         np = self._np
+        if population is None:
+            n, total = len(self._terms), self._total
+        else:
+            live = population[: self._next]
+            n, total = int(live.sum()), self._lengths[: self._next][live].sum(axis=0)
         average = np.where(total > 0, total / max(n, 1), 1.0)
         norm = 1 - self.b + self.b * self._lengths[: self._next] / average
-        return self._weights / np.where(norm > 0, norm, 1.0)
+        return Scope(population, n, self._weights / np.where(norm > 0, norm, 1.0))
 
-    def field_scores(self, term: str, slot: int, population: Any = None) -> dict[str, float]:
+    def field_scores(self, term: str, slot: int, scope: Scope) -> dict[str, float]:
         """One term's BM25F score in one slot, split by field in proportion to each
         field's share of the term's weighted frequency (empty when absent)."""
         posting = self._postings.get(term)
         if not posting or slot not in posting:
             return {}
-        n, total = self.statistics(population)
+        n, population = scope.documents, scope.population
         df = len(posting) if population is None else sum(1 for s in posting if population[s])
-        scaled = self._np.asarray(posting[slot]) * self._field_scale(n, total)[slot]
+        scaled = self._np.asarray(posting[slot]) * scope.scale[slot]
         tf = float(scaled.sum())
         if tf <= 0:
             return {}
@@ -473,18 +519,16 @@ class Postings:
         score = idf * tf * (self.k1 + 1) / (tf + self.k1)
         return {f: score * float(x) / tf for f, x in zip(self.fields, scaled, strict=True) if x}
 
-    def scores(
-        self, terms: Sequence[str], population: Any = None, weights: Sequence[float] = ()
-    ) -> Any:
+    def scores(self, terms: Sequence[str], scope: Scope, weights: Sequence[float] = ()) -> Any:
         """BM25F score of every slot for ``terms`` (a repeated term counts again), each
         term's score times its entry in ``weights`` when given.
 
-        With ``population`` (a boolean mask of slots) only those documents are scored
-        and the statistics (document count, average field lengths, document
-        frequencies) are theirs, so what lies outside it cannot move a score inside it."""
+        Only the documents of ``scope`` are scored and the statistics (document count,
+        average field lengths, document frequencies) are theirs, so what lies outside
+        it cannot move a score inside it."""
         np = self._np
         out = np.zeros(self._next)
-        n, scale = self._scale(population)
+        n, scale, population = scope.documents, scope.scale, scope.population
         if not n:
             return out
         for i, term in enumerate(terms):
@@ -517,8 +561,8 @@ SearchMode = Literal["lexical", "hybrid"]
 # Hybrid score = HYBRID_WEIGHT * z(BM25) + (1 - HYBRID_WEIGHT) * z(cosine). Chosen on the
 # development halves of the evaluation sets (benchmarks/search_eval.py --tune): the
 # weight with the best mean recall@5 among those that beat lexical search on every set.
-HYBRID_WEIGHT = 0.25
-MAX_POPULATIONS = 64  # access masks remembered (one per principal's view)
+HYBRID_WEIGHT = 0.3
+MAX_POPULATIONS = 64  # scopes remembered (one per principal's view)
 
 
 @dataclass(frozen=True)
@@ -560,6 +604,23 @@ class Explanation:
     fields: Mapping[str, float]
 
 
+@dataclass(frozen=True)
+class _Scored:
+    """One query's scores over every slot: ``fused`` ranks (BM25 alone in lexical
+    mode), ``hits`` are the candidate slots; the terms, weights and scope they came
+    from are kept so ``explain`` splits the very scores ``search`` ranked by."""
+
+    scope: Scope
+    terms: list[str]
+    weights: list[float]
+    fused: Any
+    bm25: Any
+    semantic: Any
+    hits: Any
+    names: list[str]
+    rank: Any
+
+
 class SearchIndex:
     """BM25 (and, in hybrid mode, embedding) search over a catalog's tools; follows
     the catalog as it changes.
@@ -577,10 +638,9 @@ class SearchIndex:
         catalog: Catalog,
         settings: SearchSettings | None = None,
         *,
-        field_weights: Mapping[str, float] = FIELD_WEIGHTS,
-        k1: float = 1.2,
-        b: float = 0.75,
         prefix_weight: float = PREFIX_WEIGHT,
+        root_weight: float = ROOT_WEIGHT,
+        argument_weight: float = ARGUMENT_WEIGHT,
         fuzzy_weight: float = FUZZY_WEIGHT,
         fuzzy_similarity: float = FUZZY_SIMILARITY,
     ) -> None:
@@ -594,21 +654,22 @@ class SearchIndex:
         self.catalog = catalog
         self.settings = settings = settings or SearchSettings()
         self.analyzer = Analyzer()
-        self._weights = dict(field_weights)
         self._prefix_weight = prefix_weight
+        self._root_weight = root_weight
+        self._argument_weight = argument_weight
         self._fuzzy_weight = fuzzy_weight
         self._fuzzy_similarity = fuzzy_similarity
         self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
-        self._postings = Postings(numpy, list(FIELD_WEIGHTS), self._weights, k1, b)
+        self._postings = Postings(numpy, list(FIELD_WEIGHTS), FIELD_WEIGHTS, K1, B)
         # name -> (tool, its groups, slot); tool and groups are compared by identity
         self._docs: dict[str, tuple[Tool, tuple[Group, ...], int]] = {}
         self._slot_names: list[str] = []
         self._name_rank: Any = numpy.zeros(0, dtype=numpy.int64)  # slot -> rank by name
         self._live: Any = numpy.zeros(0, dtype=bool)
-        # id(owner of an ``allowed`` check) -> (owner, index version, slot mask)
-        self._masks: dict[int, tuple[Any, int, Any]] = {}
+        # id(owner of an ``allowed`` check) -> (owner, index version, its scope)
+        self._scopes: dict[int, tuple[Any, int, Scope]] = {}
         self.reanalysed = 0  # tools re-analysed by the last refresh (for tests and stats)
         self.embedded = 0  # texts the embedder ran on in the last refresh (cache misses)
         self.embedder: Embedder | None = None
@@ -731,35 +792,49 @@ class SearchIndex:
         return len(self._docs)
 
     # -- querying --------------------------------------------------------------------
-    def population(self, allowed: Callable[[str], bool] | None) -> Any:
-        """The slots of the tools ``allowed`` accepts, as a boolean mask (None: every
-        tool). Remembered per ``allowed`` (a view's ``is_accessible`` is one per view)
-        while the index is unchanged, so a principal's searches pay for it once."""
-        if allowed is None:
-            return None
+    def scope(self, allowed: Callable[[str], bool] | None) -> Scope:
+        """What a search by the caller ranks within: the tools ``allowed`` accepts (None:
+        every tool) and their statistics. Remembered per ``allowed`` (a view's
+        ``is_accessible`` is one per view) while the index is unchanged, so a
+        principal's searches pay for the access checks and the statistics once."""
         owner = getattr(allowed, "__self__", allowed)
-        with self._lock:
-            names, live, version = self._slot_names, self._live, self._version
-            hit = self._masks.get(id(owner))
-        if hit is not None and hit[0] is owner and hit[1] == version:
-            return hit[2]
-        mask = self._np.zeros(len(names), dtype=bool)
-        for slot, name in enumerate(names):
-            mask[slot] = bool(live[slot]) and allowed(name)
-        with self._lock:
-            if len(self._masks) >= MAX_POPULATIONS:
-                self._masks.pop(next(iter(self._masks)))
-            self._masks[id(owner)] = (owner, version, mask)
-        return mask
+        np = self._np
+        while True:
+            with self._lock:
+                names, live, version = self._slot_names, self._live, self._version
+                hit = self._scopes.get(id(owner))
+                if hit is not None and hit[0] is owner and hit[1] == version:
+                    return hit[2]
+            mask = None
+            if allowed is not None:  # the caller's checks run outside the lock
+                mask = np.fromiter(
+                    (bool(live[slot]) and allowed(name) for slot, name in enumerate(names)),
+                    dtype=bool,
+                    count=len(names),
+                )
+            with self._lock:
+                if self._version != version:
+                    continue  # the index changed meanwhile and slots moved: again
+                scope = self._postings.scope(mask)
+                if len(self._scopes) >= MAX_POPULATIONS:
+                    self._scopes.pop(next(iter(self._scopes)))
+                self._scopes[id(owner)] = (owner, version, scope)
+                return scope
 
     def _weighted_terms(self, query: str, population: Any = None) -> tuple[list[str], list[float]]:
-        """The query's terms (weight 1), the longer index words they begin
-        (``PREFIX_WEIGHT``) and, for a term that reaches no tool of ``population``
-        either way, the index words spelled like it (``FUZZY_WEIGHT``); each term once.
-        Call with the lock held."""
+        """The query's terms (weight 1, ``ARGUMENT_WEIGHT`` for a term only found in
+        argument values), the longer index words they begin (``PREFIX_WEIGHT``), for a
+        term that reaches no tool of ``population`` either way the index words spelled
+        like it (``FUZZY_WEIGHT``), then the shorter index words that begin a term
+        (``ROOT_WEIGHT``); each term once, a match through a term at that term's weight
+        times the match's. Call with the lock held."""
         postings = self._postings
         terms = self.analyzer.query_terms(query)
         weights = [1.0] * len(terms)
+        rest, values = argument_values(query)
+        if values and self._argument_weight != 1.0:
+            told = set(self.analyzer.query_terms(rest))
+            weights = [1.0 if t in told else self._argument_weight for t in terms]
         seen = set(terms)
 
         def extend(found: Iterable[str], weight: float) -> None:
@@ -769,56 +844,74 @@ class SearchIndex:
                     terms.append(other)
                     weights.append(weight)
 
-        for term in list(terms):
+        asked = list(zip(terms, weights, strict=True))
+        for term, weight in asked:
             longer = postings.extensions(term) if self._prefix_weight else []
-            extend(longer, self._prefix_weight)
+            extend(longer, weight * self._prefix_weight)
             if (
                 self._fuzzy_weight
                 and len(term) >= MIN_PREFIX
                 and not postings.matches(term, population)
                 and not any(postings.matches(t, population) for t in longer)
             ):
-                extend(postings.similar(term, self._fuzzy_similarity), self._fuzzy_weight)
+                similar = postings.similar(term, self._fuzzy_similarity)
+                extend(similar, weight * self._fuzzy_weight)
+        if self._root_weight:
+            for term, weight in asked:
+                extend(postings.roots(term), weight * self._root_weight)
         return terms, weights
 
-    def _scores(
-        self, query: str, population: Any = None
-    ) -> tuple[Any, Any, Any, Any, list[str], Any]:
-        """(fused, bm25, cosine or None, candidate slots, slot names, slot name ranks).
+    def _meaning(self, query: str) -> str:
+        """What the query embedding reads: the query less its argument values (all of
+        it when that leaves no words)."""
+        if self._argument_weight == 1.0:
+            return query
+        rest, values = argument_values(query)
+        return rest if values and words(rest) else query
+
+    def _scores(self, query: str, scope: Scope) -> _Scored:
+        """Every slot's scores for ``query`` within ``scope``.
 
         Lexical: the BM25 score; candidates are the tools matching a query term. Hybrid:
         ``w * z(BM25) + (1 - w) * z(cosine)``, each signal standardised over the
         searchable tools (z-scores put a model's cosine range and BM25's unbounded
         scale on one footing); every such tool is a candidate, so a query sharing no
-        word with a tool can still find it. ``population`` (a mask of the tools the
-        caller may see) confines the statistics as well as the candidates: tools
-        outside it never move a score inside it.
+        word with a tool can still find it. The scope (the tools the caller may see)
+        confines the statistics as well as the candidates: tools outside it never move
+        a score inside it.
         """
         np = self._np
+        population = scope.population
         with self._lock:
             terms, weights = self._weighted_terms(query, population)
-            bm25 = self._postings.scores(terms, population, weights)
+            bm25 = self._postings.scores(terms, scope, weights)
             names, rank = self._slot_names, self._name_rank
             vectors, live = self._vectors, self._live
         if population is not None:
             live = live & population[: len(live)]
         if self.embedder is None or vectors is None or not live.any():
-            return bm25, bm25, None, np.flatnonzero(bm25 > 0), names, rank
-        q = _unit(np, np.asarray(self.embedder.embed([query]), dtype=np.float32))[0]
+            hits = np.flatnonzero(bm25 > 0)
+            return _Scored(scope, terms, weights, bm25, bm25, None, hits, names, rank)
+        embedded = self.embedder.embed([self._meaning(query)])
+        q = _unit(np, np.asarray(embedded, dtype=np.float32))[0]
         cosine = vectors[: len(names)] @ q
         w = self.settings.weight
         fused = w * _standard(np, bm25, live) + (1 - w) * _standard(np, cosine, live)
-        return fused, bm25, cosine, np.flatnonzero(live), names, rank
+        return _Scored(
+            scope, terms, weights, fused, bm25, cosine, np.flatnonzero(live), names, rank
+        )
 
     def _ranked(
         self, query: str, limit: int, allowed: Callable[[str], bool] | None
-    ) -> tuple[list[int], Any, Any, Any, list[str]]:
+    ) -> tuple[list[int], _Scored]:
+        """The best ``limit`` slots ``allowed`` accepts, and the scores they came from."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidArguments("Search query must be a non-empty string", query=query)
         _check_limit(limit)
         self.refresh()
         np = self._np
-        fused, bm25, semantic, hits, names, rank = self._scores(query, self.population(allowed))
+        scored = self._scores(query, self.scope(allowed))
+        fused, hits, names, rank = scored.fused, scored.hits, scored.names, scored.rank
         out: list[int] = []
         seen = 0
         # Sort only the best few (every tool scores in hybrid mode); widen while the
@@ -841,7 +934,7 @@ class SearchIndex:
             if len(batch) == len(hits):
                 break
             want *= 4
-        return out, fused, bm25, semantic, names
+        return out, scored
 
     def search(
         self,
@@ -855,8 +948,8 @@ class SearchIndex:
         mode), ties broken by name. Lexical search never returns a tool that matches
         no query term; hybrid search may, when its meaning is close.
         """
-        slots, fused, _, _, names = self._ranked(query, limit, allowed)
-        return [SearchHit(names[s], round(float(fused[s]), 6)) for s in slots]
+        slots, scored = self._ranked(query, limit, allowed)
+        return [SearchHit(scored.names[s], round(float(scored.fused[s]), 6)) for s in slots]
 
     def explain(
         self,
@@ -870,28 +963,26 @@ class SearchIndex:
         A field's share of a query term's BM25F score is its share of that term's
         weighted, length-normalised frequency in the tool, so the fields add up to
         ``bm25`` (a term repeated in the query counts once, a prefix match at
-        ``PREFIX_WEIGHT`` and a spelling match at ``FUZZY_WEIGHT``, as in ranking).
+        ``PREFIX_WEIGHT``, a spelling match at ``FUZZY_WEIGHT`` and a shorter word
+        that begins a query term at ``ROOT_WEIGHT``, as in ranking:
+        the same terms, weights and statistics the ranking used).
         """
-        slots, fused, bm25, semantic, names = self._ranked(query, limit, allowed)
-        population = self.population(allowed)
-        with self._lock:
-            terms, weights = self._weighted_terms(query, population)
+        slots, scored = self._ranked(query, limit, allowed)
+        semantic = scored.semantic
         out: list[Explanation] = []
         for slot in slots:
-            name = names[slot]
             total: Counter[str] = Counter()
             with self._lock:
-                for term, weight in zip(terms, weights, strict=True):
-                    found = self._postings.field_scores(term, slot, population)
+                for term, weight in zip(scored.terms, scored.weights, strict=True):
+                    found = self._postings.field_scores(term, slot, scored.scope)
                     total.update({f: weight * v for f, v in found.items()})
-            fields = {f: round(v, 6) for f, v in total.items() if v}
             out.append(
                 Explanation(
-                    name=name,
-                    score=round(float(fused[slot]), 6),
-                    bm25=round(float(bm25[slot]), 6),
+                    name=scored.names[slot],
+                    score=round(float(scored.fused[slot]), 6),
+                    bm25=round(float(scored.bm25[slot]), 6),
                     semantic=None if semantic is None else round(float(semantic[slot]), 6),
-                    fields=fields,
+                    fields={f: round(v, 6) for f, v in total.items() if v},
                 )
             )
         return out

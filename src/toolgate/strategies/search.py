@@ -90,11 +90,11 @@ SEARCH_REGEX_SCHEMA: Mapping[str, Any] = {
 
 def search_args(
     arguments: Mapping[str, Any], key: str, *, more: str | None = None
-) -> tuple[Any, Any]:
-    """A search meta-tool's ``key`` text and ``limit`` (raises InvalidArguments).
+) -> tuple[list[Any], Any]:
+    """A search meta-tool's texts and ``limit`` (raises InvalidArguments).
 
-    With ``more`` (``"queries"`` for ``search_tools``), the text is a list: ``key``'s
-    text then the entries of the optional ``more`` array. Only what the meta-tool alone
+    The texts are ``key``'s text then, with ``more`` (``"queries"`` for
+    ``search_tools``), the entries of the optional ``more`` array. Only what the meta-tool alone
     knows is checked here (its argument names, how long and how many queries may be);
     ``SearchIndex`` checks each text and the limit themselves.
     """
@@ -129,7 +129,7 @@ def search_args(
                 f"{name!r} is {len(text)} characters; the limit is {MAX_QUERY_LENGTH}"
             )
     limit = arguments.get("limit", DEFAULT_LIMIT)
-    return (texts if more is not None else texts[0]), limit
+    return texts, limit
 
 
 def interleave(rankings: Sequence[Sequence[SearchHit]], limit: int) -> list[SearchHit]:
@@ -196,9 +196,9 @@ class ToolSearch(Addon):
 
     def _regex_tool(self, strategy: Strategy) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
-            pattern, limit = search_args(arguments, "pattern")
+            patterns, limit = search_args(arguments, "pattern")
             detail = detail_arg(arguments)
-            return await self.search(strategy, request, pattern, limit, detail, regex=True)
+            return await self.search(strategy, request, patterns, limit, detail, regex=True)
 
         return MetaTool(
             strategy.names.search_tools_regex,
@@ -226,7 +226,7 @@ class ToolSearch(Addon):
         self,
         strategy: Strategy,
         request: Request,
-        text: str | Sequence[str],
+        needs: Sequence[str],
         limit: int,
         detail: Detail = "summary",
         *,
@@ -234,14 +234,14 @@ class ToolSearch(Addon):
     ) -> Reply:
         """Rank, reveal where the list follows the session, and answer.
 
-        ``text`` may be several needs: each is ranked on its own (``limit`` each) and the
-        rankings are interleaved (every need's best first, then every need's second,
-        ...; ``MAX_LIMIT`` in all); the answer treats that list as one ranking."""
+        ``needs`` are one query (or pattern) or several: each is ranked on its own
+        (``limit`` each) and the rankings are interleaved (every need's best first, then
+        every need's second, ...; ``MAX_LIMIT`` in all); the answer treats that list as
+        one ranking."""
         session = request.session
         view = await session.view()
         index = strategy.toolset.search_index
         find = index.search_regex if regex else index.search
-        needs = [text] if isinstance(text, str) else list(text)
         rankings = [find(need, limit, view.is_accessible) for need in needs]
         hits: Sequence[SearchHit] = (
             rankings[0] if len(rankings) == 1 else interleave(rankings, MAX_LIMIT)
