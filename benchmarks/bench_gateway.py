@@ -342,12 +342,21 @@ same run (their throughput over the direct one above):
 |---|---|---|---|---|
 """
         for title, (script, m) in peers.items():
+            rate = (
+                f"{m['throughput']:.0f} ({m['p50_ms']:.0f} ms, {m['p99_ms']:.0f} ms)"
+                if m["calls"]
+                else f"none finished in {args.duration:g} s"
+            )
             table += (
                 f"| {title} (`{script}`) | {m['gateway_ms']:.2f} ms ({m['overhead_ms']:.2f} ms) "
-                f"| {m['throughput']:.0f} ({m['p50_ms']:.0f} ms, {m['p99_ms']:.0f} ms) "
+                f"| {rate} "
                 f"| {m['throughput'] / max(direct['throughput'], 1e-9):.2f} "
-                f"| {m['cpu_ms_per_call_client']:.2f}, {m['cpu_ms_per_call_relay']:.2f}, "
-                f"{m['cpu_ms_per_call_backend']:.2f} ms |\n"
+                + (
+                    f"| {m['cpu_ms_per_call_client']:.2f}, {m['cpu_ms_per_call_relay']:.2f}, "
+                    f"{m['cpu_ms_per_call_backend']:.2f} ms |\n"
+                    if m["calls"]
+                    else "| — |\n"
+                )
             )
     print(table)
     if not args.no_write:
