@@ -22,7 +22,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import fastmcp
 import httpx2
@@ -54,6 +54,7 @@ ANSWER = "a relayed answer"
 FORM = {"name": "Ada Lovelace", "check": True}
 #: the clients: name → (what it speaks to the gateway, the era)
 KINDS = ("session", "fastmcp-legacy", "fastmcp")
+T = TypeVar("T")
 
 
 @dataclass
@@ -374,10 +375,7 @@ async def _seen_meta(kind: str, target: str | list[str]) -> dict[str, Any]:
 async def test_a_calls_meta_reaches_the_backend_as_it_does_directly(
     served: Served, kind: str
 ) -> None:
-    await _faulty_up(served)
-    backend = [sys.executable, str(SERVERS / "gw_upstream.py"), "--marks", str(served.marks)]
-    direct = await _seen_meta(kind, backend)
-    relayed = await _seen_meta(kind, served.url)
+    direct, relayed = await _faulty_both_ways(served, kind, _seen_meta)
     assert relayed == direct == CALL_META
 
 
@@ -393,10 +391,7 @@ async def _refusal(kind: str, target: str | list[str]) -> tuple[int, str, Any]:
 async def test_a_backends_json_rpc_error_reaches_the_client_as_it_was_sent(
     served: Served, kind: str
 ) -> None:
-    await _faulty_up(served)
-    backend = [sys.executable, str(SERVERS / "gw_upstream.py"), "--marks", str(served.marks)]
-    direct = await _refusal(kind, backend)
-    relayed = await _refusal(kind, served.url)
+    direct, relayed = await _faulty_both_ways(served, kind, _refusal)
     assert relayed == direct
     code, _, data = relayed
     assert code == mt.URL_ELICITATION_REQUIRED
@@ -579,6 +574,16 @@ _CONNECTION_TASKS = (
 def _reconnection(task: asyncio.Task[Any]) -> bool:
     coro = getattr(task.get_coro(), "__qualname__", "")
     return task.get_name().startswith(_CONNECTION_TASKS) or coro == "_shutdown_watcher"
+
+
+async def _faulty_both_ways(
+    served: Served, kind: str, probe: Callable[[str, str | list[str]], Awaitable[T]]
+) -> tuple[T, T]:
+    """``probe`` run on the ``faulty`` backend directly (its command line), then through
+    the gateway."""
+    await _faulty_up(served)
+    argv = [sys.executable, str(SERVERS / "gw_upstream.py"), "--marks", str(served.marks)]
+    return await probe(kind, argv), await probe(kind, served.url)
 
 
 async def _faulty_up(served: Served) -> None:
