@@ -22,8 +22,10 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TextIO, TypeVar, cast
 
@@ -33,7 +35,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import INVALID_REQUEST, REQUEST_TIMEOUT
 from pydantic import BaseModel
 
@@ -148,6 +150,16 @@ class StderrCapture:
             self.writer.close()
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._reader.join, 2.0)
+
+
+def _legacy(call: Callable[[], T]) -> T:
+    """``call()`` of a method the SDK marks removed on 2026-07-28 (``resources/subscribe``):
+    the gateway's backend sessions speak 2025-11-25 (``ClientSession.initialize``), where
+    it is the way to hear updates. The SDK warns as the method is called, before any
+    await, so the filter covers only this call."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return call()
 
 
 class ConnectionLost(Exception):
@@ -447,7 +459,7 @@ class Backend:
         """Subscribe the gateway to ``uri`` (kept across reconnects until ``unsubscribe``)."""
         self.subscribed.add(uri)
         try:
-            await self.request("resource", lambda s: s.subscribe_resource(uri))
+            await self.request("resource", lambda s: _legacy(partial(s.subscribe_resource, uri)))
         except BaseException:
             self.subscribed.discard(uri)
             raise
@@ -457,7 +469,7 @@ class Backend:
         (its subscriptions went with its connection)."""
         self.subscribed.discard(uri)
         if self.up:
-            await self.request("resource", lambda s: s.unsubscribe_resource(uri))
+            await self.request("resource", lambda s: _legacy(partial(s.unsubscribe_resource, uri)))
 
     async def request(self, what: str, send: Callable[[ClientSession], Awaitable[T]]) -> T:
         """Send one relayed request within the backend's timeout. The backend's own errors
@@ -762,7 +774,7 @@ class Backend:
         """Renew the gateway's subscriptions on a new connection."""
         for uri in sorted(self.subscribed):
             try:
-                await session.subscribe_resource(uri)
+                await _legacy(partial(session.subscribe_resource, uri))
             except MCPError as exc:
                 logger.warning(
                     "backend %s: cannot renew subscription to %s: %s", self.name, uri, exc
