@@ -402,6 +402,42 @@ async def test_two_members_of_an_exclusion_set_in_one_request_keep_the_first() -
     assert await active(s) == ["read_mode"]
 
 
+async def test_a_group_whose_peer_holds_one_enabled_in_the_same_request_is_refused() -> None:
+    """``deep`` excludes ``other``; one request enables ``other_child`` and ``deep``
+    (parents first, so ``other_child`` first): the first stays, as for two peers named
+    together, and the same request never enables a group and then turns it off."""
+    ts = ToolSet()
+    ts.add_groups(
+        [
+            Group("base"),
+            Group("mid", parent="base"),
+            Group("deep", parent="mid"),
+            Group("other"),
+            Group("other_child", parent="other"),
+        ]
+    )
+    ts.exclusive("deep", "other")
+    s = ts.session("s")
+    await s.activate(["base", "mid", "other"])
+    result = await s.activate(["deep", "other_child"])
+    assert result.changed == ("other_child",)
+    assert result.also_disabled == ()
+    assert [e.to_dict() for e in result.errors] == [
+        {
+            "group": "deep",
+            "code": "mutually_exclusive",
+            "message": "Cannot enable group 'deep' together with 'other_child' in one request: "
+            "'deep' is mutually exclusive with 'other', which 'other_child' is in",
+        }
+    ]
+    assert await active(s) == ["base", "mid", "other", "other_child"]
+    # on its own, later, it displaces the peer and what is under it, as always
+    result = await s.activate(["deep"])
+    assert result.changed == ("deep",)
+    assert set(result.also_disabled) == {"other", "other_child"}
+    assert await active(s) == ["base", "deep", "mid"]
+
+
 async def test_unknown_groups_are_reported_and_the_known_ones_apply() -> None:
     s = hub().session("s")
     result = await s.activate(["nope", "file_ops", "file_ops"])

@@ -111,8 +111,17 @@ def activate_step(
         )
     off: list[str] = []
     for peer in sorted(peers & state.active):
-        off += [d for d in cat.descendants(peer) if d in state.active]
-        off.append(peer)
+        below = [d for d in cat.descendants(peer) if d in state.active]
+        # a group this request enabled under a peer: the same rule, the first stays
+        mine = [d for d in below if d in enabled]
+        if mine:
+            return GroupError(
+                name,
+                "mutually_exclusive",
+                f"Cannot enable group {name!r} together with {mine[0]!r} in one request: "
+                f"{name!r} is mutually exclusive with {peer!r}, which {mine[0]!r} is in",
+            )
+        off += [*below, peer]
     return Step(name, replace(state, active=(state.active - set(off)) | {name}), tuple(off))
 
 
