@@ -379,10 +379,12 @@ async def test_a_calls_meta_reaches_the_backend_as_it_does_directly(
     assert relayed == direct == CALL_META
 
 
-async def _refusal(kind: str, target: str | list[str]) -> tuple[int, str, Any]:
+async def _refusal(
+    kind: str, target: str | list[str], args: dict[str, Any] | None = None
+) -> tuple[int, str, Any]:
     async with talk(kind, target) as client:
         with pytest.raises(mcp.MCPError) as refused:
-            await client.call("sign_in_first", {})
+            await client.call("sign_in_first", args or {})
     error = refused.value.error
     return error.code, error.message, error.data
 
@@ -395,6 +397,18 @@ async def test_a_backends_json_rpc_error_reaches_the_client_as_it_was_sent(
     assert relayed == direct
     code, _, data = relayed
     assert code == mt.URL_ELICITATION_REQUIRED
+    assert data["elicitations"][0]["url"] == "https://example.com/sign-in"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_backends_json_rpc_error_after_a_round_trip_is_relayed_too(
+    served: Served, kind: str
+) -> None:
+    """The backend asks for roots, then refuses with -32042: on 2026-07-28 the refusal
+    ends the resumed round (the client's retry), and is the same error there too."""
+    await _faulty_up(served)
+    code, message, data = await _refusal(kind, served.url, {"roots_first": True})
+    assert (code, message) == (mt.URL_ELICITATION_REQUIRED, "URL elicitation required")
     assert data["elicitations"][0]["url"] == "https://example.com/sign-in"
 
 

@@ -8,7 +8,8 @@ warning after it returned (outside any call; ``--name NAME`` adds "from NAME" to
 ``url_elicit`` asks the client to open a URL (URL-mode elicitation ``{"id": ...}``) and,
 once it accepted, sends ``notifications/elicitation/complete`` for it after returning;
 ``meta`` answers with its request's ``_meta`` as JSON; ``sign_in_first`` refuses with
-JSON-RPC error -32042 (URL elicitation required); ``slow_progress`` reports progress
+JSON-RPC error -32042 (URL elicitation required), with ``roots_first`` after asking for
+the client's roots; ``slow_progress`` reports progress
 every 50 ms until cancelled, and then writes a line to ``DIR/cancelled``.
 ``logging/setLevel`` writes the level to ``DIR/level``,
 ``notifications/roots/list_changed`` a line to ``DIR/roots_changed``.
@@ -56,8 +57,8 @@ TOOLS = [
     mt.Tool(name="meta", description="The request's _meta, as JSON.", input_schema=EMPTY),
     mt.Tool(
         name="sign_in_first",
-        description="Refuse with -32042: the client must open a URL first.",
-        input_schema=EMPTY,
+        description="Refuse with -32042 (with roots_first, after asking for the roots).",
+        input_schema={"type": "object", "properties": {"roots_first": {"type": "boolean"}}},
     ),
     mt.Tool(
         name="slow_progress",
@@ -164,6 +165,10 @@ def main() -> None:
             meta = params.model_dump(by_alias=True, mode="json").get("_meta") or {}
             return mt.CallToolResult(content=[mt.TextContent(type="text", text=json.dumps(meta))])
         if params.name == "sign_in_first":
+            if (params.arguments or {}).get("roots_first"):
+                await ctx.session.send_request(
+                    mt.ListRootsRequest(), mt.ListRootsResult, metadata=None
+                )
             raise UrlElicitationRequiredError(
                 [
                     mt.ElicitRequestURLParams(

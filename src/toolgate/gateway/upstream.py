@@ -38,7 +38,7 @@ from toolgate.gateway.backends import Backend
 from toolgate.lowlevel import REQUEST_CONTEXT
 from toolgate.request import RequestFacts
 from toolgate.strategies.base import is_stateless
-from toolgate.wire import call_result
+from toolgate.wire import call_result, error_as_result, raise_or_result
 
 logger = logging.getLogger("toolgate.gateway")
 
@@ -413,7 +413,8 @@ class Upstream:
 
     def _hearing(self, backend: Backend) -> Hears:
         """Whether the session whose level came with given facts hears ``backend``
-        outside any call (``audience``); facts that cannot be judged hear nothing."""
+        outside any call (``audience``). Without facts or an audience every session
+        does; one the audience cannot judge (it raised) hears nothing."""
         audience = self._audience
 
         def hears(facts: RequestFacts | None) -> bool:
@@ -580,6 +581,9 @@ class Upstream:
         parked.answer(responses if isinstance(responses, Mapping) else {})
         try:
             outcome = await self._wait(parked, ctx)
+        except ToolgateError as exc:  # e.g. the backend's own JSON-RPC error: as on round one
+            self._executed(parked, error_as_result(exc))
+            return call_result(raise_or_result(exc))
         except Exception as exc:  # as a failing tool is answered on its first round
             outcome = ToolResult.error(f"Tool {params.get('name')!r} failed: {exc}")
         if isinstance(outcome, ToolResult):
