@@ -393,11 +393,23 @@ async def _refusal(
 async def test_a_backends_json_rpc_error_reaches_the_client_as_it_was_sent(
     served: Served, kind: str
 ) -> None:
-    direct, relayed = await _faulty_both_ways(served, kind, _refusal)
+    events: list[Event] = []
+    stop = served.gateway.events.subscribe(events.append)
+    try:
+        direct, relayed = await _faulty_both_ways(served, kind, _refusal)
+    finally:
+        stop()
     assert relayed == direct
     code, _, data = relayed
     assert code == mt.URL_ELICITATION_REQUIRED
     assert data["elicitations"][0]["url"] == "https://example.com/sign-in"
+    # recorded as a call that ran and failed
+    executed = [
+        (e.data["outcome"], e.data.get("reason"))
+        for e in events
+        if e.type == "tool.executed" and e.data.get("tool") == "sign_in_first"
+    ]
+    assert executed == [("error", "URL elicitation required")]
 
 
 @pytest.mark.parametrize("kind", KINDS)

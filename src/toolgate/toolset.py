@@ -761,23 +761,15 @@ class Session:
         started = time.perf_counter()
         try:
             result = to_result(await _maybe_await(run(args, ctx)))
-        except RelayedError as exc:  # it ran elsewhere and failed: a failed call
-            took = time.perf_counter() - started
-            self._emit(
-                "tool.executed",
-                tool=name,
-                outcome="error",
-                reason=exc.message[:200],
-                duration_s=took,
-            )
-            raise
-        except ToolgateError:
-            raise
         except Exception as exc:
+            if isinstance(exc, ToolgateError) and not isinstance(exc, RelayedError):
+                raise  # a refusal, not a call that ran
             took = time.perf_counter() - started
             self._emit(
                 "tool.executed", tool=name, outcome="error", reason=str(exc)[:200], duration_s=took
             )
+            if isinstance(exc, RelayedError):
+                raise  # it ran elsewhere and failed: the caller hears that server's error
             return CallOutcome(ToolResult.error(f"Tool {name!r} failed: {exc}"))
         took = time.perf_counter() - started
         if result.is_error:
