@@ -523,6 +523,31 @@ async def test_each_legacy_session_hears_the_levels_it_asked_for(served: Served)
         assert quiet.heard.logs == ["error during the call"]
 
 
+async def test_a_2026_call_that_opted_in_hears_its_level_below_a_legacy_sessions(
+    served: Served,
+) -> None:
+    """A legacy session set the backend to ``error``; a 2026-07-28 call asking for
+    ``debug`` lowers it for its run and hears its debug message; after it, the backend
+    is back at ``error`` and the legacy session still hears only errors."""
+    await _faulty_up(served)
+    level = served.marks / "level"
+    heard = Heard()
+
+    async def log(params: mt.LoggingMessageNotificationParams) -> None:
+        heard.on_log(params.data)
+
+    async with talk("session", served.url) as quiet:
+        await set_level(quiet, "error")
+        assert level.read_text() == "error"
+        async with mcp.Client(served.url, log_level="debug", logging_callback=log) as client:
+            result = await client.call_tool("log", {})
+        assert not result.is_error
+        assert heard.logs == ["debug during the call", "error during the call"]
+        await eventually(lambda: level.read_text() == "error")
+        await quiet.call("log", {})
+        assert quiet.heard.logs == ["error during the call"]
+
+
 async def test_a_request_for_input_that_two_clients_calls_could_own_is_refused(
     served: Served,
 ) -> None:

@@ -3,7 +3,8 @@
 ``ask_then_die`` asks the client to sample (or, with ``{"ask": "elicitation"}``, to fill
 a form), then exits while the answer is awaited;
 ``list_roots`` asks the client for its roots on every call (the URIs, one a line);
-``log`` sends a debug and an error message during the call and, with ``later``, a
+``log`` sends a debug and an error message during the call (those at or above the level
+set, if one was) and, with ``later``, a
 warning after it returned (outside any call; ``--name NAME`` adds "from NAME" to it);
 ``url_elicit`` asks the client to open a URL (URL-mode elicitation ``{"id": ...}``) and,
 once it accepted, sends ``notifications/elicitation/complete`` for it after returning;
@@ -71,9 +72,19 @@ TOOLS = [
 LATER: set[asyncio.Task[None]] = set()
 
 
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+#: the level the client set (none: every message is sent), honoured by ``log``
+LEVEL: list[str] = []
+
+
 async def set_level(ctx: ServerRequestContext, params: mt.SetLevelRequestParams) -> mt.EmptyResult:
     (MARKS / "level").write_text(params.level)
+    LEVEL[:] = [params.level]
     return mt.EmptyResult()
+
+
+def wanted(level: str) -> bool:
+    return not LEVEL or LEVELS.index(level) >= LEVELS.index(LEVEL[0])
 
 
 async def roots_changed(ctx: ServerRequestContext, params: mt.NotificationParams | None) -> None:
@@ -128,7 +139,7 @@ def main() -> None:
             session = ctx.session
             with warnings.catch_warnings():  # logging is deprecated on 2026-07-28 only
                 warnings.simplefilter("ignore")
-                for level in ("debug", "error"):
+                for level in filter(wanted, ("debug", "error")):
                     await session.send_log_message(
                         level, f"{level} during the call", "gw", ctx.request_id
                     )
@@ -138,7 +149,8 @@ def main() -> None:
                         await anyio.sleep(0.2)
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
-                            await session.send_log_message("warning", later_text, "gw")
+                            if wanted("warning"):
+                                await session.send_log_message("warning", later_text, "gw")
 
                     LATER.add(asyncio.get_running_loop().create_task(later()))
             return mt.CallToolResult(content=[mt.TextContent(type="text", text="logged")])

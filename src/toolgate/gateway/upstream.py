@@ -14,7 +14,7 @@ import secrets
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -319,15 +319,23 @@ def _everyone(facts: RequestFacts | None) -> bool:
     return True
 
 
+def requested_level(ctx: Context) -> mt.LoggingLevel | None:
+    """The most verbose level a 2026-07-28 request opted in to (its ``_meta``), if any."""
+    allowed = allowed_log_levels(ctx.protocol_version, _meta_of(ctx))
+    return min(allowed, key=LEVELS.index) if allowed else None
+
+
 class LogLevels:
     """The ``logging/setLevel`` of each legacy connection, with the facts of the request
     that set it (its principal decides which backends it hears); each leaves when it
-    closes (``drop``)."""
+    closes (``drop``). A 2026-07-28 call that opted in to a level holds it on its own
+    backend while it runs (``hold``/``release``)."""
 
     def __init__(self) -> None:
         self._levels: weakref.WeakKeyDictionary[
             Any, tuple[mt.LoggingLevel, RequestFacts | None]
         ] = weakref.WeakKeyDictionary()
+        self._held: dict[Hashable, tuple[mt.LoggingLevel, str]] = {}
 
     def set(
         self, connection: Any, level: mt.LoggingLevel, facts: RequestFacts | None = None
@@ -340,9 +348,20 @@ class LogLevels:
     def drop(self, connection: Any) -> None:
         self._levels.pop(connection, None)
 
-    def lowest(self, hears: Hears = _everyone) -> mt.LoggingLevel | None:
-        """The most verbose level a connection that ``hears`` asked for, if any."""
+    def hold(self, call: Hashable, level: mt.LoggingLevel, backend: str) -> None:
+        """``call`` wants ``backend``'s messages at ``level`` until it is released."""
+        self._held[call] = (level, backend)
+
+    def release(self, call: Hashable) -> None:
+        self._held.pop(call, None)
+
+    def lowest(
+        self, hears: Hears = _everyone, backend: str | None = None
+    ) -> mt.LoggingLevel | None:
+        """The most verbose level a connection that ``hears`` asked for, or a call on
+        ``backend`` holds, if any."""
         levels = [level for level, facts in list(self._levels.values()) if hears(facts)]
+        levels += [level for level, on in self._held.values() if on == backend]
         return min(levels, key=LEVELS.index) if levels else None
 
     def admits(self, connection: Any, level: str) -> bool:
@@ -467,7 +486,15 @@ class Upstream:
         the backend's requests for input (its retries go to ``_resume``, not here)."""
         state = _ROUND.get()
         owner = await self._owner(ctx)
-        parked = self._park(backend, tool, arguments, owner=owner, call=call, meta=call_meta(ctx))
+        parked = self._park(
+            backend,
+            tool,
+            arguments,
+            owner=owner,
+            call=call,
+            meta=call_meta(ctx),
+            level=requested_level(ctx),
+        )
         outcome = await self._wait(parked, ctx)
         if isinstance(outcome, ToolResult):
             return outcome
@@ -509,12 +536,14 @@ class Upstream:
         owner: Hashable,
         call: CallContext | None = None,
         meta: Mapping[str, Any] | None = None,
+        level: mt.LoggingLevel | None = None,
     ) -> ParkedCall:
         parked = ParkedCall(backend, tool, owner, call)
 
         async def run() -> ToolResult:
             with self._in_flight(backend, parked):
-                return await backend.call(tool, arguments, progress=parked.progress, meta=meta)
+                async with self._holding(backend, parked, level):
+                    return await backend.call(tool, arguments, progress=parked.progress, meta=meta)
 
         parked.task = asyncio.get_running_loop().create_task(run(), name=f"call:{backend.name}")
         self.parked[parked.id] = parked
@@ -610,6 +639,23 @@ class Upstream:
             duration_s=time.perf_counter() - parked.started,
             **outcome,
         )
+
+    @contextlib.asynccontextmanager
+    async def _holding(
+        self, backend: Backend, call: ParkedCall, level: mt.LoggingLevel | None
+    ) -> AsyncIterator[None]:
+        """While a 2026-07-28 call that opted in to ``level`` runs, its backend logs at
+        that level or lower (set before the call starts, so nothing early is lost)."""
+        if level is None:
+            yield
+            return
+        self.levels.hold(call, level, backend.name)
+        await self._apply_levels(backend)
+        try:
+            yield
+        finally:
+            self.levels.release(call)
+            self._spawn(self._apply_levels(backend))
 
     @contextlib.contextmanager
     def _in_flight(self, backend: Backend, call: InFlight) -> Any:
@@ -711,12 +757,13 @@ class Upstream:
         self.levels.drop(connection)
         self._spawn(self._apply_levels())
 
-    async def _apply_levels(self) -> None:
-        """Give each backend the lowest level any session that hears it asked for; once
-        none does, ``RESTING_LEVEL`` (a backend never set is left alone)."""
+    async def _apply_levels(self, only: Backend | None = None) -> None:
+        """Give each backend (or ``only`` that one) the lowest level any session that
+        hears it asked for or a call on it holds; once none does, ``RESTING_LEVEL`` (a
+        backend never set is left alone)."""
         async with self._levels_applied:
-            for backend in self.backends.values():
-                level = self.levels.lowest(self._hearing(backend))
+            for backend in self.backends.values() if only is None else (only,):
+                level = self.levels.lowest(self._hearing(backend), backend.name)
                 if level is None and backend.log_level is not None:
                     level = RESTING_LEVEL
                 if level is None or level == backend.log_level:
