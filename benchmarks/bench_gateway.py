@@ -41,6 +41,7 @@ BEGIN, END = "<!-- gateway:begin -->", "<!-- gateway:end -->"
 PEERS = [
     ("FastMCP's proxy, `create_proxy`", "benchmarks/peer_fastmcp_proxy.py"),
     ("a bare relay on the SDK (one kept-open `ClientSession`)", "benchmarks/peer_sdk_relay.py"),
+    ("an HTTP reverse proxy on asyncio streams, no MCP", "benchmarks/peer_http_proxy.py"),
 ]
 
 

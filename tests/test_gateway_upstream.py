@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import subprocess
 import sys
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import fastmcp
 import httpx2
@@ -37,7 +38,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from _fixtures.mcp_servers import serve_http
+from _fixtures.mcp_servers import free_port, serve_http
 from _fixtures.npm_servers import NpmServers
 from toolgate.events import Event
 from toolgate.gateway.backends import Timing
@@ -923,3 +924,169 @@ async def test_a_parked_call_is_answered_only_by_its_own_principal(scoped: Scope
     assert "requestState" in forged.value.error.message
     assert isinstance(done, mt.CallToolResult) and _text(done) == "file:///alice"
     assert scoped.gateway.upstream.parked == {}
+
+
+# -- the fast path: the lane (legacy clients) and the hop (HTTP backends) ----------------
+
+
+@dataclass
+class Hopped:
+    gateway: Gateway
+    url: str
+    backend_url: str
+    marks: Path
+
+
+async def _listening(port: int, proc: subprocess.Popen[bytes]) -> None:
+    for _ in range(400):
+        if proc.poll() is not None:
+            raise RuntimeError(f"gw_upstream.py exited with {proc.returncode}")
+        with contextlib.suppress(OSError):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"gw_upstream.py does not listen on {port}")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def hopped(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hopped]:
+    """``gw_upstream.py`` over streamable HTTP behind a gateway: its calls go by the
+    lane (legacy clients) and the hop."""
+    marks = tmp_path_factory.mktemp("hop-marks")
+    port = free_port()
+    argv = [sys.executable, str(SERVERS / "gw_upstream.py"), "--marks", str(marks)]
+    proc = subprocess.Popen([*argv, "--port", str(port)])
+    try:
+        await _listening(port, proc)
+        backend_url = f"http://127.0.0.1:{port}/mcp"
+        cfg = parse_config(
+            {"mcpServers": {"h": {"url": backend_url}}, "toolgate": {"always": ["h:*"]}}
+        )
+        timing = Timing(backoff_initial=0.2, backoff_max=0.5, health_interval=2.0)
+        gateway = Gateway(cfg, timing=timing)
+        try:
+            async with gateway.running(), serve_http(gateway.http_app()) as url:
+                await eventually(lambda: gateway.backends["h"].up)
+                yield Hopped(gateway, url, backend_url, marks)
+        finally:
+            await gateway.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _counts(hopped: Hopped) -> tuple[int, int]:
+    """Calls the lane served and the hop sent, so far."""
+    lane, hop = hopped.gateway.lane, hopped.gateway.backends["h"].hop
+    assert lane is not None and hop is not None
+    return lane.served, hop.calls
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_the_fast_path_carries_a_call_as_the_backend_answers_it_directly(
+    hopped: Hopped, kind: str
+) -> None:
+    """A call's ``_meta`` reaches the backend as it does directly; legacy clients are
+    served by the lane, every client's call goes to the HTTP backend by the hop."""
+    meta = {"tenant": "acme"}
+
+    async def seen(target: str) -> dict[str, Any]:
+        async with talk(kind, target) as client:
+            raw = client.raw
+            if isinstance(raw, ClientSession):
+                result = await raw.call_tool("meta", {}, meta=cast(Any, meta))
+            else:
+                result = await raw.call_tool("meta", {}, meta=meta)
+            seen: dict[str, Any] = json.loads(_text(result))
+            return seen
+
+    direct = await seen(hopped.backend_url)
+    lane, hop = _counts(hopped)
+    relayed = await seen(hopped.url)
+    # the hop's own keys (the reserved ones, the progress token) are its own, as always
+    mine = {k for k in direct if k.startswith("io.modelcontextprotocol/")} | {"progressToken"}
+    assert relayed["tenant"] == direct["tenant"] == "acme"
+    assert set(relayed) - mine == set(direct) - mine == {"tenant"}
+    assert _counts(hopped) == (lane + (kind != "fastmcp"), hop + 1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_sampling_and_roots_by_the_fast_path_are_answered_by_the_calling_client(
+    hopped: Hopped, kind: str
+) -> None:
+    """The backend's requests on the hop's stream go to the gateway's handlers; on the
+    legacy protocol they reach the client on the lane's stream and its answers come
+    back by the lane; on 2026-07-28 as ``input_required`` rounds."""
+    lane, hop = _counts(hopped)
+    async with talk(kind, hopped.url) as client:
+        sampled = await client.call("sample", {})
+        roots = await client.call("list_roots", {})
+    assert sampled == (ANSWER, False)
+    assert roots == (ROOT_URI, False)
+    legacy = kind != "fastmcp"
+    # 2026-07-28: each round of a call is a request the gateway serves without the lane
+    assert _counts(hopped) == (lane + 2 * legacy, hop + 2)
+    assert hopped.gateway.upstream.parked == {}
+
+
+@pytest.mark.parametrize("kind", ["session", "fastmcp-legacy"])
+async def test_progress_and_logs_by_the_fast_path_reach_the_calling_client(
+    hopped: Hopped, kind: str
+) -> None:
+    """Progress and log messages the backend sends on the hop's stream reach the client
+    on the lane's stream; cancelling the call cancels the backend's request."""
+    marks = hopped.marks / "cancelled"
+    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    async with talk(kind, hopped.url) as client:
+        if kind == "session":
+            await set_level(client, "debug")
+        else:
+            await client.raw.set_logging_level("debug")
+        assert await client.call("log", {}) == ("logged", False)
+        call = asyncio.ensure_future(client.call("slow_progress", {}, progress=True))
+        await asyncio.wait_for(client.heard.got_progress.wait(), 20)
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+    assert client.heard.logs[:2] == ["debug during the call", "error during the call"]
+    assert client.heard.progress and client.heard.progress[0][0] == 1
+    await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+
+
+async def test_a_backends_json_rpc_error_by_the_fast_path_is_relayed_as_it_was_sent(
+    hopped: Hopped,
+) -> None:
+    direct = await _refusal("session", hopped.backend_url)
+    relayed = await _refusal("session", hopped.url)
+    assert relayed == direct
+    assert relayed[0] == mt.URL_ELICITATION_REQUIRED
+
+
+async def test_a_backend_that_forgot_the_session_is_called_again_by_the_hop(
+    hopped: Hopped,
+) -> None:
+    """The backend ends the session under the gateway (as a restarted server forgets
+    it): the next call gets a clear error (nothing ran), the gateway reconnects at once,
+    and later calls go by the hop on the new session."""
+    backend = hopped.gateway.backends["h"]
+    hop = backend.hop
+    assert hop is not None and hop.seen.session_id is not None
+    async with httpx2.AsyncClient() as http:
+        gone = await http.delete(
+            hopped.backend_url,
+            headers={
+                "mcp-session-id": hop.seen.session_id,
+                "mcp-protocol-version": str(hop.seen.protocol_version),
+            },
+        )
+    assert gone.status_code == 200
+    async with talk("session", hopped.url) as client:
+        text, error = await client.call("meta", {})
+        assert error and "'h'" in text and "unavailable" in text
+        await eventually(lambda: backend.up and backend.hop is not None and backend.hop is not hop)
+        new = backend.hop
+        assert new is not None
+        sent = new.calls
+        assert await client.call("meta", {}) == ("{}", False)
+    assert new.calls == sent + 1 and new.seen.session_id != hop.seen.session_id

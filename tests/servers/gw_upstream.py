@@ -10,11 +10,13 @@ warning after it returned (outside any call; ``--name NAME`` adds "from NAME" to
 once it accepted, sends ``notifications/elicitation/complete`` for it after returning;
 ``meta`` answers with its request's ``_meta`` as JSON; ``sign_in_first`` refuses with
 JSON-RPC error -32042 (URL elicitation required), with ``roots_first`` after asking for
-the client's roots; ``slow_progress`` reports progress
-every 50 ms until cancelled, and then writes a line to ``DIR/cancelled``.
+the client's roots; ``sample`` asks the client to sample and answers with its text;
+``slow_progress`` reports progress every 50 ms until cancelled, and then writes a line to
+``DIR/cancelled``.
 ``logging/setLevel`` writes the level to ``DIR/level``,
 ``notifications/roots/list_changed`` a line to ``DIR/roots_changed``.
-Run: ``python tests/servers/gw_upstream.py --marks DIR`` (stdio, SDK low-level ``Server``).
+Run: ``python tests/servers/gw_upstream.py --marks DIR [--port N]`` (SDK low-level
+``Server``; stdio, or streamable HTTP on port N).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 
 import anyio
 import mcp_types as mt
+import uvicorn
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import UrlElicitationRequiredError
@@ -60,6 +63,11 @@ TOOLS = [
         name="sign_in_first",
         description="Refuse with -32042 (with roots_first, after asking for the roots).",
         input_schema={"type": "object", "properties": {"roots_first": {"type": "boolean"}}},
+    ),
+    mt.Tool(
+        name="sample",
+        description="Ask the client to sample; answer with its text.",
+        input_schema=EMPTY,
     ),
     mt.Tool(
         name="slow_progress",
@@ -100,6 +108,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--marks", type=Path, required=True)
     parser.add_argument("--name")
+    parser.add_argument("--port", type=int, help="serve streamable HTTP here (else stdio)")
     options = parser.parse_args()
     marks: Path = options.marks
     MARKS = marks
@@ -190,6 +199,21 @@ def main() -> None:
                     )
                 ]
             )
+        if params.name == "sample":
+            asked = mt.CreateMessageRequest(
+                params=mt.CreateMessageRequestParams(
+                    messages=[
+                        mt.SamplingMessage(
+                            role="user", content=mt.TextContent(type="text", text="hi")
+                        )
+                    ],
+                    max_tokens=10,
+                )
+            )
+            sampled = await ctx.session.send_request(asked, mt.CreateMessageResult, metadata=None)
+            content = sampled.content
+            text = content.text if isinstance(content, mt.TextContent) else str(content)
+            return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)])
         if params.name == "list_roots":
             roots = await ctx.session.send_request(
                 mt.ListRootsRequest(), mt.ListRootsResult, metadata=None
@@ -216,6 +240,11 @@ def main() -> None:
             on_set_logging_level=set_level,
             on_roots_list_changed=roots_changed,
         )
+
+    if options.port is not None:
+        app = server.streamable_http_app()
+        uvicorn.run(app, host="127.0.0.1", port=options.port, log_level="warning")
+        return
 
     async def run() -> None:
         async with stdio_server() as (read, write):

@@ -43,7 +43,8 @@ from toolgate import __version__
 from toolgate.catalog import ToolResult
 from toolgate.errors import RelayedError
 from toolgate.gateway.config import GatewayConfig, HttpServer, StdioServer
-from toolgate.gateway.pool import backend_http_client
+from toolgate.gateway.hop import Hop, SessionGone, usable
+from toolgate.gateway.pool import SessionSeen, backend_http_client
 from toolgate.wire import result_from_mcp, tool_wire
 
 logger = logging.getLogger("toolgate.gateway")
@@ -240,6 +241,8 @@ class Backend:
         self.last_error: str | None = None
         self.next_attempt_at: float | None = None
         self.session: ClientSession | None = None
+        #: ``tools/call`` on that session over plain kept-open HTTP (HTTP backends only)
+        self.hop: Hop | None = None
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.instructions: str | None = None  # what the backend said in its initialize result
         self.server_info: dict[str, Any] = {}
@@ -344,18 +347,26 @@ class Backend:
         try:
             # the SDK cancels the request (notifications/cancelled) when its timeout fires;
             # the outer deadline (one second later) also covers a write that never completes
-            result = await self._send(
-                "a call",
-                lambda session: session.call_tool(
+
+            async def send(session: ClientSession) -> mt.CallToolResult:
+                hop = self.hop
+                if hop is not None and hop.ready:
+                    try:
+                        return await hop.call_tool(
+                            session, tool, arguments, timeout=seconds, progress=progress, meta=meta
+                        )
+                    except SessionGone:  # nothing ran; the session is over: reconnect
+                        self._lost("the backend no longer knows the gateway's session")
+                        raise BackendDown(f"backend {self.name!r} ended the session") from None
+                return await session.call_tool(
                     tool,
                     dict(arguments),
                     read_timeout_seconds=seconds,
                     progress_callback=progress,
                     meta=cast(mt.RequestParamsMeta, dict(meta)) if meta else None,
-                ),
-                seconds=seconds,
-                slack=1.0,
-            )
+                )
+
+            result = await self._send("a call", send, seconds=seconds, slack=1.0)
         except BackendDown:
             return self.unavailable()
         except BackendTimeout:
@@ -512,10 +523,12 @@ class Backend:
         if session is None or self.status != "up":
             raise BackendDown(f"backend {self.name!r} is not up")
         try:
-            with anyio.fail_after(seconds + slack):
+            async with asyncio.timeout(seconds + slack):
                 return await send(session)
         except TimeoutError:
             raise BackendTimeout(what) from None
+        except BackendDown:
+            raise
         except MCPError as exc:
             if exc.error.code == REQUEST_TIMEOUT:
                 raise BackendTimeout(what) from None
@@ -614,11 +627,19 @@ class Backend:
     async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
         spec = self.spec
         if isinstance(spec, HttpServer):
-            async with (
-                backend_http_client(spec.headers) as http,
-                streamable_http_client(spec.url, http_client=http) as streams,
-            ):
-                yield streams[0], streams[1]
+            seen = SessionSeen()
+            hop = Hop(spec.url, spec.headers, seen) if usable(spec.url) else None
+            try:
+                async with (
+                    backend_http_client(spec.headers, seen) as http,
+                    streamable_http_client(spec.url, http_client=http) as streams,
+                ):
+                    self.hop = hop
+                    yield streams[0], streams[1]
+            finally:
+                self.hop = None
+                if hop is not None:
+                    await hop.close()
             return
         cwd = Path(spec.cwd).expanduser() if spec.cwd else self.base_dir
         if not cwd.is_absolute():

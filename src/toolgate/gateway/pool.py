@@ -1,12 +1,14 @@
 """The HTTP client the gateway talks to its streamable-HTTP backends with: one pooled
 keep-alive ``httpx2.AsyncClient`` per backend, whose transport finishes reading a
 response closed before its end (the SDK's client does that with every POST's SSE
-stream and 202), so its connection is reused instead of dropped. Edge layer: httpx2.
+stream and 202), so its connection is reused instead of dropped, and notes the session
+the SDK's client holds (``SessionSeen``, for ``gateway.hop``). Edge layer: httpx2.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 
 import anyio
 import httpx2
@@ -44,16 +46,32 @@ class _DrainOnClose(httpx2.AsyncByteStream):
             await self._stream.aclose()
 
 
+@dataclass
+class SessionSeen:
+    """The MCP session the SDK's client holds with a backend, as its traffic shows it:
+    the ``Mcp-Session-Id`` the backend gave and the protocol version the client sends."""
+
+    session_id: str | None = None
+    protocol_version: str | None = None
+
+
 class KeepAliveTransport(httpx2.AsyncBaseTransport):
     """``httpx2.AsyncHTTPTransport`` whose responses end cleanly when closed early. Not
     a GET's: that is the server's standalone event stream, which it keeps open, so
     draining it would only wait out the bound before dropping the connection anyway."""
 
-    def __init__(self) -> None:
+    def __init__(self, seen: SessionSeen | None = None) -> None:
         self._inner = httpx2.AsyncHTTPTransport()
+        self.seen = seen if seen is not None else SessionSeen()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        version = request.headers.get("mcp-protocol-version")
+        if version:
+            self.seen.protocol_version = version
         response = await self._inner.handle_async_request(request)
+        session_id = response.headers.get("mcp-session-id")
+        if session_id:
+            self.seen.session_id = session_id
         stream = response.stream
         if request.method != "GET" and isinstance(stream, httpx2.AsyncByteStream):
             response.stream = _DrainOnClose(stream)
@@ -63,11 +81,14 @@ class KeepAliveTransport(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def backend_http_client(headers: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
-    """A pooled keep-alive client for one HTTP backend, with the SDK's timeouts."""
+def backend_http_client(
+    headers: Mapping[str, str] | None = None, seen: SessionSeen | None = None
+) -> httpx2.AsyncClient:
+    """A pooled keep-alive client for one HTTP backend, with the SDK's timeouts; what
+    session it holds goes in ``seen``."""
     return httpx2.AsyncClient(
-        headers=dict(headers or {}), timeout=TIMEOUT, transport=KeepAliveTransport()
+        headers=dict(headers or {}), timeout=TIMEOUT, transport=KeepAliveTransport(seen)
     )
 
 
-__all__ = ["KeepAliveTransport", "backend_http_client"]
+__all__ = ["KeepAliveTransport", "SessionSeen", "backend_http_client"]

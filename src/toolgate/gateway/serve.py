@@ -44,6 +44,8 @@ from toolgate.gateway.build import (
 )
 from toolgate.gateway.config import GatewayConfig
 from toolgate.gateway.exposure import BackendAudience, GroupExposure
+from toolgate.gateway.lane import Lane
+from toolgate.gateway.lane import install as install_lane
 from toolgate.gateway.listen import Listen
 from toolgate.gateway.relay import Relay, attach
 from toolgate.gateway.session_cap import ClientOf, SessionCap
@@ -201,6 +203,8 @@ class Gateway:
         self.listen = Listen(self.relay, facts=self._facts, connections=self._live)
         self.listen.install(self.server)
         self.binding: Binding | None = None
+        #: legacy ``tools/call`` over HTTP beside the SDK's transport (set by ``http_app``)
+        self.lane: Lane | None = None
         self.lazy: Addon | None = None
         self.report = BuildReport()
         self._handlers: dict[tuple[str, str], Handler] = {}
@@ -486,6 +490,7 @@ class Gateway:
             max_sessions=tg.http.max_sessions,
             **auth,
         )
+        self.lane = install_lane(binding.server)
         for mount in self.apps:
             app.router.routes.extend(mount(self, host, allowed_hosts))
         app.add_middleware(

@@ -1,0 +1,461 @@
+"""The backend hop of a tool call: one ``tools/call`` to a streamable-HTTP backend, sent
+on the session the SDK's client opened with it (its ``Mcp-Session-Id`` and negotiated
+version, learned from its traffic by ``pool.KeepAliveTransport``), over kept-open
+HTTP/1.1 connections of plain asyncio streams instead of the SDK's transport and
+dispatcher. What comes back on the call's stream is handled by that same
+``ClientSession``: the backend's requests go to its request handler (the gateway's
+sampling, elicitation and roots callbacks) and their answers back to the backend; its
+notifications to its notification handler; progress to the caller. A session the
+backend no longer knows (404) sends the call the SDK's way. Edge layer: imports
+``mcp``, ``gateway.pool``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import ssl
+import urllib.request
+from collections.abc import AsyncIterator, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import mcp_types as mt
+import pydantic_core
+from mcp import ClientSession
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from mcp.shared.transport_context import TransportContext
+
+from toolgate.gateway.pool import SessionSeen
+
+logger = logging.getLogger("toolgate.gateway")
+
+#: ids of the hop's requests: strings the SDK's client never mints (its ids are numbers)
+ID_PREFIX = "toolgate-hop-"
+#: kept-open connections per backend, at most, between calls
+MAX_IDLE = 64
+#: the longest line (status, header, chunk size, SSE field) the hop reads
+MAX_LINE = 64 * 1024
+#: how long the rest of an answered stream is read before its connection is dropped
+DRAIN_SECONDS = 0.5
+
+
+class SessionGone(Exception):
+    """The backend does not know the session (HTTP 404): nothing ran; send it the SDK's way."""
+
+
+class HopError(Exception):
+    """The backend answered something the hop cannot read (a status, a broken stream)."""
+
+
+Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+@dataclass
+class _Reply:
+    """What came back on one connection: status, headers, and the connection to read
+    the body from (``reusable`` once it is read to its end)."""
+
+    status: int
+    headers: dict[str, str]
+    conn: Stream
+    reusable: bool = True
+
+
+@dataclass(eq=False)
+class _Asked:
+    """The ``DispatchContext`` the client session's request handler reads for one of
+    the backend's requests: its id (the handler answers; nothing goes out through it)."""
+
+    request_id: Any
+    transport: TransportContext = field(
+        default_factory=lambda: TransportContext(kind="streamable-http", can_send_request=False)
+    )
+    message_metadata: Any = None
+    can_send_request: bool = False
+    cancel_requested: anyio.Event = field(default_factory=anyio.Event)
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None, opts: Any = None) -> None:
+        return None
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: Any = None
+    ) -> dict[str, Any]:
+        raise MCPError(code=mt.INVALID_REQUEST, message=f"{method} cannot be sent from here")
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        return None
+
+
+def usable(url: str) -> bool:
+    """Whether the hop may reach ``url`` itself: http(s), and no proxy applies to it
+    (the SDK's client would take the proxy; the hop leaves such backends to it)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return False
+    proxies = urllib.request.getproxies()
+    if not proxies.get(parts.scheme) and not proxies.get("all"):
+        return True
+    return bool(urllib.request.proxy_bypass(parts.hostname))
+
+
+class Hop:
+    """``tools/call`` to one HTTP backend on the SDK client's session, over plain
+    asyncio connections kept open between calls."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], seen: SessionSeen) -> None:
+        parts = urlsplit(url)
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.tls = ssl.create_default_context() if parts.scheme == "https" else None
+        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.authority = parts.netloc
+        self.headers = {k.lower(): v for k, v in headers.items()}
+        self.seen = seen
+        self.idle: list[Stream] = []
+        self.ids = itertools.count(1)
+        self.calls = 0  # calls sent this way (the tests and the dashboard read it)
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def ready(self) -> bool:
+        """Whether the session is known (the SDK's client initialized it)."""
+        return self.seen.session_id is not None and self.seen.protocol_version is not None
+
+    # -- a call ------------------------------------------------------------------------
+    async def call_tool(
+        self,
+        session: ClientSession,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        timeout: float,
+        progress: ProgressFnT | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> mt.CallToolResult:
+        """Run ``tool``; raises ``SessionGone`` (nothing ran), ``MCPError`` (the
+        backend's error, or ``REQUEST_TIMEOUT`` after ``timeout`` seconds: the backend
+        is told it is cancelled), ``HopError`` or ``OSError`` (transport trouble)."""
+        request_id = f"{ID_PREFIX}{next(self.ids)}"
+        self.calls += 1
+        params: dict[str, Any] = {"name": tool, "arguments": dict(arguments)}
+        extra = dict(meta or {})
+        if progress is not None:
+            extra["progressToken"] = request_id
+        if extra:
+            params["_meta"] = extra
+        body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        reply: _Reply | None = None
+        finished = False
+        try:
+            async with asyncio.timeout(timeout):
+                reply = await self._post(body)
+                if reply.status == 404:
+                    self._done(reply)
+                    raise SessionGone(tool)
+                outcome = await self._outcome(reply, session, request_id, progress)
+            finished = True
+        except TimeoutError:
+            self._cancel(request_id, "timeout")
+            raise MCPError(
+                code=mt.REQUEST_TIMEOUT,
+                message=f"Timed out while waiting for response to tools/call. Waited {timeout}s.",
+            ) from None
+        except asyncio.CancelledError:
+            self._cancel(request_id, "cancelled by the client")
+            raise
+        finally:
+            if reply is not None and not finished:
+                _close(reply.conn)  # what is left of its stream is of no use now
+        if isinstance(outcome, mt.ErrorData):
+            raise MCPError.from_error_data(outcome)
+        result = mt.CallToolResult.model_validate(outcome, by_name=False)
+        if not result.is_error:
+            await session.validate_tool_result(tool, result)
+        return result
+
+    async def _outcome(
+        self,
+        reply: _Reply,
+        session: ClientSession,
+        request_id: str,
+        progress: ProgressFnT | None,
+    ) -> dict[str, Any] | mt.ErrorData:
+        """Read the call's answer, handling what the backend sends before it."""
+        kind = reply.headers.get("content-type", "").split(";")[0].strip().lower()
+        if reply.status not in (200, 201) and kind != "application/json":
+            self._done(reply, reusable=False)
+            raise HopError(f"the backend answered HTTP {reply.status}")
+        if kind == "application/json":
+            data = b"".join([chunk async for chunk in _body(reply)])
+            self._done(reply)
+            message = _parse(data)
+            answer = _answer(message, request_id) if message is not None else None
+            if answer is None:
+                raise HopError(f"the backend answered HTTP {reply.status} without a response")
+            return answer
+        if kind != "text/event-stream":
+            self._done(reply, reusable=False)
+            raise HopError(f"the backend answered with {kind or 'no content type'}")
+        async for data in _events(_body(reply)):
+            message = _parse(data)
+            if message is None:
+                continue
+            answer = _answer(message, request_id)
+            if answer is not None:
+                self._spawn(self._drain(reply))  # the rest of the stream, off the call's path
+                return answer
+            await self._heard(message, session, request_id, progress)
+        self._done(reply, reusable=False)
+        raise HopError("the backend's stream ended before its answer")
+
+    async def _heard(
+        self,
+        message: dict[str, Any],
+        session: ClientSession,
+        request_id: str,
+        progress: ProgressFnT | None,
+    ) -> None:
+        """A message before the answer: a request to the client, or a notification."""
+        method = message.get("method")
+        if not isinstance(method, str):
+            return
+        params = message.get("params")
+        params = params if isinstance(params, dict) else None
+        if "id" in message:
+            await self._ask(session, message["id"], method, params)
+            return
+        if method == "notifications/progress" and params is not None:
+            if progress is not None and params.get("progressToken") == request_id:
+                total, note = params.get("total"), params.get("message")
+                await progress(float(params.get("progress", 0)), total, note)
+            return
+        await session._on_notify(_Asked(None), method, params)
+
+    async def _ask(
+        self, session: ClientSession, asked: Any, method: str, params: dict[str, Any] | None
+    ) -> None:
+        """The backend asks the client: the session's request handler answers (the
+        gateway's callbacks), and the answer goes back to the backend."""
+        try:
+            result = await session._on_request(_Asked(asked), method, params)
+            response: dict[str, Any] = {"jsonrpc": "2.0", "id": asked, "result": result}
+        except MCPError as exc:
+            error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+            response = {"jsonrpc": "2.0", "id": asked, "error": error}
+        reply = await self._post(response)
+        async for _ in _body(reply):
+            pass
+        self._done(reply)
+
+    def _cancel(self, request_id: str, reason: str) -> None:
+        """Tell the backend a call is cancelled (in the background: the caller is leaving)."""
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": reason},
+        }
+
+        async def tell() -> None:
+            try:
+                async with asyncio.timeout(10):
+                    reply = await self._post(note)
+                    async for _ in _body(reply):
+                        pass
+                    self._done(reply)
+            except Exception as exc:  # the backend may be gone; nothing more to do
+                logger.debug("could not cancel %s on the backend: %s", request_id, exc)
+
+        self._spawn(tell())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- HTTP/1.1 ------------------------------------------------------------------------
+    async def _post(self, message: Mapping[str, Any]) -> _Reply:
+        """POST one JSON-RPC message on the session; a kept-open connection the server
+        closed meanwhile is replaced once (nothing was read from it: nothing ran)."""
+        body = pydantic_core.to_json(message)
+        lines = [
+            f"POST {self.target} HTTP/1.1",
+            f"host: {self.authority}",
+            "content-type: application/json",
+            "accept: application/json, text/event-stream",
+            f"content-length: {len(body)}",
+            f"mcp-session-id: {self.seen.session_id}",
+            f"mcp-protocol-version: {self.seen.protocol_version}",
+            *(f"{name}: {value}" for name, value in self.headers.items()),
+        ]
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        while True:
+            conn, reused = await self._take()
+            try:
+                conn[1].write(head + body)
+                await conn[1].drain()
+                status, headers = await _head(conn[0])
+            except (OSError, asyncio.IncompleteReadError, HopError):
+                _close(conn)
+                if reused:
+                    continue
+                raise
+            return _Reply(status, headers, conn)
+
+    async def _take(self) -> tuple[Stream, bool]:
+        while self.idle:
+            conn = self.idle.pop()
+            if not conn[1].is_closing() and not conn[0].at_eof():
+                return conn, True
+            _close(conn)
+        conn = await asyncio.open_connection(
+            self.host,
+            self.port,
+            ssl=self.tls,
+            server_hostname=self.host if self.tls else None,
+            limit=MAX_LINE,
+        )
+        return conn, False
+
+    def _done(self, reply: _Reply, *, reusable: bool = True) -> None:
+        """The reply is read to its end: keep its connection for the next call."""
+        if reusable and reply.reusable and len(self.idle) < MAX_IDLE:
+            self.idle.append(reply.conn)
+        else:
+            _close(reply.conn)
+
+    async def _drain(self, reply: _Reply) -> None:
+        """Read what is left of an answered stream, briefly; else drop the connection."""
+        try:
+            async with asyncio.timeout(DRAIN_SECONDS):
+                async for _ in _body(reply):
+                    pass
+        except TimeoutError:
+            self._done(reply, reusable=False)
+            return
+        self._done(reply)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        while self.idle:
+            _close(self.idle.pop())
+
+
+def _close(conn: Stream) -> None:
+    conn[1].close()
+
+
+async def _head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
+    """The status and headers of one response (interim 1xx responses skipped)."""
+    while True:
+        try:
+            block = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.LimitOverrunError as exc:
+            raise HopError("the backend's response headers are too long") from exc
+        lines = block[:-4].decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+            raise HopError(f"not an HTTP/1.1 response: {lines[0][:80]!r}")
+        status = int(parts[1])
+        if 100 <= status < 200:
+            continue
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return status, headers
+
+
+async def _body(reply: _Reply) -> AsyncIterator[bytes]:
+    """The body as it arrives: chunked, sized, or to the end of the connection."""
+    reader = reply.conn[0]
+    headers = reply.headers
+    if headers.get("connection", "").lower() == "close":
+        reply.reusable = False
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        while True:
+            line = await reader.readuntil(b"\r\n")
+            size = int(line.split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                    pass  # trailers
+                return
+            chunk = await reader.readexactly(size)
+            await reader.readexactly(2)
+            yield chunk
+    length = headers.get("content-length")
+    if length is not None:
+        left = int(length)
+        while left > 0:
+            chunk = await reader.read(min(left, 65536))
+            if not chunk:
+                raise HopError("the backend closed the connection mid-response")
+            left -= len(chunk)
+            yield chunk
+        return
+    reply.reusable = False
+    while chunk := await reader.read(65536):
+        yield chunk
+
+
+async def _events(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The data of each server-sent ``message`` event in ``chunks``."""
+    buffer = b""
+    data: list[bytes] = []
+    event = b""
+    async for chunk in chunks:
+        buffer += chunk
+        while True:
+            cut = min((i for i in (buffer.find(b"\n"), buffer.find(b"\r")) if i >= 0), default=-1)
+            if cut < 0:
+                if len(buffer) > MAX_LINE * 16:
+                    raise HopError("an event from the backend is too long")
+                break
+            line = buffer[:cut]
+            step = 2 if buffer[cut : cut + 2] == b"\r\n" else 1
+            if buffer[cut : cut + 1] == b"\r" and cut + 1 == len(buffer):
+                break  # a lone CR at the end: its LF may be in the next chunk
+            buffer = buffer[cut + step :]
+            if not line:
+                if data and event in (b"", b"message"):
+                    yield b"\n".join(data)
+                data, event = [], b""
+                continue
+            name, _, value = line.partition(b":")
+            value = value[1:] if value.startswith(b" ") else value
+            if name == b"data":
+                data.append(value)
+            elif name == b"event":
+                event = value
+
+
+def _parse(data: bytes) -> dict[str, Any] | None:
+    try:
+        message = pydantic_core.from_json(data)
+    except ValueError:
+        logger.warning("a message from a backend is not JSON; dropped")
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _answer(message: Mapping[str, Any], request_id: str) -> dict[str, Any] | mt.ErrorData | None:
+    """The result or error ``message`` answers ``request_id`` with, if it does."""
+    if message.get("id") != request_id or "method" in message:
+        return None
+    if isinstance(message.get("result"), dict):
+        result: dict[str, Any] = message["result"]
+        return result
+    try:
+        return mt.ErrorData.model_validate(message.get("error"))
+    except pydantic_core.ValidationError:
+        return mt.ErrorData(code=mt.INTERNAL_ERROR, message="The backend's answer is malformed")
+
+
+__all__ = ["Hop", "HopError", "SessionGone", "usable"]

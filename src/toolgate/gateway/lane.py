@@ -1,0 +1,481 @@
+"""The fast lane: a legacy session's ``tools/call`` over streamable HTTP, served without
+the SDK's per-session transport and JSON-RPC dispatcher (memory streams, a task group
+and two pydantic passes per message) but by the same kernel: the SDK's ``ServerRunner``
+runs the server's middleware and handlers on the session's own ``Connection``, so a
+call here is the call the SDK path makes. This module only frames it: the request's
+body in, the response and everything related to it (progress, log messages, the
+server's requests to the client) out on the POST's SSE stream, the client's answers
+and cancellations back in. Anything else, or anything it cannot vouch for, goes on to
+the SDK untouched. Edge layer: imports ``mcp``, ``starlette`` types, ``pydantic_core``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import math
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types as mt
+import pydantic_core
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.runner import ServerRunner, _has_modern_envelope
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.dispatcher import CallOptions
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.jsonrpc_dispatcher import (
+    handler_exception_to_error_data,
+    progress_token_from_params,
+)
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.transport_context import TransportContext
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+logger = logging.getLogger("toolgate.gateway")
+
+Context = ServerRequestContext[Any, Any]
+#: the methods the lane serves; every other message goes to the SDK
+LANE_METHODS = frozenset({"tools/call"})
+#: ids of the lane's requests to clients: strings the SDK never mints (its ids are numbers)
+ASK_PREFIX = "toolgate-lane-"
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+_END: Any = object()  # the end of a call's stream
+
+
+def _event(message: Mapping[str, Any]) -> bytes:
+    return b"event: message\r\ndata: " + pydantic_core.to_json(message) + b"\r\n\r\n"
+
+
+def _request_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+@dataclass(eq=False)
+class LaneSession:
+    """What the lane knows of one legacy session: its connection, the kernel serving
+    it, the calls in flight here and the requests to the client awaiting an answer."""
+
+    connection: Connection
+    runner: ServerRunner[Any]
+    calls: dict[Any, LaneCall] = field(default_factory=dict)  # client request id → call
+    asked: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
+    ids: itertools.count[int] = field(default_factory=itertools.count)
+
+    def end(self) -> None:
+        """The session is over: its calls are cancelled, its questions unanswered."""
+        for call in list(self.calls.values()):
+            call.abandon()
+        for waiting in self.asked.values():
+            if not waiting.done():
+                waiting.cancel()
+        self.asked.clear()
+
+
+class LaneCall:
+    """One ``tools/call`` in the lane: the SDK's ``DispatchContext`` for it (the
+    back-channel its handler uses), and the queue its POST's SSE stream is written from."""
+
+    transport = TransportContext(kind="streamable-http", can_send_request=True)
+
+    def __init__(
+        self, session: LaneSession, request_id: Any, params: Mapping[str, Any] | None, request: Any
+    ) -> None:
+        self.session = session
+        self._request_id = request_id
+        self._token = progress_token_from_params(params)
+        self.message_metadata = ServerMessageMetadata(request_context=request)
+        self.cancel_requested = anyio.Event()
+        self.out: asyncio.Queue[Any] = asyncio.Queue()
+        self.closed = False  # the handler is done: nothing more goes out for it
+        self.detached = False  # the client's stream is gone
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def request_id(self) -> Any:
+        return self._request_id
+
+    @property
+    def can_send_request(self) -> bool:
+        return not (self.closed or self.detached)
+
+    def _put(self, message: Mapping[str, Any]) -> None:
+        if not self.detached:
+            self.out.put_nowait(message)
+
+    async def notify(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> None:
+        if self.closed:
+            logger.debug("dropped %s: the call is over", method)
+            return
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        self._put(message)
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        if self._token is None:
+            return
+        params: dict[str, Any] = {"progressToken": self._token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.notify("notifications/progress", params)
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> dict[str, Any]:
+        """Ask the client on this call's stream; its answer comes back as a POST the
+        lane takes (``Lane._answer``)."""
+        if not self.can_send_request:
+            raise NoBackChannelError(method)
+        session = self.session
+        key = f"{ASK_PREFIX}{next(session.ids)}"
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        session.asked[key] = answer
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": key, "method": method}
+        if params is not None:
+            message["params"] = dict(params)
+        timeout = (opts or {}).get("timeout")
+        try:
+            self._put(message)
+            with anyio.fail_after(timeout if timeout is not None else math.inf):
+                outcome = await answer
+        except TimeoutError:
+            await self.notify("notifications/cancelled", {"requestId": key, "reason": "timeout"})
+            raise MCPError(
+                code=mt.REQUEST_TIMEOUT, message=f"Timed out waiting for the answer to {method}"
+            ) from None
+        finally:
+            session.asked.pop(key, None)
+        if isinstance(outcome, mt.ErrorData):
+            raise MCPError.from_error_data(outcome)
+        result: dict[str, Any] = outcome
+        return result
+
+    def abandon(self) -> None:
+        """The session ended under the call: stop it and its stream."""
+        self.detached = True
+        self.out.put_nowait(_END)
+        if self.task is not None:
+            self.task.cancel()
+
+
+def _answer_of(message: Mapping[str, Any]) -> dict[str, Any] | mt.ErrorData | None:
+    """A client's JSON-RPC response: its result, its error, or ``None`` if malformed."""
+    if "result" in message and isinstance(message["result"], dict):
+        result: dict[str, Any] = message["result"]
+        return result
+    try:
+        return mt.ErrorData.model_validate(message.get("error"))
+    except pydantic_core.ValidationError:
+        return None
+
+
+class Lane:
+    """ASGI in front of the SDK's session manager: serves ``LANE_METHODS`` for legacy
+    sessions it knows (``learn`` met them on the SDK path), and the client's answers to
+    and cancellations of what it serves; passes everything else on, body and all."""
+
+    def __init__(self, app: ASGIApp, manager: StreamableHTTPSessionManager, server: Server[Any]):
+        self.app = app
+        self.manager = manager
+        self.server = server
+        self.sessions: dict[str, LaneSession] = {}
+        self.served = 0  # calls the lane served (the dashboard and tests read it)
+
+    # -- meeting sessions on the SDK path ----------------------------------------------
+    async def learn(self, ctx: Context, call_next: CallNext) -> HandlerResult:
+        """``ServerMiddleware``: remember each streamable-HTTP session's connection once
+        it is initialized, and forget it when it closes."""
+        connection: Connection = ctx.session._connection
+        key = connection.session_id
+        if key is not None and key not in self.sessions and connection.initialize_accepted:
+            runner = ServerRunner(self.server, connection, ctx.lifespan_context)
+            self.sessions[key] = session = LaneSession(connection, runner)
+            ref = weakref.ref(session)
+            connection.exit_stack.callback(self._forget, key, ref)
+        return await call_next(ctx)
+
+    def _forget(self, key: str, ref: weakref.ref[LaneSession]) -> None:
+        session = ref()
+        if session is not None and self.sessions.get(key) is session:
+            del self.sessions[key]
+        if session is not None:
+            session.end()
+
+    # -- ASGI -------------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        key = headers.get(MCP_SESSION_ID_HEADER.encode())
+        found = self._session(scope, headers, key.decode("latin-1") if key else None)
+        if found is None:
+            await self.app(scope, receive, send)
+            return
+        session, transport = found
+        body, more = await _body(receive)
+        message = _message(body) if not more else None
+        if message is not None and await self._take(message, session, transport, scope, send):
+            return
+        await self.app(scope, _replay(body, more, receive), send)
+
+    def _session(
+        self, scope: Scope, headers: Mapping[bytes, bytes], key: str | None
+    ) -> tuple[LaneSession, StreamableHTTPServerTransport] | None:
+        """The lane session a POST belongs to, when the SDK would serve it as it stands:
+        a live session of the same credential, negotiated version, both media types."""
+        if key is None:
+            return None
+        session = self.sessions.get(key)
+        transport = self.manager._server_instances.get(key)
+        if session is None or transport is None or transport.is_terminated:
+            return None
+        user = scope.get("user")
+        requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
+        if requestor != self.manager._session_owners.get(key):
+            return None
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER.encode(), b"").decode("latin-1")
+        if version != session.connection.protocol_version:
+            return None
+        accept = headers.get(b"accept", b"").decode("latin-1")
+        if "application/json" not in accept or "text/event-stream" not in accept:
+            return None
+        content_type = headers.get(b"content-type", b"").split(b";")[0].strip()
+        return (session, transport) if content_type == b"application/json" else None
+
+    async def _take(
+        self,
+        message: dict[str, Any],
+        session: LaneSession,
+        transport: StreamableHTTPServerTransport,
+        scope: Scope,
+        send: Send,
+    ) -> bool:
+        """Serve ``message`` if it is the lane's; ``False`` hands it to the SDK."""
+        method = message.get("method")
+        if method is None:
+            return await self._answer(message, session, send)
+        if method == "notifications/cancelled" and "id" not in message:
+            return await self._cancel(message, session, send)
+        if method not in LANE_METHODS or not _request_id(message.get("id")):
+            return False
+        params = message.get("params")
+        if params is not None and not isinstance(params, dict):
+            return False
+        if message["id"] in session.calls:
+            return False  # a duplicate id: the SDK's answer to it is the one to give
+        async with _holding(transport):
+            await self._serve(message, params, session, scope, send)
+        return True
+
+    async def _serve(
+        self,
+        message: dict[str, Any],
+        params: dict[str, Any] | None,
+        session: LaneSession,
+        scope: Scope,
+        send: Send,
+    ) -> None:
+        request_id = message["id"]
+        call = LaneCall(session, request_id, params, Request(scope))
+        session.calls[request_id] = call
+        self.served += 1
+        call.task = asyncio.get_running_loop().create_task(
+            self._run(call, message["method"], params), name=f"lane:{request_id}"
+        )
+        key = (MCP_SESSION_ID_HEADER.encode(), (session.connection.session_id or "").encode())
+        try:
+            first = await call.out.get()
+            if first is not _END and "method" not in first:
+                # the answer came first, with nothing before it: one JSON body, as the
+                # SDK's JSON-response mode sends it (either is the client's to read)
+                body = pydantic_core.to_json(first)
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            key,
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+                return
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, key]}
+            )
+            item = first
+            while item is not _END:
+                await send({"type": "http.response.body", "body": _event(item), "more_body": True})
+                item = await call.out.get()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            # the client left; the call goes on, as on the SDK path, with nowhere to talk
+            call.detached = True
+
+    async def _run(self, call: LaneCall, method: str, params: dict[str, Any] | None) -> None:
+        """The kernel's answer to one call, written as the SDK's dispatcher writes it."""
+        answer: dict[str, Any] | None = None
+        try:
+            if _has_modern_envelope(params):
+                raise MCPError(
+                    code=mt.INVALID_REQUEST,
+                    message="this connection serves the handshake protocol era; requests "
+                    "carrying the 2026-07-28 envelope are not accepted on it",
+                )
+            result = await call.session.runner.on_request(call, method, params)
+            answer = {"jsonrpc": "2.0", "id": call.request_id, "result": result}
+        except asyncio.CancelledError:
+            if not call.cancel_requested.is_set() and not call.detached:
+                closed = mt.ErrorData(code=mt.CONNECTION_CLOSED, message="Connection closed")
+                answer = _error(call.request_id, closed)
+        except Exception as exc:
+            error = handler_exception_to_error_data(exc)
+            if error is None:
+                logger.exception("handler for %r raised", method)
+                error = mt.ErrorData(code=0, message=str(exc))
+            answer = _error(call.request_id, error)
+        finally:
+            call.closed = True
+            if answer is not None and not call.cancel_requested.is_set():
+                call._put(answer)
+            call.out.put_nowait(_END)
+            if call.session.calls.get(call.request_id) is call:
+                del call.session.calls[call.request_id]
+
+    async def _answer(self, message: dict[str, Any], session: LaneSession, send: Send) -> bool:
+        """A client's response to one of the lane's requests: hand it to the waiter."""
+        key = message.get("id")
+        waiting = session.asked.get(key) if isinstance(key, str) else None
+        if waiting is None:
+            return False
+        outcome = _answer_of(message)
+        if outcome is None:
+            return False  # malformed: the SDK says why
+        if not waiting.done():
+            waiting.set_result(outcome)
+        await _accepted(send)
+        return True
+
+    async def _cancel(self, message: dict[str, Any], session: LaneSession, send: Send) -> bool:
+        """``notifications/cancelled`` for a call in the lane: stop it, answer nothing."""
+        params = message.get("params")
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        call = session.calls.get(request_id) if _request_id(request_id) else None
+        if call is None:
+            return False
+        call.cancel_requested.set()
+        if call.task is not None:
+            call.task.cancel()
+        await _accepted(send)
+        return True
+
+
+def _error(request_id: Any, error: mt.ErrorData) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": error.model_dump(by_alias=True, mode="json", exclude_none=True),
+    }
+
+
+async def _accepted(send: Send) -> None:
+    await send({"type": "http.response.start", "status": 202, "headers": []})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _body(receive: Receive) -> tuple[bytes, bool]:
+    """The request body as far as it has come; ``more`` when the client is still
+    sending (the Edge has bounded and buffered it, so this is the whole of it)."""
+    message = await receive()
+    if message["type"] != "http.request":
+        return b"", True
+    chunks = [message.get("body", b"")]
+    more = bool(message.get("more_body"))
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), True
+        chunks.append(message.get("body", b""))
+        more = bool(message.get("more_body"))
+    return b"".join(chunks), False
+
+
+def _message(body: bytes) -> dict[str, Any] | None:
+    """A single JSON-RPC 2.0 message object, or ``None`` (the SDK judges the rest)."""
+    try:
+        message = pydantic_core.from_json(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    return message
+
+
+def _replay(body: bytes, more: bool, receive: Receive) -> Receive:
+    """``receive`` with what the lane already read put back in front."""
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": more}]
+
+    async def replay() -> Message:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replay
+
+
+@contextlib.asynccontextmanager
+async def _holding(transport: StreamableHTTPServerTransport) -> AsyncIterator[None]:
+    """A request in flight holds its session, as the SDK's transport counts one: the
+    idle countdown stops while any is served and restarts when the last completes."""
+    scope, idle = transport.idle_scope, transport._idle_timeout
+    if scope is None or idle is None:
+        yield
+        return
+    transport._requests_in_flight += 1
+    scope.deadline = math.inf
+    try:
+        yield
+    finally:
+        transport._requests_in_flight -= 1
+        if not transport._requests_in_flight:
+            scope.deadline = anyio.current_time() + idle
+
+
+def install(server: Server[Any]) -> Lane:
+    """Put a lane in front of ``server``'s streamable-HTTP session manager (call after
+    ``streamable_http_app()`` built it) and teach it the sessions the SDK opens."""
+    manager = server.session_manager
+    if isinstance(manager.asgi_app, Lane):  # the app was built again: the lane is in place
+        return manager.asgi_app
+    lane = Lane(manager.asgi_app, manager, server)
+    manager.asgi_app = lane  # type: ignore[assignment]  # any ASGI app serves there
+    server.middleware.insert(0, lane.learn)
+    return lane
+
+
+__all__ = ["ASK_PREFIX", "LANE_METHODS", "Lane", "LaneCall", "LaneSession", "install"]

@@ -1,0 +1,118 @@
+"""The hop's HTTP/1.1 and server-sent-events reading, piece by piece (``gateway.hop``):
+bodies chunked, sized or closed, events split anywhere and ended by any line break, and
+when the hop may reach a backend itself (no proxy in the way). The hop end to end, with
+real clients and a real backend, is in ``test_gateway_upstream.py``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import mcp_types as mt
+import pytest
+
+from toolgate.gateway.hop import HopError, _answer, _body, _events, _head, _Reply, usable
+
+
+def _reader(*pieces: bytes) -> asyncio.StreamReader:
+    reader = asyncio.StreamReader()
+    for piece in pieces:
+        reader.feed_data(piece)
+    reader.feed_eof()
+    return reader
+
+
+async def _chunks(*pieces: bytes) -> AsyncIterator[bytes]:
+    for piece in pieces:
+        yield piece
+
+
+async def _all(events: AsyncIterator[bytes]) -> list[bytes]:
+    return [e async for e in events]
+
+
+async def test_events_split_anywhere_with_any_line_break_are_read_whole() -> None:
+    stream = (
+        b': a comment\r\n\r\nevent: message\r\ndata: {"a":\r\ndata: 1}\r\n\r\n'
+        b"id: 7\nevent: ping\ndata: skipped\n\n"
+        b"data: two\r\rdata: three\n\n"
+    )
+    expected = [b'{"a":\n1}', b"two", b"three"]
+    whole = await _all(_events(_chunks(stream)))
+    bytewise = await _all(_events(_chunks(*(stream[i : i + 1] for i in range(len(stream))))))
+    assert whole == bytewise == expected
+
+
+async def test_an_event_cut_after_its_carriage_return_waits_for_its_line_feed() -> None:
+    # "\r" ends one chunk, "\n" starts the next: one line break, not two (no empty event)
+    assert await _all(_events(_chunks(b"data: x\r", b"\n\r\n"))) == [b"x"]
+
+
+async def test_an_endless_line_is_refused() -> None:
+    with pytest.raises(HopError, match="too long"):
+        await _all(_events(_chunks(b"data: " + b"x" * (64 * 1024 * 16 + 1))))
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "reusable"),
+    [
+        (
+            b"transfer-encoding: chunked",
+            b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nx-t: 1\r\n\r\n",
+            True,
+        ),
+        (b"content-length: 11", b"hello world", True),
+        (b"connection: close", b"hello world", False),
+    ],
+)
+async def test_bodies_chunked_sized_or_closed_are_read_to_their_end(
+    head: bytes, body: bytes, reusable: bool
+) -> None:
+    reader = _reader(
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n" + head + b"\r\n\r\n" + body
+    )
+    status, headers = await _head(reader)
+    reply = _Reply(status, headers, (reader, None))  # type: ignore[arg-type]
+    assert status == 200
+    assert b"".join([c async for c in _body(reply)]) == b"hello world"
+    assert reply.reusable is reusable
+
+
+async def test_a_sized_body_cut_short_is_an_error() -> None:
+    reader = _reader(b"HTTP/1.1 200 OK\r\ncontent-length: 20\r\n\r\nshort")
+    status, headers = await _head(reader)
+    reply = _Reply(status, headers, (reader, None))  # type: ignore[arg-type]
+    with pytest.raises(HopError, match="mid-response"):
+        _ = [c async for c in _body(reply)]
+
+
+async def test_what_is_not_http_is_refused() -> None:
+    with pytest.raises(HopError, match=r"not an HTTP/1\.1 response"):
+        await _head(_reader(b"SSH-2.0-OpenSSH\r\n\r\n"))
+
+
+def test_an_answer_is_the_result_or_the_error_for_its_own_id() -> None:
+    assert _answer({"jsonrpc": "2.0", "id": "h-1", "result": {"a": 1}}, "h-1") == {"a": 1}
+    assert _answer({"jsonrpc": "2.0", "id": "h-2", "result": {}}, "h-1") is None
+    assert _answer({"jsonrpc": "2.0", "id": "h-1", "method": "ping"}, "h-1") is None
+    error = _answer(
+        {"jsonrpc": "2.0", "id": "h-1", "error": {"code": -32042, "message": "x"}}, "h-1"
+    )
+    assert error == mt.ErrorData(code=-32042, message="x")
+    broken = _answer({"jsonrpc": "2.0", "id": "h-1", "error": "nope"}, "h-1")
+    assert isinstance(broken, mt.ErrorData) and broken.code == mt.INTERNAL_ERROR
+
+
+def test_the_hop_leaves_a_backend_behind_a_proxy_to_the_sdks_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    assert usable("http://backend.example:8000/mcp")
+    assert not usable("ftp://backend.example/mcp")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert usable("http://backend.example:8000/mcp")
+    assert not usable("https://backend.example/mcp")
+    monkeypatch.setenv("NO_PROXY", "backend.example")
+    assert usable("https://backend.example/mcp")
