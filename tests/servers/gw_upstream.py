@@ -80,7 +80,16 @@ TOOLS = [
 LATER: set[asyncio.Task[None]] = set()
 
 
-LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LEVELS: tuple[mt.LoggingLevel, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
 #: the level the client set (none: every message is sent), honoured by ``log``
 LEVEL: list[str] = []
 
@@ -91,7 +100,7 @@ async def set_level(ctx: ServerRequestContext, params: mt.SetLevelRequestParams)
     return mt.EmptyResult()
 
 
-def wanted(level: str) -> bool:
+def wanted(level: mt.LoggingLevel) -> bool:
     return not LEVEL or LEVELS.index(level) >= LEVELS.index(LEVEL[0])
 
 
@@ -148,7 +157,8 @@ def main() -> None:
             session = ctx.session
             with warnings.catch_warnings():  # logging is deprecated on 2026-07-28 only
                 warnings.simplefilter("ignore")
-                for level in filter(wanted, ("debug", "error")):
+                levels: tuple[mt.LoggingLevel, ...] = ("debug", "error")
+                for level in filter(wanted, levels):
                     await session.send_log_message(
                         level, f"{level} during the call", "gw", ctx.request_id
                     )
