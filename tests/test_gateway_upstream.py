@@ -1039,10 +1039,7 @@ async def test_progress_and_logs_by_the_fast_path_reach_the_calling_client(
     marks = hopped.marks / "cancelled"
     before = len(marks.read_text().splitlines()) if marks.exists() else 0
     async with talk(kind, hopped.url) as client:
-        if kind == "session":
-            await set_level(client, "debug")
-        else:
-            await client.raw.set_logging_level("debug")
+        await set_level(client, "debug")
         assert await client.call("log", {}) == ("logged", False)
         call = asyncio.ensure_future(client.call("slow_progress", {}, progress=True))
         await asyncio.wait_for(client.heard.got_progress.wait(), 20)
