@@ -27,8 +27,10 @@ import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx2
+import mcp
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -65,15 +67,22 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> 
     raise RuntimeError(f"nothing listens on {port}")
 
 
+#: the protocol era the clients speak (``--era``): "legacy" (2025-11-25, sessions, the
+#: SDK's ``ClientSession``) or "2026" (2026-07-28, stateless, the SDK's ``mcp.Client``)
+ERA = "legacy"
+
+
 class Connection:
-    """One MCP client session over streamable HTTP (legacy protocol)."""
+    """One MCP client over streamable HTTP, of the era ``ERA`` names."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.stack = AsyncExitStack()
         self.session: ClientSession | None = None
 
-    async def __aenter__(self) -> ClientSession:
+    async def __aenter__(self) -> Any:
+        if ERA == "2026":
+            return await self.stack.enter_async_context(mcp.Client(self.url))
         http = await self.stack.enter_async_context(httpx2.AsyncClient(timeout=60))
         read, write = await self.stack.enter_async_context(
             streamable_http_client(self.url, http_client=http)
@@ -97,7 +106,7 @@ def gateway_connections(gateway_pid: int, backend_port: int) -> int:
     return sum(1 for line in out.splitlines() if f"pid={gateway_pid}," in line)
 
 
-async def timed_call(session: ClientSession) -> float:
+async def timed_call(session: Any) -> float:
     start = time.perf_counter()
     result = await session.call_tool("echo", {"text": "hello"})
     elapsed = time.perf_counter() - start
@@ -219,6 +228,9 @@ async def main() -> None:
     parser.add_argument("--clients", type=int, default=100)
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument(
+        "--era", choices=("legacy", "2026"), default="legacy", help="the clients' protocol era"
+    )
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--profile", type=Path, help="run the gateway under cProfile into FILE")
     parser.add_argument("--label", default="", help="a note for the results (e.g. the commit)")
@@ -226,6 +238,10 @@ async def main() -> None:
         "--no-peers", action="store_true", help="skip the peer relays (measured after the gateway)"
     )
     args = parser.parse_args()
+    global ERA
+    ERA = args.era
+    if ERA != "legacy":
+        args.no_write = True  # the written section describes legacy clients
     tmp = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
     backend_port, gateway_port = free_port(), free_port()
     peers: dict[str, tuple[str, dict[str, float]]] = {}

@@ -956,7 +956,7 @@ async def hopped(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hopp
     marks = tmp_path_factory.mktemp("hop-marks")
     port = free_port()
     argv = [sys.executable, str(SERVERS / "gw_upstream.py"), "--marks", str(marks)]
-    proc = subprocess.Popen([*argv, "--port", str(port)])
+    proc = subprocess.Popen([*argv, "--port", str(port), "--header-param"])
     try:
         await _listening(port, proc)
         backend_url = f"http://127.0.0.1:{port}/mcp"
@@ -1087,3 +1087,67 @@ async def test_a_backend_that_forgot_the_session_is_called_again_by_the_hop(
         sent = new.calls
         assert await client.call("meta", {}) == ("{}", False)
     assert new.calls == sent + 1 and new.seen.session_id != hop.seen.session_id
+
+
+# -- Mcp-Param-* headers (2026-07-28) ------------------------------------------------------
+
+
+def _listings(events: list[Event]) -> int:
+    return sum(1 for e in events if e.type == "tool.selection")
+
+
+async def test_a_2026_call_runs_no_listing_when_no_tool_declares_a_header_param(
+    served: Served,
+) -> None:
+    """No tool of this gateway declares ``x-mcp-header``: the SDK's header check has
+    nothing to check, and a 2026-07-28 ``tools/call`` is not preceded by a whole
+    ``tools/list`` for its caller."""
+    await _faulty_up(served)
+    events: list[Event] = []
+    async with mcp.Client(served.url) as client:
+        await client.list_tools()
+        stop = served.gateway.events.subscribe(events.append)
+        try:
+            result = await client.call_tool("log", {"later": False})
+        finally:
+            stop()
+    assert _text(result) == "logged"
+    assert _listings(events) == 0
+
+
+async def test_a_header_param_is_still_checked_against_the_callers_listing(
+    hopped: Hopped,
+) -> None:
+    """``region`` declares ``Mcp-Param-Region``: a 2026-07-28 call whose header
+    disagrees with its argument is refused (400, ``HEADER_MISMATCH``); one that agrees
+    is served."""
+    async with mcp.Client(hopped.url) as client:
+        await client.list_tools()
+        agreed = await client.call_tool("region", {"region": "eu-west"})
+    assert _text(agreed) == "eu-west"
+    version = sorted(MODERN_PROTOCOL_VERSIONS)[-1]
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "region", "arguments": {"region": "eu-west"}, "_meta": meta},
+    }
+    async with httpx2.AsyncClient() as http:
+        refused = await http.post(
+            hopped.url,
+            json=body,
+            headers={
+                "accept": "application/json, text/event-stream",
+                "mcp-protocol-version": version,
+                "mcp-method": "tools/call",
+                "mcp-name": "region",
+                "mcp-param-region": "us-east",
+            },
+        )
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == mt.HEADER_MISMATCH

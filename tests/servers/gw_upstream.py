@@ -12,7 +12,8 @@ once it accepted, sends ``notifications/elicitation/complete`` for it after retu
 JSON-RPC error -32042 (URL elicitation required), with ``roots_first`` after asking for
 the client's roots; ``sample`` asks the client to sample and answers with its text;
 ``slow_progress`` reports progress every 50 ms until cancelled, and then writes a line to
-``DIR/cancelled``.
+``DIR/cancelled``; with ``--header-param``, ``region`` answers with its argument, which
+2026-07-28 clients also send as the ``Mcp-Param-Region`` header.
 ``logging/setLevel`` writes the level to ``DIR/level``,
 ``notifications/roots/list_changed`` a line to ``DIR/roots_changed``.
 Run: ``python tests/servers/gw_upstream.py --marks DIR [--port N]`` (SDK low-level
@@ -77,6 +78,16 @@ TOOLS = [
 ]
 
 
+#: with ``--header-param``: its argument travels as ``Mcp-Param-Region`` too (2026-07-28)
+REGION = mt.Tool(
+    name="region",
+    description="Answer with the region asked for.",
+    input_schema={
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    },
+)
+
 LATER: set[asyncio.Task[None]] = set()
 
 
@@ -118,7 +129,12 @@ def main() -> None:
     parser.add_argument("--marks", type=Path, required=True)
     parser.add_argument("--name")
     parser.add_argument("--port", type=int, help="serve streamable HTTP here (else stdio)")
+    parser.add_argument(
+        "--header-param", action="store_true", help="add ``region``, whose argument is a header"
+    )
     options = parser.parse_args()
+    if options.header_param:
+        TOOLS.append(REGION)
     marks: Path = options.marks
     MARKS = marks
     later_text = "warning after the call" + (f" from {options.name}" if options.name else "")
@@ -209,6 +225,9 @@ def main() -> None:
                     )
                 ]
             )
+        if params.name == "region":
+            region = str((params.arguments or {}).get("region"))
+            return mt.CallToolResult(content=[mt.TextContent(type="text", text=region)])
         if params.name == "sample":
             asked = mt.CreateMessageRequest(
                 params=mt.CreateMessageRequestParams(

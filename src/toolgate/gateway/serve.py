@@ -294,6 +294,7 @@ class Gateway:
         # before bind(): the lazy add-on's own resources chain after the relayed ones
         self.relay.install(self.server, facts=self._facts, connections=self._live)
         self.binding = bind(self.server, toolset, config, identity=self.identity, addons=addons)
+        self._header_params(toolset)
         exposure: GroupExposure | None = None
         if not self._own_access:  # prompts and resources follow their groups' scope
             exposure = GroupExposure(self.cfg, self.binding.delivery)
@@ -368,6 +369,7 @@ class Gateway:
                 logger.warning("config after %s changed: %s", reason or "a backend", e.message)
             before = await self._lists()
             self._apply(toolset, scratch.catalog.tools)
+            self._header_params(toolset)
             after = await self._lists()
             self.syncs += 1
 
@@ -383,6 +385,15 @@ class Gateway:
                 sent,
             )
             return sent
+
+    def _header_params(self, toolset: ToolSet) -> None:
+        """2026-07-28 ``Mcp-Param-*`` header checks: while no tool declares an
+        ``x-mcp-header`` there is nothing to check, and the SDK is told so rather than
+        running the caller's whole ``tools/list`` for every ``tools/call``; once one
+        does, the SDK's listing is back (the check stays scoped to what the caller sees)."""
+        tools = toolset.catalog.tools.values()
+        declared = any(declares_header_param(t.input_schema) for t in tools)
+        self.server.get_tool_input_schema = None if declared else _nothing_to_check
 
     def _apply(self, toolset: ToolSet, wanted: Mapping[str, Tool]) -> None:
         cat = toolset.catalog
@@ -536,6 +547,20 @@ class Gateway:
     async def close(self) -> None:
         await self.store.close()
         self.events.close()
+
+
+def declares_header_param(schema: Any) -> bool:
+    """Whether a tool's input schema names an ``x-mcp-header`` anywhere in it."""
+    if isinstance(schema, Mapping):
+        return "x-mcp-header" in schema or any(declares_header_param(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(declares_header_param(v) for v in schema)
+    return False
+
+
+def _nothing_to_check(name: str) -> None:
+    """No tool declares an ``Mcp-Param-*`` header: there is nothing to validate."""
+    return None
 
 
 def client_of(identity: IdentityResolver, *, verified: bool) -> ClientOf:
