@@ -43,6 +43,7 @@ from _fixtures.npm_servers import NpmServers
 from toolgate.events import Event
 from toolgate.gateway.backends import Timing
 from toolgate.gateway.config import parse_config
+from toolgate.gateway.lane import Lane
 from toolgate.gateway.serve import Gateway
 from toolgate.identity import Caller, IdentityResolver
 from toolgate.policy import Principal
@@ -1151,3 +1152,23 @@ async def test_a_header_param_is_still_checked_against_the_callers_listing(
         )
     assert refused.status_code == 400
     assert refused.json()["error"]["code"] == mt.HEADER_MISMATCH
+
+
+async def test_an_app_built_again_has_one_lane_that_learns_sessions() -> None:
+    """Each ``http_app()`` has a session manager and a lane of its own; only the newest
+    lane learns sessions from the server's middleware."""
+    cfg = parse_config({"mcpServers": {"h": {"url": "http://127.0.0.1:9/mcp"}}})
+    gateway = Gateway(cfg)
+    try:
+        gateway.build()
+        gateway.http_app()
+        first = gateway.lane
+        gateway.http_app()
+        second = gateway.lane
+        learners = [
+            m for m in gateway.server.middleware if isinstance(getattr(m, "__self__", None), Lane)
+        ]
+        assert first is not None and second is not None and first is not second
+        assert learners == [second.learn]
+    finally:
+        await gateway.close()

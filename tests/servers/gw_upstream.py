@@ -29,7 +29,7 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 import mcp_types as mt
@@ -91,16 +91,7 @@ REGION = mt.Tool(
 LATER: set[asyncio.Task[None]] = set()
 
 
-LEVELS: tuple[mt.LoggingLevel, ...] = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
+LEVELS: tuple[mt.LoggingLevel, ...] = get_args(mt.LoggingLevel)  # severity-ascending
 #: the level the client set (none: every message is sent), honoured by ``log``
 LEVEL: list[str] = []
 

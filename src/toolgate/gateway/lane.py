@@ -474,6 +474,10 @@ def install(server: Server[Any]) -> Lane:
         return manager.asgi_app
     lane = Lane(manager.asgi_app, manager, server)
     manager.asgi_app = lane  # type: ignore[assignment]  # any ASGI app serves there
+    # an app built before had a lane of its own: only this one learns sessions now
+    server.middleware[:] = [
+        m for m in server.middleware if not isinstance(getattr(m, "__self__", None), Lane)
+    ]
     server.middleware.insert(0, lane.learn)
     return lane
 

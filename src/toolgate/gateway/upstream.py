@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import mcp_types as mt
 from mcp.server import Server
@@ -43,16 +43,8 @@ from toolgate.wire import call_result, error_as_result, raise_or_result
 logger = logging.getLogger("toolgate.gateway")
 
 Context = ServerRequestContext[Any, Any]
-LEVELS: tuple[mt.LoggingLevel, ...] = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
+#: severity-ascending, as the SDK's ``LoggingLevel`` literal declares them
+LEVELS: tuple[mt.LoggingLevel, ...] = get_args(mt.LoggingLevel)
 #: how long a finished 2026-07-28 call waits for the client to come back for its result
 UNCLAIMED_TTL = 300.0
 #: a backend's level once no session that hears it asks for one: every level, as an MCP
