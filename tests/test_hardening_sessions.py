@@ -209,3 +209,21 @@ async def test_clients_on_the_stateless_protocol_open_no_sessions_and_are_not_ca
         async with Client(StreamableHttpTransport(token_gateway.url, auth=BOB_TOKEN)) as client:
             assert "list_groups" in [t.name for t in await client.list_tools()]
             await client.call_tool_mcp("list_groups", {})
+
+
+async def test_a_client_holding_its_share_of_sessions_still_calls_on_the_stateless_protocol(
+    open_gateway: HttpGateway,
+) -> None:
+    """A 2026-07-28 request opens no session, so a client whose legacy sessions fill its
+    share is still served on the stateless protocol."""
+    url = open_gateway.url
+    with httpx.Client(timeout=10) as http:
+        opened = [initialize(http, url) for _ in range(PER_CLIENT)]
+        sessions = [r.headers["mcp-session-id"] for r in opened]
+        try:
+            assert refused(initialize(http, url)) == TOO_MANY
+            async with Client(StreamableHttpTransport(url)) as client:
+                assert "list_groups" in [t.name for t in await client.list_tools()]
+        finally:
+            for session in sessions:
+                assert end(http, url, session) == 200

@@ -58,6 +58,7 @@ from toolgate.state.base import StateStore
 from toolgate.state.memory import MemoryStore
 from toolgate.state.open import is_store_path, open_store
 from toolgate.strategies import Addon, Delivery
+from toolgate.strategies.base import is_stateless
 from toolgate.toolset import ToolSet
 
 logger = logging.getLogger("toolgate.gateway")
@@ -509,6 +510,7 @@ class Gateway:
             per_client=tg.http.max_sessions_per_client,
             idle_timeout=tg.idle_ttl,
             client_of=client_of(self.identity, verified="token_verifier" in auth),
+            stateless=is_stateless,
         )
         return self.guarded(app, host=host, allowed_hosts=allowed_hosts)
 

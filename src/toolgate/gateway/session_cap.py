@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
 
 #: who opened a request, for counting: ``principal:<id>``, ``credential:<digest>`` or
 #: ``address:<ip>``
@@ -39,7 +40,8 @@ class SessionCap:
 
     A session counts from the response that opened it until the client ends it
     (``DELETE``), the server no longer knows it (404), or it has been idle (no request
-    in flight) for ``idle_timeout`` seconds, which is when the SDK ends it too.
+    in flight) for ``idle_timeout`` seconds, which is when the SDK ends it too. Requests
+    of a protocol version ``stateless`` names (2026-07-28) open none and pass.
     """
 
     def __init__(
@@ -51,8 +53,11 @@ class SessionCap:
         client_of: ClientOf,
         path: str = "/mcp",
         clock: Callable[[], float] = time.monotonic,
+        stateless: Callable[[str | None], bool] = lambda version: False,
     ) -> None:
         self.app = app
+        #: whether requests of a protocol version (its header) never open a session
+        self.stateless = stateless
         self.per_client = per_client
         self.idle_timeout = idle_timeout
         self.client_of = client_of
@@ -70,7 +75,8 @@ class SessionCap:
         headers = Headers(scope=scope)
         session = headers.get(SESSION_HEADER)
         if session is None:
-            if scope["method"] != "POST":  # no session is opened but by a POST
+            # no session is opened but by a POST of a protocol that has sessions
+            if scope["method"] != "POST" or self.stateless(headers.get(VERSION_HEADER)):
                 await self.app(scope, receive, send)
                 return
             await self._opening_request(self.client_of(scope, headers), scope, receive, send)
