@@ -275,6 +275,9 @@ class ParkedCall:
         task = self.task
         assert task is not None
         while True:
+            # cleared before looking: what sets it later (a request, the call's end: see
+            # ``Upstream._park``) can only come while this waits below
+            self.changed.clear()
             if task.done():
                 return task.result()
             fresh = {
@@ -285,12 +288,7 @@ class ParkedCall:
             if fresh:
                 self.sent.update(fresh)
                 return fresh
-            self.changed.clear()
-            waiter = asyncio.ensure_future(self.changed.wait())
-            try:
-                await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waiter.cancel()
+            await self.changed.wait()
 
     def cancel(self) -> None:
         if self.expiry is not None:
@@ -538,6 +536,7 @@ class Upstream:
                     return await backend.call(tool, arguments, progress=parked.progress, meta=meta)
 
         parked.task = asyncio.get_running_loop().create_task(run(), name=f"call:{backend.name}")
+        parked.task.add_done_callback(lambda _: parked.changed.set())
         self.parked[parked.id] = parked
         return parked
 
