@@ -988,8 +988,9 @@ def _counts(hopped: Hopped) -> tuple[int, int]:
 async def test_the_fast_path_carries_a_call_as_the_backend_answers_it_directly(
     hopped: Hopped, kind: str
 ) -> None:
-    """A call's ``_meta`` reaches the backend as it does directly; legacy clients are
-    served by the lane, every client's call goes to the HTTP backend by the hop."""
+    """A call's ``_meta`` reaches the backend as it does directly; the lane serves the
+    call (a legacy session's or a 2026-07-28 request) and the hop takes it to the HTTP
+    backend."""
     meta = {"tenant": "acme"}
 
     async def seen(target: str) -> dict[str, Any]:
@@ -1009,7 +1010,7 @@ async def test_the_fast_path_carries_a_call_as_the_backend_answers_it_directly(
     mine = {k for k in direct if k.startswith("io.modelcontextprotocol/")} | {"progressToken"}
     assert relayed["tenant"] == direct["tenant"] == "acme"
     assert set(relayed) - mine == set(direct) - mine == {"tenant"}
-    assert _counts(hopped) == (lane + (kind != "fastmcp"), hop + 1)
+    assert _counts(hopped) == (lane + 1, hop + 1)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -1025,9 +1026,9 @@ async def test_sampling_and_roots_by_the_fast_path_are_answered_by_the_calling_c
         roots = await client.call("list_roots", {})
     assert sampled == (ANSWER, False)
     assert roots == (ROOT_URI, False)
-    legacy = kind != "fastmcp"
-    # 2026-07-28: each round of a call is a request the gateway serves without the lane
-    assert _counts(hopped) == (lane + 2 * legacy, hop + 2)
+    # 2026-07-28: each call is two rounds, each a request the lane serves
+    rounds = 2 if kind == "fastmcp" else 1
+    assert _counts(hopped) == (lane + 2 * rounds, hop + 2)
     assert hopped.gateway.upstream.parked == {}
 
 

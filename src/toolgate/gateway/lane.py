@@ -1,12 +1,14 @@
-"""The fast lane: a legacy session's ``tools/call`` over streamable HTTP, served without
-the SDK's per-session transport and JSON-RPC dispatcher (memory streams, a task group
-and two pydantic passes per message) but by the same kernel: the SDK's ``ServerRunner``
-runs the server's middleware and handlers on the session's own ``Connection``, so a
-call here is the call the SDK path makes. This module only frames it: the request's
-body in, the response and everything related to it (progress, log messages, the
-server's requests to the client) out on the POST's SSE stream, the client's answers
-and cancellations back in. Anything else, or anything it cannot vouch for, goes on to
-the SDK untouched. Edge layer: imports ``mcp``, ``starlette`` types, ``pydantic_core``.
+"""The fast lane: ``tools/call`` over streamable HTTP, served without the SDK's
+per-session transport and JSON-RPC dispatcher (memory streams, a task group and two
+pydantic passes per message) but by the same kernel, so a call here is the call the SDK
+path makes. A legacy session's call runs the SDK's ``ServerRunner`` on the session's own
+``Connection``; a 2026-07-28 call passes the SDK's own envelope checks and runs its
+``serve_one`` with its own single-exchange dispatch context. This module only frames
+them: the request's body in, the response and everything related to it (progress, log
+messages, on the legacy protocol the server's requests to the client) out on the POST's
+stream, the client's answers and cancellations back in. Anything else, or anything it
+cannot vouch for, goes on to the SDK untouched. Edge layer: imports ``mcp``,
+``starlette`` types, ``pydantic_core``.
 """
 
 from __future__ import annotations
@@ -19,27 +21,50 @@ import math
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as mt
 import pydantic_core
+from mcp.server._streamable_http_modern import (
+    _SSE_HEADERS as _MODERN_SSE_HEADERS,
+)
+from mcp.server._streamable_http_modern import (
+    _SSE_PING_INTERVAL,
+    _mcp_param_rejection,
+    _SingleExchangeDispatchContext,
+    _sse_event,
+    _to_jsonrpc_response,
+    _write,
+)
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.runner import ServerRunner, _has_modern_envelope
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.runner import ServerRunner, _has_modern_envelope, serve_one
+from mcp.server.streamable_http import (
+    MCP_SESSION_ID_HEADER,
+    StreamableHTTPServerTransport,
+    check_accept_headers,
+)
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError, NoBackChannelError
-from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.inbound import (
+    MCP_PROTOCOL_VERSION_HEADER,
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+)
 from mcp.shared.jsonrpc_dispatcher import (
     handler_exception_to_error_data,
     progress_token_from_params,
 )
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
+from mcp_types import JSONRPCRequest
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -202,6 +227,7 @@ class Lane:
         self.server = server
         self.sessions: dict[str, LaneSession] = {}
         self.served = 0  # calls the lane served (the dashboard and tests read it)
+        self.security = TransportSecurityMiddleware(manager.security_settings)
 
     # -- meeting sessions on the SDK path ----------------------------------------------
     async def learn(self, ctx: Context, call_next: CallNext) -> HandlerResult:
@@ -230,6 +256,10 @@ class Lane:
             return
         headers = dict(scope["headers"])
         key = headers.get(MCP_SESSION_ID_HEADER.encode())
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER.encode(), b"").decode("latin-1")
+        if key is None and version in MODERN_PROTOCOL_VERSIONS:
+            await self._stateless(scope, receive, send)
+            return
         found = self._session(scope, headers, key.decode("latin-1") if key else None)
         if found is None:
             await self.app(scope, receive, send)
@@ -367,6 +397,111 @@ class Lane:
             if call.session.calls.get(call.request_id) is call:
                 del call.session.calls[call.request_id]
 
+    # -- 2026-07-28 --------------------------------------------------------------------
+    async def _stateless(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A 2026-07-28 ``tools/call``: the SDK's envelope checks, then its kernel on a
+        connection built from the envelope; the rest goes to the SDK as it came."""
+        body, more = await _body(receive)
+        message = _message(body) if not more else None
+        request = Request(scope)
+        checked = await self._modern_call(message, request) if message is not None else None
+        if checked is None:
+            await self.app(scope, _replay(body, more, receive), send)
+            return
+        req, connection = checked
+        out: asyncio.Queue[Any] = asyncio.Queue()
+        dctx = _SingleExchangeDispatchContext(
+            transport=TransportContext(
+                kind="streamable-http", can_send_request=False, headers=request.headers
+            ),
+            request_id=req.id,
+            message_metadata=ServerMessageMetadata(request_context=request),
+            progress_token=progress_token_from_params(req.params),
+        )
+        dctx.sink = cast(Any, _Sink(out))
+        self.served += 1
+        lifespan = self.manager._lifespan_state
+        done = asyncio.get_running_loop().create_task(
+            _to_jsonrpc_response(
+                req.id,
+                serve_one(
+                    self.server,
+                    dctx,
+                    req.method,
+                    req.params,
+                    connection=connection,
+                    lifespan_state=lifespan,
+                ),
+            ),
+            name=f"lane:{req.id}",
+        )
+        done.add_done_callback(lambda _: out.put_nowait(_END))
+
+        async def watch() -> None:  # on this protocol a client that leaves cancels its call
+            while (await receive()).get("type") != "http.disconnect":
+                pass
+            done.cancel()
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            await self._respond(out, done, scope, receive, send)
+        finally:
+            watcher.cancel()
+
+    async def _modern_call(
+        self, message: dict[str, Any], request: Request
+    ) -> tuple[JSONRPCRequest, Connection] | None:
+        """The request and its connection, if the SDK's modern entry would serve this
+        body as it stands (every check it makes first passes); else ``None``."""
+        if message.get("method") not in LANE_METHODS or not _request_id(message.get("id")):
+            return None
+        if await self.security.validate_request(request, is_post=True) is not None:
+            return None
+        has_json, has_sse = check_accept_headers(request)
+        if not (has_json and has_sse):
+            return None
+        if find_duplicated_routing_header(request.headers.items()) is not None:
+            return None
+        verdict = classify_inbound_request(message, headers=dict(request.headers))
+        if isinstance(verdict, InboundLadderRejection):
+            return None
+        try:
+            req = JSONRPCRequest.model_validate(message)
+        except pydantic_core.ValidationError:
+            return None
+        lifespan = self.manager._lifespan_state
+        if await _mcp_param_rejection(self.server, request, req, verdict, lifespan) is not None:
+            return None
+        connection = Connection.from_envelope(
+            verdict.protocol_version, verdict.client_info, verdict.client_capabilities
+        )
+        return req, connection
+
+    async def _respond(
+        self,
+        out: asyncio.Queue[Any],
+        done: asyncio.Task[Any],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """As the SDK's modern entry answers: one JSON body (its HTTP status mapped from
+        the error) when the call ends before saying anything, else an SSE stream, kept
+        alive with a ping every ``_SSE_PING_INTERVAL`` seconds, ending with the answer."""
+        item = await _next(out)
+        if item is _END:
+            if not done.cancelled():
+                await _write(done.result(), scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": _MODERN_SSE_HEADERS})
+        while item is not _END:
+            chunk = b": ping\r\n\r\n" if item is None else item
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            item = await _next(out)
+        last = b"" if done.cancelled() else _sse_event(done.result())
+        await send({"type": "http.response.body", "body": last, "more_body": False})
+
+    # -- the client's answers and cancellations (legacy) -----------------------------------
     async def _answer(self, message: dict[str, Any], session: LaneSession, send: Send) -> bool:
         """A client's response to one of the lane's requests: hand it to the waiter."""
         key = message.get("id")
@@ -393,6 +528,25 @@ class Lane:
             call.task.cancel()
         await _accepted(send)
         return True
+
+
+class _Sink:
+    """Where the SDK's single-exchange dispatch context sends each encoded SSE event."""
+
+    def __init__(self, out: asyncio.Queue[Any]) -> None:
+        self.out = out
+
+    async def send(self, event: bytes) -> None:
+        self.out.put_nowait(event)
+
+
+async def _next(out: asyncio.Queue[Any]) -> Any:
+    """The next event, ``_END``, or ``None`` when a ping is due."""
+    try:
+        async with asyncio.timeout(_SSE_PING_INTERVAL):
+            return await out.get()
+    except TimeoutError:
+        return None
 
 
 def _error(request_id: Any, error: mt.ErrorData) -> dict[str, Any]:
