@@ -41,6 +41,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from _fixtures.mcp_servers import free_port, serve_http
 from _fixtures.npm_servers import NpmServers
 from toolgate.events import Event
+from toolgate.gateway import lane as lane_module
 from toolgate.gateway.backends import Timing
 from toolgate.gateway.config import parse_config
 from toolgate.gateway.lane import Lane
@@ -1173,3 +1174,52 @@ async def test_an_app_built_again_has_one_lane_that_learns_sessions() -> None:
         assert learners == [second.learn]
     finally:
         await gateway.close()
+
+
+async def test_a_quiet_call_in_the_lane_keeps_its_stream_alive_with_pings(
+    hopped: Hopped, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A legacy call that says nothing for a ping interval answers on an SSE stream with
+    pings (as the SDK's transport does), so idle-read timeouts do not cut it."""
+    monkeypatch.setattr(lane_module, "_SSE_PING_INTERVAL", 0.1)
+    marks = hopped.marks / "cancelled"
+    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    async with httpx2.AsyncClient(timeout=20) as http:
+        opened = await http.post(hopped.url, json=init, headers=accept)
+        session = {
+            **accept,
+            "mcp-session-id": opened.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-11-25",
+        }
+        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(hopped.url, json=done, headers=session)).status_code == 202
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "slow_progress", "arguments": {}},
+        }
+        async with http.stream("POST", hopped.url, json=call, headers=session) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            chunks = response.aiter_text()
+            assert (await anext(chunks)).startswith(": ping")
+            cancel = {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 2},
+            }
+            assert (await http.post(hopped.url, json=cancel, headers=session)).status_code == 202
+            rest = "".join([c async for c in chunks])
+        assert "data:" not in rest  # a cancelled call is not answered
+    await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)

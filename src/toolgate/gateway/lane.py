@@ -80,6 +80,8 @@ _SSE_HEADERS = [
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),
 ]
+#: an SSE comment sent every ``_SSE_PING_INTERVAL`` seconds a call says nothing
+_PING = b": ping\r\n\r\n"
 _END: Any = object()  # the end of a call's stream
 
 
@@ -337,8 +339,8 @@ class Lane:
         )
         key = (MCP_SESSION_ID_HEADER.encode(), (session.connection.session_id or "").encode())
         try:
-            first = await call.out.get()
-            if first is not _END and "method" not in first:
+            first = await _next(call.out)
+            if first is not None and first is not _END and "method" not in first:
                 # the answer came first, with nothing before it: one JSON body, as the
                 # SDK's JSON-response mode sends it (either is the client's to read)
                 body = pydantic_core.to_json(first)
@@ -359,9 +361,10 @@ class Lane:
                 {"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, key]}
             )
             item = first
-            while item is not _END:
-                await send({"type": "http.response.body", "body": _event(item), "more_body": True})
-                item = await call.out.get()
+            while item is not _END:  # a quiet call's stream is kept alive with pings
+                chunk = _PING if item is None else _event(item)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                item = await _next(call.out)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             # the client left; the call goes on, as on the SDK path, with nowhere to talk
@@ -495,7 +498,7 @@ class Lane:
             return
         await send({"type": "http.response.start", "status": 200, "headers": _MODERN_SSE_HEADERS})
         while item is not _END:
-            chunk = b": ping\r\n\r\n" if item is None else item
+            chunk = _PING if item is None else item
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
             item = await _next(out)
         last = b"" if done.cancelled() else _sse_event(done.result())
