@@ -263,7 +263,8 @@ class Lane:
             await self._stateless(scope, receive, send)
             return
         found = self._session(scope, headers, key.decode("latin-1") if key else None)
-        if found is None:
+        refused = await self.security.validate_request(Request(scope), is_post=True)
+        if found is None or refused is not None:  # the SDK says why, as it always did
             await self.app(scope, receive, send)
             return
         session, transport = found
