@@ -263,8 +263,7 @@ class Lane:
             await self._stateless(scope, receive, send)
             return
         found = self._session(scope, headers, key.decode("latin-1") if key else None)
-        refused = await self.security.validate_request(Request(scope), is_post=True)
-        if found is None or refused is not None:  # the SDK says why, as it always did
+        if found is None or await self._refused(scope):  # the SDK answers, as it always did
             await self.app(scope, receive, send)
             return
         session, transport = found
@@ -273,6 +272,11 @@ class Lane:
         if message is not None and await self._take(message, session, transport, scope, send):
             return
         await self.app(scope, _replay(body, more, receive), send)
+
+    async def _refused(self, scope: Scope) -> bool:
+        """Whether the SDK's transport-security check (content type, host, origin)
+        refuses this POST."""
+        return await self.security.validate_request(Request(scope), is_post=True) is not None
 
     def _session(
         self, scope: Scope, headers: Mapping[bytes, bytes], key: str | None
@@ -459,7 +463,7 @@ class Lane:
         body as it stands (every check it makes first passes); else ``None``."""
         if message.get("method") not in LANE_METHODS or not _request_id(message.get("id")):
             return None
-        if await self.security.validate_request(request, is_post=True) is not None:
+        if await self._refused(request.scope):
             return None
         has_json, has_sse = check_accept_headers(request)
         if not (has_json and has_sse):
