@@ -120,7 +120,7 @@ class Hop:
         self.seen = seen
         self.idle: list[Stream] = []
         self.ids = itertools.count(1)
-        self.calls = 0  # calls sent this way (the tests and the dashboard read it)
+        self.calls = 0  # calls sent this way, so far
         self._tasks: set[asyncio.Task[Any]] = set()
 
     @property

@@ -228,7 +228,7 @@ class Lane:
         self.manager = manager
         self.server = server
         self.sessions: dict[str, LaneSession] = {}
-        self.served = 0  # calls the lane served (the dashboard and tests read it)
+        self.served = 0  # calls the lane served, so far
         self.security = TransportSecurityMiddleware(manager.security_settings)
 
     # -- meeting sessions on the SDK path ----------------------------------------------
