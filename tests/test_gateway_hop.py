@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import mcp_types as mt
 import pytest
 
-from toolgate.gateway.hop import HopError, _answer, _body, _events, _head, _Reply, usable
+from toolgate.gateway.hop import Hop, HopError, _answer, _body, _events, _head, _Reply, usable
+from toolgate.gateway.pool import SessionSeen
 
 
 def _reader(*pieces: bytes) -> asyncio.StreamReader:
@@ -116,3 +118,21 @@ def test_the_hop_leaves_a_backend_behind_a_proxy_to_the_sdks_client(
     assert not usable("https://backend.example/mcp")
     monkeypatch.setenv("NO_PROXY", "backend.example")
     assert usable("https://backend.example/mcp")
+
+
+async def test_progress_for_the_call_reaches_the_caller_and_a_malformed_one_is_dropped() -> None:
+    hop = Hop("http://127.0.0.1:9/mcp", {}, SessionSeen())
+    heard: list[tuple[float, float | None, str | None]] = []
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        heard.append((progress, total, message))
+
+    def note(token: str, value: object) -> dict[str, object]:
+        params = {"progressToken": token, "progress": value, "total": 4, "message": "step"}
+        return {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+
+    session: Any = None  # progress never reaches the client session
+    await hop._heard(note("call-1", 1), session, "call-1", report)
+    await hop._heard(note("call-1", "not a number"), session, "call-1", report)
+    await hop._heard(note("another-call", 2), session, "call-1", report)
+    assert heard == [(1.0, 4.0, "step")]

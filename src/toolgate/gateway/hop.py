@@ -28,6 +28,7 @@ import pydantic_core
 from mcp import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.transport_context import TransportContext
 
 from toolgate.gateway.pool import SessionSeen
@@ -64,6 +65,7 @@ class _Reply:
     headers: dict[str, str]
     conn: Stream
     reusable: bool = True
+    given: bool = False  # the connection went back to the pool (or to the task draining it)
 
 
 @dataclass(eq=False)
@@ -152,7 +154,6 @@ class Hop:
             params["_meta"] = extra
         body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
         reply: _Reply | None = None
-        finished = False
         try:
             async with asyncio.timeout(timeout):
                 reply = await self._post(body)
@@ -160,7 +161,6 @@ class Hop:
                     self._done(reply)
                     raise SessionGone(tool)
                 outcome = await self._outcome(reply, session, request_id, progress)
-            finished = True
         except TimeoutError:
             self._cancel(request_id, "timeout")
             raise MCPError(
@@ -171,7 +171,7 @@ class Hop:
             self._cancel(request_id, "cancelled by the client")
             raise
         finally:
-            if reply is not None and not finished:
+            if reply is not None and not reply.given:
                 _close(reply.conn)  # what is left of its stream is of no use now
         if isinstance(outcome, mt.ErrorData):
             raise MCPError.from_error_data(outcome)
@@ -209,6 +209,7 @@ class Hop:
                 continue
             answer = _answer(message, request_id)
             if answer is not None:
+                reply.given = True
                 self._spawn(self._drain(reply))  # the rest of the stream, off the call's path
                 return answer
             await self._heard(message, session, request_id, progress)
@@ -233,8 +234,12 @@ class Hop:
             return
         if method == "notifications/progress" and params is not None:
             if progress is not None and params.get("progressToken") == request_id:
-                total, note = params.get("total"), params.get("message")
-                await progress(float(params.get("progress", 0)), total, note)
+                try:
+                    note = mt.ProgressNotificationParams.model_validate(params)
+                except pydantic_core.ValidationError:
+                    logger.warning("a malformed progress notification from a backend; dropped")
+                    return
+                await progress(note.progress, note.total, note.message)
             return
         await session._on_notify(_Asked(None), method, params)
 
@@ -246,9 +251,14 @@ class Hop:
         try:
             result = await session._on_request(_Asked(asked), method, params)
             response: dict[str, Any] = {"jsonrpc": "2.0", "id": asked, "result": result}
-        except MCPError as exc:
-            error = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
-            response = {"jsonrpc": "2.0", "id": asked, "error": error}
+        except Exception as exc:  # the backend gets an error, never silence
+            error = handler_exception_to_error_data(exc) or mt.ErrorData(
+                code=mt.INTERNAL_ERROR, message=f"toolgate could not answer {method}"
+            )
+            if not isinstance(exc, MCPError):
+                logger.warning("answering a backend's %s failed: %s", method, exc)
+            dumped = error.model_dump(by_alias=True, mode="json", exclude_none=True)
+            response = {"jsonrpc": "2.0", "id": asked, "error": dumped}
         reply = await self._post(response)
         async for _ in _body(reply):
             pass
@@ -325,6 +335,7 @@ class Hop:
 
     def _done(self, reply: _Reply, *, reusable: bool = True) -> None:
         """The reply is read to its end: keep its connection for the next call."""
+        reply.given = True
         if reusable and reply.reusable and len(self.idle) < MAX_IDLE:
             self.idle.append(reply.conn)
         else:
