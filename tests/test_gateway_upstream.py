@@ -38,6 +38,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from _fixtures.gateway import INIT, MCP_HEADERS
 from _fixtures.mcp_servers import free_port, serve_http
 from _fixtures.npm_servers import NpmServers
 from toolgate.events import Event
@@ -1184,21 +1185,10 @@ async def test_a_quiet_call_in_the_lane_keeps_its_stream_alive_with_pings(
     monkeypatch.setattr(lane_module, "_SSE_PING_INTERVAL", 0.1)
     marks = hopped.marks / "cancelled"
     before = len(marks.read_text().splitlines()) if marks.exists() else 0
-    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
     async with httpx2.AsyncClient(timeout=20) as http:
-        opened = await http.post(hopped.url, json=init, headers=accept)
+        opened = await http.post(hopped.url, json=INIT, headers=MCP_HEADERS)
         session = {
-            **accept,
+            **MCP_HEADERS,
             "mcp-session-id": opened.headers["mcp-session-id"],
             "mcp-protocol-version": "2025-11-25",
         }
