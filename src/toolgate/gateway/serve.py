@@ -25,6 +25,7 @@ from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import x_mcp_header_map
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Mount
@@ -204,7 +205,7 @@ class Gateway:
         self.listen = Listen(self.relay, facts=self._facts, connections=self._live)
         self.listen.install(self.server)
         self.binding: Binding | None = None
-        #: legacy ``tools/call`` over HTTP beside the SDK's transport (set by ``http_app``)
+        #: ``tools/call`` over HTTP beside the SDK's transport (set by ``http_app``)
         self.lane: Lane | None = None
         self.lazy: Addon | None = None
         self.report = BuildReport()
@@ -392,8 +393,8 @@ class Gateway:
         ``x-mcp-header`` there is nothing to check, and the SDK is told so rather than
         running the caller's whole ``tools/list`` for every ``tools/call``; once one
         does, the SDK's listing is back (the check stays scoped to what the caller sees)."""
-        tools = toolset.catalog.tools.values()
-        declared = any(declares_header_param(t.input_schema) for t in tools)
+        # the SDK's own reading of a schema's declarations, as its check reads them
+        declared = any(x_mcp_header_map(t.input_schema) for t in toolset.catalog.tools.values())
         self.server.get_tool_input_schema = None if declared else _nothing_to_check
 
     def _apply(self, toolset: ToolSet, wanted: Mapping[str, Tool]) -> None:
@@ -549,15 +550,6 @@ class Gateway:
     async def close(self) -> None:
         await self.store.close()
         self.events.close()
-
-
-def declares_header_param(schema: Any) -> bool:
-    """Whether a tool's input schema names an ``x-mcp-header`` anywhere in it."""
-    if isinstance(schema, Mapping):
-        return "x-mcp-header" in schema or any(declares_header_param(v) for v in schema.values())
-    if isinstance(schema, list):
-        return any(declares_header_param(v) for v in schema)
-    return False
 
 
 def _nothing_to_check(name: str) -> None:
