@@ -19,7 +19,7 @@ import itertools
 import logging
 import math
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -27,9 +27,7 @@ import anyio
 import mcp_types as mt
 import pydantic_core
 from mcp.server._streamable_http_modern import (
-    _SSE_HEADERS as _MODERN_SSE_HEADERS,
-)
-from mcp.server._streamable_http_modern import (
+    _SSE_HEADERS,
     _SSE_PING_INTERVAL,
     _mcp_param_rejection,
     _SingleExchangeDispatchContext,
@@ -75,11 +73,6 @@ Context = ServerRequestContext[Any, Any]
 LANE_METHODS = frozenset({"tools/call"})
 #: ids of the lane's requests to clients: strings the SDK never mints (its ids are numbers)
 ASK_PREFIX = "toolgate-lane-"
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"x-accel-buffering", b"no"),
-]
 #: an SSE comment sent every ``_SSE_PING_INTERVAL`` seconds a call says nothing
 _PING = b": ping\r\n\r\n"
 _END: Any = object()  # the end of a call's stream
@@ -362,14 +355,7 @@ class Lane:
                 )
                 await send({"type": "http.response.body", "body": body, "more_body": False})
                 return
-            await send(
-                {"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, key]}
-            )
-            item = first
-            while item is not _END:  # a quiet call's stream is kept alive with pings
-                chunk = _PING if item is None else _event(item)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                item = await _next(call.out)
+            await _stream(send, [*_SSE_HEADERS, key], first, call.out, _event)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             # the client left; the call goes on, as on the SDK path, with nowhere to talk
@@ -501,11 +487,7 @@ class Lane:
             if not done.cancelled():
                 await _write(done.result(), scope, receive, send)
             return
-        await send({"type": "http.response.start", "status": 200, "headers": _MODERN_SSE_HEADERS})
-        while item is not _END:
-            chunk = _PING if item is None else item
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            item = await _next(out)
+        await _stream(send, _SSE_HEADERS, item, out, bytes)  # the SDK's context encodes
         last = b"" if done.cancelled() else _sse_event(done.result())
         await send({"type": "http.response.body", "body": last, "more_body": False})
 
@@ -546,6 +528,22 @@ class _Sink:
 
     async def send(self, event: bytes) -> None:
         self.out.put_nowait(event)
+
+
+async def _stream(
+    send: Send,
+    headers: list[tuple[bytes, bytes]],
+    item: Any,
+    out: asyncio.Queue[Any],
+    encode: Callable[[Any], bytes],
+) -> None:
+    """Start an SSE response and write ``item`` and what follows it on ``out`` until
+    ``_END``, a ping for each quiet ``_SSE_PING_INTERVAL``; the caller ends the body."""
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    while item is not _END:
+        chunk = _PING if item is None else encode(item)
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        item = await _next(out)
 
 
 async def _next(out: asyncio.Queue[Any]) -> Any:
