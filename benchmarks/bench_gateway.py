@@ -115,20 +115,27 @@ async def timed_call(session: Any) -> float:
     return elapsed
 
 
-async def overhead(direct_url: str, gateway_url: str, calls: int) -> dict[str, float]:
+async def overhead(
+    direct_url: str, gateway_url: str, calls: int, relay_pid: int
+) -> dict[str, float]:
+    """Median of sequential calls, alternating direct and through the relay, and the
+    relay's CPU per call meanwhile (it is idle while the direct calls run)."""
     async with Connection(direct_url) as direct, Connection(gateway_url) as gateway:
         for _ in range(20):  # warm both paths
             await timed_call(direct)
             await timed_call(gateway)
         d: list[float] = []
         g: list[float] = []
+        cpu = cpu_seconds(relay_pid)
         for _ in range(calls):
             d.append(await timed_call(direct))
             g.append(await timed_call(gateway))
+        cpu = cpu_seconds(relay_pid) - cpu
     return {
         "direct_ms": statistics.median(d) * 1000,
         "gateway_ms": statistics.median(g) * 1000,
         "overhead_ms": (statistics.median(g) - statistics.median(d)) * 1000,
+        "relay_cpu_ms_per_call": cpu / calls * 1000,
     }
 
 
@@ -279,7 +286,7 @@ async def main() -> None:
         procs.append(gateway)
         wait_port(gateway_port, gateway)
         gateway_url = f"http://127.0.0.1:{gateway_port}/mcp"
-        over = await overhead(backend_url, gateway_url, args.calls)
+        over = await overhead(backend_url, gateway_url, args.calls, gateway.pid)
         print(json.dumps(over), flush=True)
         if args.clients == 0:  # overhead only (e.g. to profile the per-call path)
             return
@@ -306,7 +313,7 @@ async def main() -> None:
             procs.append(proc)
             wait_port(port, proc)
             url = f"http://127.0.0.1:{port}/mcp"
-            measured = await overhead(backend_url, url, args.calls)
+            measured = await overhead(backend_url, url, args.calls, proc.pid)
             pids = {"backend": backend.pid, "relay": proc.pid}
             measured.update(await load(url, args.clients, args.duration, pids=pids))
             peers[title] = (script, measured)

@@ -501,6 +501,25 @@ def test_clients_that_dribble_their_headers_are_disconnected(gateway: HttpGatewa
     assert response.status_code == 200
 
 
+@pytest.mark.parametrize("pieces", [1, 40], ids=["at once", "in pieces"])
+def test_a_request_head_over_the_size_limit_is_a_431_and_the_connection_closes(
+    gateway: HttpGateway, pieces: int
+) -> None:
+    # the configured default, 16 KiB: one header of 20 KiB, never ended
+    head = b"GET /webmcp.js HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20_000
+    step = -(-len(head) // pieces)
+    with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as s:
+        for i in range(0, len(head), step):
+            s.sendall(head[i : i + step])
+        answer = b""
+        while chunk := s.recv(4096):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 431 ")
+    assert answer.endswith(b"Request header fields too large")
+    # a head within the limit is served as before
+    assert httpx.get(f"{base(gateway)}/webmcp.js", headers={"X-Ok": "a" * 8000}).status_code == 200
+
+
 @pytest.mark.timeout(60)
 def test_connections_past_the_limit_are_closed_at_once() -> None:
     async def hello(request: Any) -> PlainTextResponse:

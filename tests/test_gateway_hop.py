@@ -12,7 +12,7 @@ from typing import Any
 import mcp_types as mt
 import pytest
 
-from toolgate.gateway.hop import Hop, HopError, _answer, _body, _events, _head, _Reply, usable
+from toolgate.gateway.hop import Hop, HopError, _answer, _Body, _Events, _head, _Reply, usable
 from toolgate.gateway.pool import SessionSeen
 
 
@@ -40,19 +40,19 @@ async def test_events_split_anywhere_with_any_line_break_are_read_whole() -> Non
         b"data: two\r\rdata: three\n\n"
     )
     expected = [b'{"a":\n1}', b"two", b"three"]
-    whole = await _all(_events(_chunks(stream)))
-    bytewise = await _all(_events(_chunks(*(stream[i : i + 1] for i in range(len(stream))))))
+    whole = await _all(_Events(_chunks(stream)))
+    bytewise = await _all(_Events(_chunks(*(stream[i : i + 1] for i in range(len(stream))))))
     assert whole == bytewise == expected
 
 
 async def test_an_event_cut_after_its_carriage_return_waits_for_its_line_feed() -> None:
     # "\r" ends one chunk, "\n" starts the next: one line break, not two (no empty event)
-    assert await _all(_events(_chunks(b"data: x\r", b"\n\r\n"))) == [b"x"]
+    assert await _all(_Events(_chunks(b"data: x\r", b"\n\r\n"))) == [b"x"]
 
 
 async def test_an_endless_line_is_refused() -> None:
     with pytest.raises(HopError, match="too long"):
-        await _all(_events(_chunks(b"data: " + b"x" * (64 * 1024 * 16 + 1))))
+        await _all(_Events(_chunks(b"data: " + b"x" * (64 * 1024 * 16 + 1))))
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ async def test_bodies_chunked_sized_or_closed_are_read_to_their_end(
     status, headers = await _head(reader)
     reply = _Reply(status, headers, (reader, None))  # type: ignore[arg-type]
     assert status == 200
-    assert b"".join([c async for c in _body(reply)]) == b"hello world"
+    assert b"".join([c async for c in _Body(reply)]) == b"hello world"
     assert reply.reusable is reusable
 
 
@@ -85,7 +85,7 @@ async def test_a_sized_body_cut_short_is_an_error() -> None:
     status, headers = await _head(reader)
     reply = _Reply(status, headers, (reader, None))  # type: ignore[arg-type]
     with pytest.raises(HopError, match="mid-response"):
-        _ = [c async for c in _body(reply)]
+        _ = [c async for c in _Body(reply)]
 
 
 async def test_what_is_not_http_is_refused() -> None:

@@ -4,8 +4,9 @@
 dashboard): ``Host`` and ``Origin`` against the allowed hosts (DNS rebinding), one
 well-formed ``Authorization`` credential, the body's size (before reading, and only
 after the caller is admitted), its JSON nesting, lone UTF-16 surrogates, and JSON-RPC
-ids on the MCP path. ``GuardedH11Protocol`` bounds what the HTTP server itself holds
-open: header deadlines and a connection cap. Edge layer: starlette, uvicorn, h11.
+ids on the MCP path. ``GuardedProtocol`` bounds what the HTTP server itself holds
+open: header deadlines, header size and a connection cap. Edge layer: starlette,
+uvicorn, httptools.
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
-import h11
 import pydantic_core
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 #: Host names every gateway accepts, whatever it binds to.
 LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
@@ -360,20 +360,24 @@ class _Paired:
         return getattr(self._transport, name)
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request head and a cap on open
-    connections: a client that opens a connection and dribbles (or never sends) its
-    headers is closed after ``header_timeout`` seconds; past ``max_connections`` a new
-    connection is closed at once. Configure with ``guarded_protocol(...)``. A response's
-    head and body leave in one send (``_Paired``)."""
+class GuardedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the edge's connection limits: a deadline for
+    each request head (a client that opens a connection and dribbles, or never sends,
+    its headers is closed after ``header_timeout`` seconds), a bound on a head's size
+    (``max_header_bytes``: past it, 431 and the connection closes), and a cap on open
+    connections (past ``max_connections`` a new one is closed at once). A response's
+    head and body leave in one send (``_Paired``). Configure with ``guarded_protocol``."""
 
     header_timeout: float = 10.0
     max_connections: int = 1000
+    max_header_bytes: int = 16_384
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self.transport = cast(asyncio.Transport, _Paired(transport, self.loop))
         self._head_deadline: asyncio.TimerHandle | None = None
+        self._head_bytes = 0  # of the head under way (bytes since the last complete one)
+        self._head_done = False
         if len(self.connections) > self.max_connections:
             transport.close()
             return
@@ -381,6 +385,8 @@ class GuardedH11Protocol(H11Protocol):
 
     def _arm(self) -> None:
         self._disarm()
+        self._head_done = False
+        self._head_bytes = 0
         self._head_deadline = self.loop.call_later(self.header_timeout, self._head_late)
 
     def _disarm(self) -> None:
@@ -390,17 +396,34 @@ class GuardedH11Protocol(H11Protocol):
 
     def _head_late(self) -> None:
         self._head_deadline = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+        if not self._head_done and not self.transport.is_closing():
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
+        head_was_done = self._head_done
         super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:
-            self._disarm()  # the head is complete: the request is under way
+        if head_was_done or self._head_done or self.transport.is_closing():
+            return
+        self._head_bytes += len(data)  # still in the head: the parser holds it all
+        if self._head_bytes > self.max_header_bytes:
+            message = b"Request header fields too large"
+            self.transport.write(
+                STATUS_LINE[431]
+                + b"content-type: text/plain; charset=utf-8\r\n"
+                + b"content-length: %d\r\nconnection: close\r\n\r\n" % len(message)
+                + message
+            )
+            self.transport.close()
+
+    def on_headers_complete(self) -> None:
+        self._head_done = True
+        self._disarm()  # the head is complete: the request is under way
+        super().on_headers_complete()
 
     def on_response_complete(self) -> None:
+        pipelined = bool(self.pipeline)  # the next request's head is in already
         super().on_response_complete()
-        if not self.transport.is_closing():
+        if not self.transport.is_closing() and not pipelined:
             self._arm()  # the next request's head has the same deadline
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -408,19 +431,25 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
 
-def guarded_protocol(*, header_timeout: float, max_connections: int) -> type[GuardedH11Protocol]:
-    """A ``GuardedH11Protocol`` subclass with these limits, for ``uvicorn.Config(http=...)``."""
+def guarded_protocol(
+    *, header_timeout: float, max_connections: int, max_header_bytes: int = 16_384
+) -> type[GuardedProtocol]:
+    """A ``GuardedProtocol`` subclass with these limits, for ``uvicorn.Config(http=...)``."""
     return type(
-        "GuardedH11Protocol",
-        (GuardedH11Protocol,),
-        {"header_timeout": header_timeout, "max_connections": max_connections},
+        "GuardedProtocol",
+        (GuardedProtocol,),
+        {
+            "header_timeout": header_timeout,
+            "max_connections": max_connections,
+            "max_header_bytes": max_header_bytes,
+        },
     )
 
 
 __all__ = [
     "Edge",
     "EdgeLimits",
-    "GuardedH11Protocol",
+    "GuardedProtocol",
     "allowed_names",
     "bearer_admits",
     "credential_problem",

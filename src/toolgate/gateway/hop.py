@@ -193,7 +193,7 @@ class Hop:
             self._done(reply, reusable=False)
             raise HopError(f"the backend answered HTTP {reply.status}")
         if kind == "application/json":
-            data = b"".join([chunk async for chunk in _body(reply)])
+            data = b"".join([chunk async for chunk in _Body(reply)])
             self._done(reply)
             message = _parse(data)
             answer = _answer(message, request_id) if message is not None else None
@@ -203,14 +203,15 @@ class Hop:
         if kind != "text/event-stream":
             self._done(reply, reusable=False)
             raise HopError(f"the backend answered with {kind or 'no content type'}")
-        async for data in _events(_body(reply)):
+        body = _Body(reply)
+        async for data in _Events(body):
             message = _parse(data)
             if message is None:
                 continue
             answer = _answer(message, request_id)
             if answer is not None:
                 reply.given = True
-                self._spawn(self._drain(reply))  # the rest of the stream, off the call's path
+                self._spawn(self._drain(reply, body))  # the rest of the stream, off the call's path
                 return answer
             await self._heard(message, session, request_id, progress)
         self._done(reply, reusable=False)
@@ -260,7 +261,7 @@ class Hop:
             dumped = error.model_dump(by_alias=True, mode="json", exclude_none=True)
             response = {"jsonrpc": "2.0", "id": asked, "error": dumped}
         reply = await self._post(response)
-        async for _ in _body(reply):
+        async for _ in _Body(reply):
             pass
         self._done(reply)
 
@@ -276,7 +277,7 @@ class Hop:
             try:
                 async with asyncio.timeout(10):
                     reply = await self._post(note)
-                    async for _ in _body(reply):
+                    async for _ in _Body(reply):
                         pass
                     self._done(reply)
             except Exception as exc:  # the backend may be gone; nothing more to do
@@ -341,11 +342,11 @@ class Hop:
         else:
             _close(reply.conn)
 
-    async def _drain(self, reply: _Reply) -> None:
+    async def _drain(self, reply: _Reply, body: _Body) -> None:
         """Read what is left of an answered stream, briefly; else drop the connection."""
         try:
             async with asyncio.timeout(DRAIN_SECONDS):
-                async for _ in _body(reply):
+                async for _ in body:
                     pass
         except TimeoutError:
             self._done(reply, reusable=False)
@@ -384,45 +385,80 @@ async def _head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
         return status, headers
 
 
-async def _body(reply: _Reply) -> AsyncIterator[bytes]:
-    """The body as it arrives: chunked, sized, or to the end of the connection."""
-    reader = reply.conn[0]
-    headers = reply.headers
-    if headers.get("connection", "").lower() == "close":
-        reply.reusable = False
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        while True:
+class _Body:
+    """The body as it arrives: chunked, sized, or to the end of the connection. An
+    iterator object, not an async generator: one left unfinished (a stream answered
+    before its end) is simply dropped, with no finalizer scheduled on the loop."""
+
+    def __init__(self, reply: _Reply) -> None:
+        self.reply = reply
+        self.reader = reply.conn[0]
+        headers = reply.headers
+        if headers.get("connection", "").lower() == "close":
+            reply.reusable = False
+        self.chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        length = headers.get("content-length")
+        self.left = int(length) if length is not None and not self.chunked else None
+        if not self.chunked and self.left is None:
+            reply.reusable = False  # read to the end of the connection
+        self.ended = False
+
+    def __aiter__(self) -> _Body:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self.ended:
+            raise StopAsyncIteration
+        reader = self.reader
+        if self.chunked:
             line = await reader.readuntil(b"\r\n")
             size = int(line.split(b";")[0].strip() or b"0", 16)
             if size == 0:
                 while (await reader.readuntil(b"\r\n")) != b"\r\n":
                     pass  # trailers
-                return
+                return self._end()
             chunk = await reader.readexactly(size)
             await reader.readexactly(2)
-            yield chunk
-    length = headers.get("content-length")
-    if length is not None:
-        left = int(length)
-        while left > 0:
-            chunk = await reader.read(min(left, 65536))
+            return chunk
+        if self.left is not None:
+            if self.left <= 0:
+                return self._end()
+            chunk = await reader.read(min(self.left, 65536))
             if not chunk:
                 raise HopError("the backend closed the connection mid-response")
-            left -= len(chunk)
-            yield chunk
-        return
-    reply.reusable = False
-    while chunk := await reader.read(65536):
-        yield chunk
+            self.left -= len(chunk)
+            return chunk
+        chunk = await reader.read(65536)
+        return chunk if chunk else self._end()
+
+    def _end(self) -> bytes:
+        self.ended = True
+        raise StopAsyncIteration
 
 
-async def _events(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The data of each server-sent ``message`` event in ``chunks``."""
-    buffer = b""
-    data: list[bytes] = []
-    event = b""
-    async for chunk in chunks:
-        buffer += chunk
+class _Events:
+    """The data of each server-sent ``message`` event in ``chunks`` (an iterator object,
+    like ``_Body``, so one left before its end costs nothing)."""
+
+    def __init__(self, chunks: AsyncIterator[bytes]) -> None:
+        self.chunks = chunks
+        self.buffer = b""
+        self.data: list[bytes] = []
+        self.event = b""
+
+    def __aiter__(self) -> _Events:
+        return self
+
+    async def __anext__(self) -> bytes:
+        while True:
+            found = self._take()
+            if found is not None:
+                return found
+            self.buffer += await anext(self.chunks)  # StopAsyncIteration ends us too
+
+    def _take(self) -> bytes | None:
+        """The next whole event already in the buffer, if there is one."""
+        buffer = self.buffer
         while True:
             cut = min((i for i in (buffer.find(b"\n"), buffer.find(b"\r")) if i >= 0), default=-1)
             if cut < 0:
@@ -435,16 +471,20 @@ async def _events(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
                 break  # a lone CR at the end: its LF may be in the next chunk
             buffer = buffer[cut + step :]
             if not line:
+                data, event = self.data, self.event
+                self.data, self.event = [], b""
                 if data and event in (b"", b"message"):
-                    yield b"\n".join(data)
-                data, event = [], b""
+                    self.buffer = buffer
+                    return b"\n".join(data)
                 continue
             name, _, value = line.partition(b":")
             value = value[1:] if value.startswith(b" ") else value
             if name == b"data":
-                data.append(value)
+                self.data.append(value)
             elif name == b"event":
-                event = value
+                self.event = value
+        self.buffer = buffer
+        return None
 
 
 def _parse(data: bytes) -> dict[str, Any] | None:

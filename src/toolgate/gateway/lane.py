@@ -125,6 +125,14 @@ class LaneCall:
         self.closed = False  # the handler is done: nothing more goes out for it
         self.detached = False  # the client's stream is gone
         self.task: asyncio.Task[None] | None = None
+        self.send: Send | None = None  # the POST's response, while the call may write it
+        self.streaming = False  # the POST's task has begun an SSE stream
+        self.answered = False  # the call wrote its answer as the whole response
+
+    def answers_alone(self) -> bool:
+        """Whether the call's answer is the whole response (nothing went before it):
+        then the call writes it, one JSON body, with no hand-over to the POST's task."""
+        return self.send is not None and not self.streaming and self.out.empty()
 
     @property
     def request_id(self) -> Any:
@@ -330,36 +338,25 @@ class Lane:
     ) -> None:
         request_id = message["id"]
         call = LaneCall(session, request_id, params, Request(scope))
+        call.send = send
         session.calls[request_id] = call
         self.served += 1
         call.task = asyncio.get_running_loop().create_task(
             self._run(call, message["method"], params), name=f"lane:{request_id}"
         )
-        key = (MCP_SESSION_ID_HEADER.encode(), (session.connection.session_id or "").encode())
         try:
             first = await _next(call.out)
-            if first is not None and first is not _END and "method" not in first:
-                # the answer came first, with nothing before it: one JSON body, as the
-                # SDK's JSON-response mode sends it (either is the client's to read)
-                body = pydantic_core.to_json(first)
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 200,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()),
-                            key,
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body, "more_body": False})
+            if first is _END and call.answered:
                 return
-            await _stream(send, [*_SSE_HEADERS, key], first, call.out, _event)
+            call.streaming = True
+            headers = [*_SSE_HEADERS, _session_header(session)]
+            await _stream(send, headers, first, call.out, _event)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             # the client left; the call goes on, as on the SDK path, with nowhere to talk
             call.detached = True
+        finally:
+            call.send = None
 
     async def _run(self, call: LaneCall, method: str, params: dict[str, Any] | None) -> None:
         """The kernel's answer to one call, written as the SDK's dispatcher writes it."""
@@ -385,11 +382,16 @@ class Lane:
             answer = _error(call.request_id, error)
         finally:
             call.closed = True
-            if answer is not None and not call.cancel_requested.is_set():
-                call._put(answer)
-            call.out.put_nowait(_END)
-            if call.session.calls.get(call.request_id) is call:
-                del call.session.calls[call.request_id]
+            try:
+                if answer is not None and not call.cancel_requested.is_set():
+                    if call.answers_alone():
+                        await _answer_alone(call, answer)
+                    else:
+                        call._put(answer)
+            finally:
+                call.out.put_nowait(_END)
+                if call.session.calls.get(call.request_id) is call:
+                    del call.session.calls[call.request_id]
 
     # -- 2026-07-28 --------------------------------------------------------------------
     async def _stateless(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -553,6 +555,29 @@ async def _next(out: asyncio.Queue[Any]) -> Any:
             return await out.get()
     except TimeoutError:
         return None
+
+
+def _session_header(session: LaneSession) -> tuple[bytes, bytes]:
+    return (MCP_SESSION_ID_HEADER.encode(), (session.connection.session_id or "").encode())
+
+
+async def _answer_alone(call: LaneCall, answer: Mapping[str, Any]) -> None:
+    """The answer as the whole response, one JSON body, as the SDK's JSON-response mode
+    sends it (either is the client's to read), written by the call's own task."""
+    send = call.send
+    assert send is not None
+    call.answered = True
+    body = pydantic_core.to_json(answer)
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        _session_header(call.session),
+    ]
+    try:
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+    except OSError:
+        call.detached = True  # the client left before its answer
 
 
 def _error(request_id: Any, error: mt.ErrorData) -> dict[str, Any]:

@@ -591,12 +591,13 @@ def server_options(cfg: GatewayConfig, *, host: str, port: int) -> dict[str, Any
         "lifespan": "on",
         "access_log": False,
         "http": guarded_protocol(
-            header_timeout=limits.header_timeout, max_connections=limits.max_connections
+            header_timeout=limits.header_timeout,
+            max_connections=limits.max_connections,
+            max_header_bytes=limits.max_header_bytes,
         ),
         "timeout_keep_alive": limits.keep_alive_timeout,
         # uvicorn answers 503 once connections reach this; the protocol closes past it
         "limit_concurrency": limits.max_connections + 1,
-        "h11_max_incomplete_event_size": limits.max_header_bytes,
     }
 
 
