@@ -428,6 +428,28 @@ async def test_a_backends_json_rpc_error_after_a_round_trip_is_relayed_too(
     assert data["elicitations"][0]["url"] == "https://example.com/sign-in"
 
 
+async def _misshapen(kind: str, target: str | list[str]) -> str:
+    """What a client makes of ``misshapen``'s answer: its result, or what it raised."""
+    async with talk(kind, target) as client:
+        try:
+            text, error = await client.call("misshapen", {})
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return f"{text} (error: {error})"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_structured_content_its_schema_refuses_is_the_clients_to_judge(
+    served: Served, kind: str
+) -> None:
+    """The gateway relays a result as the backend sent it: a client that checks
+    structured content against the output schema refuses it as it does directly, and
+    the backend is not taken for broken."""
+    direct, relayed = await _faulty_both_ways(served, kind, _misshapen)
+    assert relayed == direct
+    assert served.gateway.backends["faulty"].up
+
+
 @pytest.mark.parametrize("kind", KINDS)
 async def test_roots_come_from_the_calling_client(served: Served, kind: str) -> None:
     (direct, _, _), (relayed, error, _) = await both(served, kind, "get-roots-list", {})
@@ -1053,6 +1075,17 @@ async def test_progress_and_logs_by_the_fast_path_reach_the_calling_client(
     assert client.heard.logs[:2] == ["debug during the call", "error during the call"]
     assert client.heard.progress and client.heard.progress[0][0] == 1
     await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_structured_content_its_schema_refuses_is_relayed_by_the_fast_path_too(
+    hopped: Hopped, kind: str
+) -> None:
+    direct = await _misshapen(kind, hopped.backend_url)
+    counts = _counts(hopped)
+    relayed = await _misshapen(kind, hopped.url)
+    assert relayed == direct
+    assert _counts(hopped) == (counts[0] + 1, counts[1] + 1)
 
 
 async def test_a_backends_json_rpc_error_by_the_fast_path_is_relayed_as_it_was_sent(

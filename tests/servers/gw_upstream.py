@@ -11,6 +11,7 @@ once it accepted, sends ``notifications/elicitation/complete`` for it after retu
 ``meta`` answers with its request's ``_meta`` as JSON; ``sign_in_first`` refuses with
 JSON-RPC error -32042 (URL elicitation required), with ``roots_first`` after asking for
 the client's roots; ``sample`` asks the client to sample and answers with its text;
+``misshapen`` answers with structured content its output schema refuses;
 ``slow_progress`` reports progress every 50 ms until cancelled, and then writes a line to
 ``DIR/cancelled``; with ``--header-param``, ``region`` answers with its argument, which
 2026-07-28 clients also send as the ``Mcp-Param-Region`` header.
@@ -74,6 +75,16 @@ TOOLS = [
         name="slow_progress",
         description="Report progress every 50 ms until cancelled.",
         input_schema=EMPTY,
+    ),
+    mt.Tool(
+        name="misshapen",
+        description="Answer with structured content its own output schema refuses.",
+        input_schema=EMPTY,
+        output_schema={
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"],
+        },
     ),
 ]
 
@@ -215,6 +226,11 @@ def main() -> None:
                         elicitation_id="sign-in-1",
                     )
                 ]
+            )
+        if params.name == "misshapen":
+            return mt.CallToolResult(
+                content=[mt.TextContent(type="text", text='{"count": "many"}')],
+                structured_content={"count": "many"},
             )
         if params.name == "region":
             region = str((params.arguments or {}).get("region"))

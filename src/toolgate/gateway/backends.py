@@ -205,6 +205,17 @@ class Peer(Protocol):
     ) -> None: ...
 
 
+class RelaySession(ClientSession):
+    """The SDK's client session, relaying tool results as the backend sent them: a
+    result's structured content is checked against the tool's output schema by the
+    client that receives it, as it would be directly (the SDK's client checks it; so
+    does FastMCP's), instead of the gateway turning a mismatch into a failure of the
+    backend."""
+
+    async def validate_tool_result(self, name: str, result: mt.CallToolResult) -> None:
+        return None
+
+
 class Backend:
     """One configured MCP server, kept connected for as long as the gateway runs."""
 
@@ -584,7 +595,7 @@ class Backend:
             forward_send, forward_recv = anyio.create_memory_object_stream[Any](64)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._forward, read, forward_send)
-                async with ClientSession(
+                async with RelaySession(
                     forward_recv,
                     write,
                     message_handler=self._on_message,

@@ -175,10 +175,8 @@ class Hop:
                 _close(reply.conn)  # what is left of its stream is of no use now
         if isinstance(outcome, mt.ErrorData):
             raise MCPError.from_error_data(outcome)
-        result = mt.CallToolResult.model_validate(outcome, by_name=False)
-        if not result.is_error:
-            await session.validate_tool_result(tool, result)
-        return result
+        # relayed as sent: structured content is the client's to check (``RelaySession``)
+        return mt.CallToolResult.model_validate(outcome, by_name=False)
 
     async def _outcome(
         self,
