@@ -51,6 +51,7 @@ from toolgate.state.memory import MemoryStore
 from toolgate.state.sqlite import SqliteStore
 from toolgate.strategies.base import LEGACY
 from toolgate.tokens import wire_text
+from toolgate.toolset import ToolSet
 
 OPERATOR = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
 pytestmark = BROWSER_LOOP
@@ -674,3 +675,32 @@ async def test_the_demo_gateway_on_the_dashboard_as_the_operator_guide_shows_it(
         await gateway.close()
     for name in ("overview", "sessions", "events"):
         assert (DOCS_IMAGES / f"dashboard-{name}.png").stat().st_size > 10_000
+
+
+async def test_the_recorder_writes_a_session_when_it_changes_or_its_record_ages() -> None:
+    now = [100.0]
+    written: list[SessionInfo] = []
+
+    class Counting(MemoryStore):
+        async def put_info(self, info: SessionInfo) -> None:
+            written.append(info)
+            await super().put_info(info)
+
+    recorder = SessionRecorder(ToolSet(store=Counting(), clock=lambda: now[0]), every=5.0)
+    alice = Principal(id="alice")
+
+    async def seen(
+        strategy: str = "catalog", client: tuple[str, str] = ("a", "1"), who: Principal = alice
+    ) -> int:
+        await recorder.seen("s", who, protocol=LEGACY, strategy=strategy, client=client)
+        return len(written)
+
+    assert await seen() == 1
+    now[0] += 1
+    assert await seen() == 1  # the same, and recent: not written again
+    assert await seen(strategy="search") == 2  # what the record says changed
+    assert await seen(strategy="search", client=("a", "2")) == 3
+    assert await seen("search", ("a", "2"), Principal(id="bob")) == 4
+    now[0] += 5
+    assert await seen("search", ("a", "2"), Principal(id="bob")) == 5
+    assert written[-1].last_seen == 106.0 and written[-1].first_seen == 100.0

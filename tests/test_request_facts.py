@@ -22,7 +22,9 @@ from toolgate.strategies import DeliveryConfig
 from toolgate.wire import mcp_error, raise_or_result
 
 
-def build(resolved: list[str], requests: list[str]) -> tuple[Server[Any], ToolSet]:
+def build(
+    resolved: list[str], requests: list[str], made: list[str] | None = None
+) -> tuple[Server[Any], ToolSet]:
     def identity(caller: Caller) -> Principal:
         resolved.append(caller.transport)
         return Principal(id="ada", scope=("*",))
@@ -32,6 +34,14 @@ def build(resolved: list[str], requests: list[str]) -> tuple[Server[Any], ToolSe
     toolset.add_tool(Tool("search", "Search issues.", lambda a, c: "found", groups=("issues",)))
     server: Server[Any] = Server("facts")
     binding = bind(server, toolset, DeliveryConfig(strategy="auto"), identity=identity)
+    if made is not None:  # note each strategy and session the delivery makes
+        make = binding.delivery.request
+
+        def request(**facts: Any) -> Any:
+            made.append(facts["principal"].id)
+            return make(**facts)
+
+        binding.delivery.request = request  # type: ignore[method-assign]
     bind_groups(server, binding.delivery, facts=binding.facts)
     server.middleware.append(record_sessions(binding, SessionRecorder(toolset, every=0)))
 
@@ -59,6 +69,24 @@ async def test_each_request_resolves_its_principal_once_for_every_part_that_serv
     assert resolved == ["local"] * len(requests)  # one per request, not one per reader
     assert [(i.principal, i.key.startswith("conn:")) for i in infos] == [("ada", True)]
     assert [info async for info in listing(toolset.store).infos()] == []  # forgotten once closed
+
+
+async def test_a_call_makes_its_strategy_and_session_once_for_the_tool_and_the_recorder() -> None:
+    resolved: list[str] = []
+    requests: list[str] = []
+    made: list[str] = []
+    server, toolset = build(resolved, requests, made)
+    async with Client(server, mode="legacy", extensions=[GroupsClientExtension()]) as client:
+        await GroupsClient(client).start()
+        made.clear()
+        requests.clear()
+        searched = await client.call_tool("search", {})
+        infos = [info async for info in listing(toolset.store).infos()]
+    assert searched.is_error is False
+    assert "tools/call" in requests
+    # one per request: the handler's, shared by the session recorder around it
+    assert made == ["ada"] * len(requests)
+    assert [i.principal for i in infos] == ["ada"]
 
 
 def test_every_toolgate_error_maps_to_one_jsonrpc_error_that_names_the_problem() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -52,6 +53,10 @@ from toolgate.wire import (
 logger = logging.getLogger("toolgate.lowlevel")
 
 Context = ServerRequestContext[Any, Any]
+#: (facts, binding, its strategy and request) of the request this task is serving
+_REQUEST: ContextVar[tuple[RequestFacts, Binding, tuple[Strategy, Request]] | None] = ContextVar(
+    "toolgate.binding_request", default=None
+)
 
 #: ``CallContext.extras`` key under which a tool handler finds the SDK request context.
 REQUEST_CONTEXT = "mcp.request_context"
@@ -126,8 +131,15 @@ class Binding:
         return facts
 
     async def request_for(self, ctx: Context) -> tuple[Strategy, Request]:
-        """The strategy and toolgate request for one MCP request."""
-        return (await self.facts(ctx)).request(self.delivery, extras={REQUEST_CONTEXT: ctx})
+        """The strategy and toolgate request for one MCP request (made once per request:
+        its handler and the middleware around it share them)."""
+        facts = await self.facts(ctx)
+        made = _REQUEST.get()
+        if made is not None and made[0] is facts and made[1] is self:
+            return made[2]
+        pair = facts.request(self.delivery, extras={REQUEST_CONTEXT: ctx})
+        _REQUEST.set((facts, self, pair))
+        return pair
 
     # -- handlers ----------------------------------------------------------------------
     async def list_tools(

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-import anyio
 import pydantic_core
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -217,7 +216,7 @@ class Edge:
             await self.app(scope, self.bounded(receive), send)
             return
         try:
-            with anyio.fail_after(self.limits.body_timeout):
+            async with asyncio.timeout(self.limits.body_timeout):
                 body = await self.read(receive)
         except _TooLarge:
             await self.too_large()(scope, receive, send)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -133,6 +134,19 @@ class Metrics(Sink):
             registry=r,
         )
         r.register(_LiveCollector(live))
+        self._children: dict[tuple[str, str], tuple[Any, Any]] = {}
+
+    def _per_call(self, tool: str, outcome: str) -> tuple[Any, Any]:
+        """The call counter and latency histogram of ``tool`` and ``outcome``, looked
+        up once (a call's metrics are updated on its way back to the client)."""
+        key = (tool, outcome)
+        pair = self._children.get(key)
+        if pair is None:
+            pair = self._children[key] = (
+                self.calls.labels(tool, outcome),
+                self.latency.labels(tool),
+            )
+        return pair
 
     def _tool(self, name: object) -> str:
         text = str(name)
@@ -143,12 +157,13 @@ class Metrics(Sink):
         kind = event.type
         if kind == "tool.executed":
             tool, outcome = self._tool(d.get("tool")), str(d.get("outcome"))
-            self.calls.labels(tool, outcome).inc()
+            calls, latency = self._per_call(tool, outcome)
+            calls.inc()
             if outcome != "success":
                 self.errors.labels(tool, reason_label(outcome, d.get("reason"))).inc()
             took = d.get("duration_s")
             if isinstance(took, int | float):
-                self.latency.labels(tool).observe(float(took))
+                latency.observe(float(took))
         elif kind == "group.activated":
             self.activations.labels(str(d.get("group"))).inc()
         elif kind == "group.deactivated":

@@ -43,6 +43,8 @@ class SessionRecorder:
         self.every = every
         self.remember = remember
         self._written: OrderedDict[str, SessionInfo] = OrderedDict()
+        #: what each written record was made from, to tell at once that nothing changed
+        self._said: dict[str, tuple[Any, ...]] = {}
 
     @property
     def store(self) -> SessionListing | None:
@@ -67,6 +69,9 @@ class SessionRecorder:
             return
         now = self.toolset.clock()
         last = self._written.get(key)
+        said = (principal, protocol, strategy, transport, client)
+        if last is not None and self._said.get(key) == said and now - last.last_seen < self.every:
+            return  # nothing new, and written recently: the common case, kept cheap
         info = SessionInfo(
             key=key,
             principal=principal.id,
@@ -90,15 +95,18 @@ class SessionRecorder:
             logger.warning("cannot record session %r for the dashboard: %s", key, exc)
             return
         self._written[key] = info
+        self._said[key] = said
         self._written.move_to_end(key)
         while len(self._written) > self.remember:
-            self._written.popitem(last=False)
+            gone, _ = self._written.popitem(last=False)
+            self._said.pop(gone, None)
 
     async def closed(self, key: str) -> None:
         """Session ``key``'s connection closed: a legacy session key is never used
         again, so its record and state go now rather than at the idle expiry. Store
         failures are logged, never raised."""
         self._written.pop(key, None)
+        self._said.pop(key, None)
         store = self.store
         if store is None:
             return
@@ -124,7 +132,7 @@ def record_sessions(binding: Binding, recorder: SessionRecorder) -> Any:
             return result
         try:
             facts = await binding.facts(ctx)
-            strategy, request = facts.request(binding.delivery)
+            strategy, request = await binding.request_for(ctx)  # the handler's, if it ran
         except Exception as exc:  # unauthenticated, or no session: nothing to record
             logger.debug("not recording a %s request: %s", ctx.method, exc)
             return result
