@@ -1246,3 +1246,39 @@ async def test_a_quiet_call_in_the_lane_keeps_its_stream_alive_with_pings(
             rest = "".join([c async for c in chunks])
         assert "data:" not in rest  # a cancelled call is not answered
     await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+
+
+async def test_a_session_deleted_under_a_call_in_the_lane_ends_its_stream_and_the_call(
+    hopped: Hopped,
+) -> None:
+    """The client ends its session (``DELETE``) while a call streams progress: the
+    call's stream ends, unanswered, and the backend's request is cancelled."""
+    marks = hopped.marks / "cancelled"
+    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    lane = hopped.gateway.lane
+    assert lane is not None
+    async with httpx2.AsyncClient(timeout=20) as http:
+        opened = await http.post(hopped.url, json=INIT, headers=MCP_HEADERS)
+        session = {
+            **MCP_HEADERS,
+            "mcp-session-id": opened.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-11-25",
+        }
+        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(hopped.url, json=done, headers=session)).status_code == 202
+        call = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "slow_progress", "arguments": {}, "_meta": {"progressToken": 1}},
+        }
+        served = lane.served
+        async with http.stream("POST", hopped.url, json=call, headers=session) as response:
+            chunks = response.aiter_text()
+            assert "notifications/progress" in await anext(chunks)
+            assert (await http.delete(hopped.url, headers=session)).status_code == 200
+            rest = "".join([c async for c in chunks])
+        assert '"id":7' not in rest.replace(" ", "")  # the call is not answered
+        assert lane.served == served + 1
+        assert opened.headers["mcp-session-id"] not in lane.sessions
+    await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)

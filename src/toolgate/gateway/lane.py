@@ -108,31 +108,39 @@ class LaneSession:
 
 
 class LaneCall:
-    """One ``tools/call`` in the lane: the SDK's ``DispatchContext`` for it (the
-    back-channel its handler uses), and the queue its POST's SSE stream is written from."""
+    """One ``tools/call`` in the lane, run by its POST's own task: the SDK's
+    ``DispatchContext`` for it (the back-channel its handler uses) and its response. An
+    answer with nothing before it is the whole response, one JSON body; the first
+    message before the answer begins an SSE stream instead, written by a task of its
+    own (``_stream``) from a queue, so that whatever the handler is doing, the stream
+    goes on and is kept alive with pings."""
 
     transport = TransportContext(kind="streamable-http", can_send_request=True)
 
     def __init__(
-        self, session: LaneSession, request_id: Any, params: Mapping[str, Any] | None, request: Any
+        self,
+        session: LaneSession,
+        request_id: Any,
+        params: Mapping[str, Any] | None,
+        request: Any,
+        send: Send,
     ) -> None:
         self.session = session
         self._request_id = request_id
         self._token = progress_token_from_params(params)
         self.message_metadata = ServerMessageMetadata(request_context=request)
         self.cancel_requested = anyio.Event()
-        self.out: asyncio.Queue[Any] = asyncio.Queue()
+        self.send = send
+        self.out: asyncio.Queue[Any] | None = None  # the SSE stream's, once one began
+        self.writer: asyncio.Task[None] | None = None  # writes the SSE stream
         self.closed = False  # the handler is done: nothing more goes out for it
         self.detached = False  # the client's stream is gone
-        self.task: asyncio.Task[None] | None = None
-        self.send: Send | None = None  # the POST's response, while the call may write it
-        self.streaming = False  # the POST's task has begun an SSE stream
-        self.answered = False  # the call wrote its answer as the whole response
-
-    def answers_alone(self) -> bool:
-        """Whether the call's answer is the whole response (nothing went before it):
-        then the call writes it, one JSON body, with no hand-over to the POST's task."""
-        return self.send is not None and not self.streaming and self.out.empty()
+        self.task = asyncio.current_task()  # the POST's, running the call
+        self.stopped = False  # the lane cancelled the call (the client's or the session's end)
+        # a call quiet for a ping interval begins its stream with a ping, as the SDK's does
+        self.quiet: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(
+            _SSE_PING_INTERVAL, self._put, None
+        )
 
     @property
     def request_id(self) -> Any:
@@ -142,9 +150,53 @@ class LaneCall:
     def can_send_request(self) -> bool:
         return not (self.closed or self.detached)
 
-    def _put(self, message: Mapping[str, Any]) -> None:
-        if not self.detached:
-            self.out.put_nowait(message)
+    def _put(self, message: Any) -> None:
+        if self.detached:
+            return
+        if self.quiet is not None:
+            self.quiet.cancel()
+            self.quiet = None
+        if self.out is None:
+            self.out = asyncio.Queue()
+            self.writer = asyncio.get_running_loop().create_task(
+                self._stream(self.out), name=f"lane-stream:{self._request_id}"
+            )
+        self.out.put_nowait(message)
+
+    async def _stream(self, out: asyncio.Queue[Any]) -> None:
+        """Write the call's SSE stream: each message ``_put`` queues, a ping for each
+        quiet ``_SSE_PING_INTERVAL``, until ``_END``."""
+        headers = [*_SSE_HEADERS, _session_header(self.session)]
+        try:
+            await _stream(self.send, headers, await _next(out), out, _event)
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            # the client left; the call goes on, as on the SDK path, with nowhere to talk
+            self.detached = True
+
+    async def finish(self, answer: Mapping[str, Any] | None) -> None:
+        """End the response with ``answer`` (``None``: nothing to answer): alone, one
+        JSON body, when nothing went before it; else at the end of the SSE stream."""
+        if self.quiet is not None:
+            self.quiet.cancel()
+            self.quiet = None
+        if self.out is None and answer is not None:
+            await _answer_alone(self, answer)
+            return
+        if answer is not None:
+            self._put(answer)
+        if self.out is None:  # nothing was said, nor will be: an empty stream
+            self.out = asyncio.Queue()
+            self.writer = asyncio.get_running_loop().create_task(self._stream(self.out))
+        self.out.put_nowait(_END)
+        if self.writer is not None:
+            await self.writer
+
+    def stop(self) -> None:
+        """Cancel the call (once): its handler stops at the await it is in."""
+        if not self.stopped and not self.closed and self.task is not None:
+            self.stopped = True
+            self.task.cancel()
 
     async def notify(
         self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
@@ -203,9 +255,7 @@ class LaneCall:
     def abandon(self) -> None:
         """The session ended under the call: stop it and its stream."""
         self.detached = True
-        self.out.put_nowait(_END)
-        if self.task is not None:
-            self.task.cancel()
+        self.stop()
 
 
 def _answer_of(message: Mapping[str, Any]) -> dict[str, Any] | mt.ErrorData | None:
@@ -337,29 +387,24 @@ class Lane:
         send: Send,
     ) -> None:
         request_id = message["id"]
-        call = LaneCall(session, request_id, params, Request(scope))
-        call.send = send
+        call = LaneCall(session, request_id, params, Request(scope), send)
         session.calls[request_id] = call
         self.served += 1
-        call.task = asyncio.get_running_loop().create_task(
-            self._run(call, message["method"], params), name=f"lane:{request_id}"
-        )
         try:
-            first = await _next(call.out)
-            if first is _END and call.answered:
-                return
-            call.streaming = True
-            headers = [*_SSE_HEADERS, _session_header(session)]
-            await _stream(send, headers, first, call.out, _event)
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except OSError:
-            # the client left; the call goes on, as on the SDK path, with nowhere to talk
-            call.detached = True
-        finally:
-            call.send = None
+            answer = await self._run(call, message["method"], params)
+        except BaseException:
+            if call.quiet is not None:
+                call.quiet.cancel()
+            if call.writer is not None:
+                call.writer.cancel()  # the POST's task is being cancelled: so is its stream
+            raise
+        await call.finish(answer)
 
-    async def _run(self, call: LaneCall, method: str, params: dict[str, Any] | None) -> None:
-        """The kernel's answer to one call, written as the SDK's dispatcher writes it."""
+    async def _run(
+        self, call: LaneCall, method: str, params: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The kernel's answer to one call, as the SDK's dispatcher shapes it; ``None``
+        when there is none to give (the client cancelled it, or is gone)."""
         answer: dict[str, Any] | None = None
         try:
             if _has_modern_envelope(params):
@@ -371,9 +416,8 @@ class Lane:
             result = await call.session.runner.on_request(call, method, params)
             answer = {"jsonrpc": "2.0", "id": call.request_id, "result": result}
         except asyncio.CancelledError:
-            if not call.cancel_requested.is_set() and not call.detached:
-                closed = mt.ErrorData(code=mt.CONNECTION_CLOSED, message="Connection closed")
-                answer = _error(call.request_id, closed)
+            if not call.stopped:
+                raise  # not the lane's doing: the POST's task itself is being cancelled
         except Exception as exc:
             error = handler_exception_to_error_data(exc)
             if error is None:
@@ -382,16 +426,12 @@ class Lane:
             answer = _error(call.request_id, error)
         finally:
             call.closed = True
-            try:
-                if answer is not None and not call.cancel_requested.is_set():
-                    if call.answers_alone():
-                        await _answer_alone(call, answer)
-                    else:
-                        call._put(answer)
-            finally:
-                call.out.put_nowait(_END)
-                if call.session.calls.get(call.request_id) is call:
-                    del call.session.calls[call.request_id]
+            if call.session.calls.get(call.request_id) is call:
+                del call.session.calls[call.request_id]  # nothing cancels it from now on
+            task = call.task
+            if call.stopped and task is not None and task.cancelling():
+                task.uncancel()  # the lane's cancel is spent: the POST's task goes on
+        return None if call.cancel_requested.is_set() or call.detached else answer
 
     # -- 2026-07-28 --------------------------------------------------------------------
     async def _stateless(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -516,8 +556,7 @@ class Lane:
         if call is None:
             return False
         call.cancel_requested.set()
-        if call.task is not None:
-            call.task.cancel()
+        call.stop()
         await _accepted(send)
         return True
 
@@ -565,8 +604,6 @@ async def _answer_alone(call: LaneCall, answer: Mapping[str, Any]) -> None:
     """The answer as the whole response, one JSON body, as the SDK's JSON-response mode
     sends it (either is the client's to read), written by the call's own task."""
     send = call.send
-    assert send is not None
-    call.answered = True
     body = pydantic_core.to_json(answer)
     headers = [
         (b"content-type", b"application/json"),
