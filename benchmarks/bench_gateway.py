@@ -343,6 +343,7 @@ one Python process on the same machine ({os.cpu_count()} CPUs, \
 | median `tools/call`, through the gateway | {over["gateway_ms"]:.2f} ms | |
 | gateway overhead per call (difference of medians, {args.calls} alternating calls) \
 | {over["overhead_ms"]:.2f} ms | ≤ 1 ms |
+| gateway CPU per call meanwhile (unloaded) | {over["relay_cpu_ms_per_call"]:.2f} ms | |
 | {args.clients} clients for {args.duration:g} s, direct: calls/s (p50, p99) \
 | {direct["throughput"]:.0f} ({direct["p50_ms"]:.0f} ms, {direct["p99_ms"]:.0f} ms) | |
 | {args.clients} clients for {args.duration:g} s, through the gateway: calls/s (p50, p99) \
@@ -361,9 +362,9 @@ one Python process on the same machine ({os.cpu_count()} CPUs, \
 The same backend and clients through other relays, measured after the gateway in the
 same run (their throughput over the direct one above):
 
-| relay | median `tools/call` (overhead) | calls/s (p50, p99) | throughput / direct \
-| CPU per call: client, relay, backend |
-|---|---|---|---|---|
+| relay | median `tools/call` (overhead) | relay CPU per call, unloaded \
+| calls/s (p50, p99) | throughput / direct | CPU per call: client, relay, backend |
+|---|---|---|---|---|---|
 """
         for title, (script, m) in peers.items():
             rate = (
@@ -373,7 +374,7 @@ same run (their throughput over the direct one above):
             )
             table += (
                 f"| {title} (`{script}`) | {m['gateway_ms']:.2f} ms ({m['overhead_ms']:.2f} ms) "
-                f"| {rate} "
+                f"| {m['relay_cpu_ms_per_call']:.2f} ms | {rate} "
                 f"| {m['throughput'] / max(direct['throughput'], 1e-9):.2f} "
                 + (
                     f"| {m['cpu_ms_per_call_client']:.2f}, {m['cpu_ms_per_call_relay']:.2f}, "
