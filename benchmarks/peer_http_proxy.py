@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 from urllib.parse import urlsplit
 
 _HOP = (b"connection", b"keep-alive", b"host")
@@ -104,8 +105,14 @@ async def main(url: str, port: int) -> None:
         await handle(pool, host, reader, writer)
 
     server = await asyncio.start_server(on_connect, "127.0.0.1", port)
-    async with server:
-        await server.serve_forever()
+    # SIGINT too, explicitly: started in the background, a process inherits it ignored
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    await stop.wait()
+    # not ``wait_closed``: a relayed SSE stream whose client is gone would hold it;
+    # asyncio.run cancels the connections' tasks after this
+    server.close()
 
 
 if __name__ == "__main__":
