@@ -368,11 +368,14 @@ async def _seen_meta(kind: str, target: str | list[str]) -> dict[str, Any]:
         result = await client.raw.call_tool("meta", {}, meta=dict(CALL_META))
     seen: dict[str, Any] = json.loads(_text(result))
     hop = {"progressToken", "traceparent", "tracestate"}
-    return {
+    kept = {
         k: v
         for k, v in seen.items()
         if k not in hop and not k.startswith("io.modelcontextprotocol/")
     }
+    # the result's own ``_meta``, which comes back as the backend sent it
+    kept["(result)"] = (result.meta or {}).get("example.com/answered-by")
+    return kept
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -380,7 +383,7 @@ async def test_a_calls_meta_reaches_the_backend_as_it_does_directly(
     served: Served, kind: str
 ) -> None:
     direct, relayed = await _faulty_both_ways(served, kind, _seen_meta)
-    assert relayed == direct == CALL_META
+    assert relayed == direct == {**CALL_META, "(result)": "gw-upstream"}
 
 
 async def _refusal(
@@ -1017,6 +1020,8 @@ async def test_the_fast_path_carries_a_call_as_the_backend_answers_it_directly(
     backend."""
     meta = {"tenant": "acme"}
 
+    results: list[Any] = []
+
     async def seen(target: str) -> dict[str, Any]:
         async with talk(kind, target) as client:
             raw = client.raw
@@ -1024,12 +1029,16 @@ async def test_the_fast_path_carries_a_call_as_the_backend_answers_it_directly(
                 result = await raw.call_tool("meta", {}, meta=cast(Any, meta))
             else:
                 result = await raw.call_tool("meta", {}, meta=meta)
+            results.append(result)
             seen: dict[str, Any] = json.loads(_text(result))
             return seen
 
     direct = await seen(hopped.backend_url)
     lane, hop = _counts(hopped)
     relayed = await seen(hopped.url)
+    # and the result's own ``_meta`` comes back as the backend sent it
+    answered = [(r.meta or {}).get("example.com/answered-by") for r in results]
+    assert answered == ["gw-upstream", "gw-upstream"]
     # the hop's own keys (the reserved ones, the progress token) are its own, as always
     mine = {k for k in direct if k.startswith("io.modelcontextprotocol/")} | {"progressToken"}
     assert relayed["tenant"] == direct["tenant"] == "acme"

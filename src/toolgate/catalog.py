@@ -563,11 +563,13 @@ class Catalog:
 
 @dataclass(frozen=True)
 class ToolResult:
-    """What a tool call produced, as MCP content blocks (plain dicts)."""
+    """What a tool call produced, as MCP content blocks (plain dicts); ``meta`` is the
+    result's ``_meta`` (a relayed result keeps its server's)."""
 
     content: tuple[Mapping[str, Any], ...] = ()
     structured: Mapping[str, Any] | None = None
     is_error: bool = False
+    meta: Mapping[str, Any] | None = None
 
     @classmethod
     def text(cls, text: str, *, is_error: bool = False) -> ToolResult:

@@ -128,6 +128,7 @@ def call_result(result: ToolResult) -> mt.CallToolResult:
         content=[content_block(c) for c in result.content],
         structured_content=dict(result.structured) if result.structured is not None else None,
         is_error=result.is_error,
+        meta=dict(result.meta) if result.meta is not None else None,
     )
 
 
@@ -154,6 +155,7 @@ def result_from_mcp(result: mt.CallToolResult) -> ToolResult:
         content=content,
         structured=result.structured_content,
         is_error=bool(result.is_error),
+        meta=result.meta,
     )
 
 

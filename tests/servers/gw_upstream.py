@@ -8,7 +8,8 @@ set, if one was) and, with ``later``, a
 warning after it returned (outside any call; ``--name NAME`` adds "from NAME" to it);
 ``url_elicit`` asks the client to open a URL (URL-mode elicitation ``{"id": ...}``) and,
 once it accepted, sends ``notifications/elicitation/complete`` for it after returning;
-``meta`` answers with its request's ``_meta`` as JSON; ``sign_in_first`` refuses with
+``meta`` answers with its request's ``_meta`` as JSON (its result has a ``_meta`` of
+its own); ``sign_in_first`` refuses with
 JSON-RPC error -32042 (URL elicitation required), with ``roots_first`` after asking for
 the client's roots; ``sample`` asks the client to sample and answers with its text;
 ``misshapen`` answers with structured content its output schema refuses;
@@ -212,7 +213,10 @@ def main() -> None:
             return mt.CallToolResult(content=[mt.TextContent(type="text", text=answer.action)])
         if params.name == "meta":
             meta = params.model_dump(by_alias=True, mode="json").get("_meta") or {}
-            return mt.CallToolResult(content=[mt.TextContent(type="text", text=json.dumps(meta))])
+            return mt.CallToolResult(
+                content=[mt.TextContent(type="text", text=json.dumps(meta))],
+                meta={"example.com/answered-by": "gw-upstream", "example.com/keys": len(meta)},
+            )
         if params.name == "sign_in_first":
             if (params.arguments or {}).get("roots_first"):
                 await ctx.session.send_request(
