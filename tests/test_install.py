@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.metadata
+import importlib.util
 import os
 import re
 import subprocess
@@ -107,8 +108,43 @@ def test_every_third_party_import_is_a_declared_dependency() -> None:
     assert missing == {}, f"imported but not declared in pyproject.toml: {missing}"
 
 
+def imported_through() -> set[str]:
+    """Top-level modules that the third-party modules imported under src/ import in turn
+    (one level): a dependency can be needed by a library's module without being one of
+    that library's own (``httptools``, optional for uvicorn, is what the edge's protocol,
+    built on ``uvicorn.protocols.http.httptools_impl``, parses with)."""
+    stdlib = set(sys.stdlib_module_names)
+    modules: set[str] = set()
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module)
+            elif isinstance(node, ast.Import):
+                modules.update(alias.name for alias in node.names)
+    found: set[str] = set()
+    for name in modules:
+        top = name.split(".")[0]
+        if top in stdlib or top in ("toolgate", "__future__"):
+            continue
+        try:
+            spec = importlib.util.find_spec(name)
+        except ModuleNotFoundError:  # an optional extra's, not installed here
+            continue
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            continue
+        tree = ast.parse(Path(spec.origin).read_text(), filename=spec.origin)
+        for node in tree.body:  # what it needs to import at all
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return found - stdlib
+
+
 def test_every_declared_runtime_dependency_is_imported() -> None:
-    provided = {d for module in imported_modules() for d in _providers(module)}
+    provided = {
+        d for module in {*imported_modules(), *imported_through()} for d in _providers(module)
+    }
     unused = {
         group: sorted(n for n in names if not _ships(n) & provided)
         for group, names in declared().items()
