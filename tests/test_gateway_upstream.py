@@ -1219,6 +1219,19 @@ async def test_an_app_built_again_has_one_lane_that_learns_sessions() -> None:
         await gateway.close()
 
 
+async def _raw_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """Open a legacy session over plain HTTP; the headers its requests carry."""
+    opened = await http.post(url, json=INIT, headers=MCP_HEADERS)
+    session = {
+        **MCP_HEADERS,
+        "mcp-session-id": opened.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await http.post(url, json=done, headers=session)).status_code == 202
+    return session
+
+
 async def test_a_quiet_call_in_the_lane_keeps_its_stream_alive_with_pings(
     hopped: Hopped, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1228,14 +1241,7 @@ async def test_a_quiet_call_in_the_lane_keeps_its_stream_alive_with_pings(
     marks = hopped.marks / "cancelled"
     before = len(marks.read_text().splitlines()) if marks.exists() else 0
     async with httpx2.AsyncClient(timeout=20) as http:
-        opened = await http.post(hopped.url, json=INIT, headers=MCP_HEADERS)
-        session = {
-            **MCP_HEADERS,
-            "mcp-session-id": opened.headers["mcp-session-id"],
-            "mcp-protocol-version": "2025-11-25",
-        }
-        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert (await http.post(hopped.url, json=done, headers=session)).status_code == 202
+        session = await _raw_session(http, hopped.url)
         call = {
             "jsonrpc": "2.0",
             "id": 2,
@@ -1267,14 +1273,7 @@ async def test_a_session_deleted_under_a_call_in_the_lane_ends_its_stream_and_th
     lane = hopped.gateway.lane
     assert lane is not None
     async with httpx2.AsyncClient(timeout=20) as http:
-        opened = await http.post(hopped.url, json=INIT, headers=MCP_HEADERS)
-        session = {
-            **MCP_HEADERS,
-            "mcp-session-id": opened.headers["mcp-session-id"],
-            "mcp-protocol-version": "2025-11-25",
-        }
-        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert (await http.post(hopped.url, json=done, headers=session)).status_code == 202
+        session = await _raw_session(http, hopped.url)
         call = {
             "jsonrpc": "2.0",
             "id": 7,
@@ -1289,5 +1288,5 @@ async def test_a_session_deleted_under_a_call_in_the_lane_ends_its_stream_and_th
             rest = "".join([c async for c in chunks])
         assert '"id":7' not in rest.replace(" ", "")  # the call is not answered
         assert lane.served == served + 1
-        assert opened.headers["mcp-session-id"] not in lane.sessions
+        assert session["mcp-session-id"] not in lane.sessions
     await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
