@@ -136,3 +136,22 @@ async def test_progress_for_the_call_reaches_the_caller_and_a_malformed_one_is_d
     await hop._heard(note("call-1", "not a number"), session, "call-1", report)
     await hop._heard(note("another-call", 2), session, "call-1", report)
     assert heard == [(1.0, 4.0, "step")]
+
+
+async def test_a_stream_answered_midway_is_drained_from_where_it_was_left() -> None:
+    # a sized SSE body: the answer is the first event; the drain reads the rest of that
+    # body, not a body's length anew, so the next response on the connection is intact
+    events = b"data: answer\n\ndata: after\n\n"
+    reader = _reader(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n"
+        % len(events)
+        + events
+        + b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n"
+    )
+    status, headers = await _head(reader)
+    reply = _Reply(status, headers, (reader, None))  # type: ignore[arg-type]
+    body = _Body(reply)
+    assert await anext(_Events(body)) == b"answer"
+    assert b"".join([chunk async for chunk in body]) == b""  # all of it came in one read
+    assert reply.reusable
+    assert (await _head(reader))[0] == 202
