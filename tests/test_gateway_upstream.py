@@ -1290,3 +1290,43 @@ async def test_a_session_deleted_under_a_call_in_the_lane_ends_its_stream_and_th
         assert lane.served == served + 1
         assert session["mcp-session-id"] not in lane.sessions
     await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+
+
+async def test_a_quiet_2026_call_pings_and_a_client_that_leaves_cancels_it(
+    hopped: Hopped, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 2026-07-28 call that says nothing for a ping interval answers on an SSE stream
+    with pings, as the SDK's modern entry does; the client closing the connection
+    cancels the call, down to the backend's request."""
+    monkeypatch.setattr(lane_module, "_SSE_PING_INTERVAL", 0.1)
+    marks = hopped.marks / "cancelled"
+    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    version = sorted(MODERN_PROTOCOL_VERSIONS)[-1]
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "slow_progress", "arguments": {}, "_meta": meta},
+    }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": version,
+        "mcp-method": "tools/call",
+        "mcp-name": "slow_progress",
+    }
+    lane = hopped.gateway.lane
+    assert lane is not None
+    served = lane.served
+    async with (
+        httpx2.AsyncClient(timeout=20) as http,
+        http.stream("POST", hopped.url, json=call, headers=headers) as response,
+    ):
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert (await anext(response.aiter_text())).startswith(": ping")
+    assert lane.served == served + 1
+    await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)

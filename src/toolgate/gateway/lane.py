@@ -19,7 +19,7 @@ import itertools
 import logging
 import math
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -108,12 +108,9 @@ class LaneSession:
 
 
 class LaneCall:
-    """One ``tools/call`` in the lane, run by its POST's own task: the SDK's
-    ``DispatchContext`` for it (the back-channel its handler uses) and its response. An
-    answer with nothing before it is the whole response, one JSON body; the first
-    message before the answer begins an SSE stream instead, written by a task of its
-    own (``_stream``) from a queue, so that whatever the handler is doing, the stream
-    goes on and is kept alive with pings."""
+    """One legacy ``tools/call`` in the lane, run by its POST's own task: the SDK's
+    ``DispatchContext`` for it (the back-channel its handler uses) and its
+    ``_Response``."""
 
     transport = TransportContext(kind="streamable-http", can_send_request=True)
 
@@ -130,17 +127,17 @@ class LaneCall:
         self._token = progress_token_from_params(params)
         self.message_metadata = ServerMessageMetadata(request_context=request)
         self.cancel_requested = anyio.Event()
-        self.send = send
-        self.out: asyncio.Queue[Any] | None = None  # the SSE stream's, once one began
-        self.writer: asyncio.Task[None] | None = None  # writes the SSE stream
+        headers = [*_SSE_HEADERS, _session_header(session)]
+        self.response = _Response(send, headers, name=f"lane-stream:{request_id}")
         self.closed = False  # the handler is done: nothing more goes out for it
-        self.detached = False  # the client's stream is gone
+        self.ended = False  # the session ended under the call
         self.task = asyncio.current_task()  # the POST's, running the call
         self.stopped = False  # the lane cancelled the call (the client's or the session's end)
-        # a call quiet for a ping interval begins its stream with a ping, as the SDK's does
-        self.quiet: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(
-            _SSE_PING_INTERVAL, self._put, None
-        )
+
+    @property
+    def detached(self) -> bool:
+        """The client's stream is gone, or its session."""
+        return self.ended or self.response.gone
 
     @property
     def request_id(self) -> Any:
@@ -150,47 +147,16 @@ class LaneCall:
     def can_send_request(self) -> bool:
         return not (self.closed or self.detached)
 
-    def _put(self, message: Any) -> None:
-        if self.detached:
-            return
-        if self.quiet is not None:
-            self.quiet.cancel()
-            self.quiet = None
-        if self.out is None:
-            self.out = asyncio.Queue()
-            self.writer = asyncio.get_running_loop().create_task(
-                self._stream(self.out), name=f"lane-stream:{self._request_id}"
-            )
-        self.out.put_nowait(message)
-
-    async def _stream(self, out: asyncio.Queue[Any]) -> None:
-        """Write the call's SSE stream: each message ``_put`` queues, a ping for each
-        quiet ``_SSE_PING_INTERVAL``, until ``_END``."""
-        headers = [*_SSE_HEADERS, _session_header(self.session)]
-        try:
-            await _stream(self.send, headers, await _next(out), out, _event)
-            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
-        except OSError:
-            # the client left; the call goes on, as on the SDK path, with nowhere to talk
-            self.detached = True
+    def _put(self, message: Mapping[str, Any]) -> None:
+        if not self.detached:
+            self.response.put(_event(message))
 
     async def finish(self, answer: Mapping[str, Any] | None) -> None:
-        """End the response with ``answer`` (``None``: nothing to answer): alone, one
-        JSON body, when nothing went before it; else at the end of the SSE stream."""
-        if self.quiet is not None:
-            self.quiet.cancel()
-            self.quiet = None
-        if self.out is None and answer is not None:
-            await _answer_alone(self, answer)
+        """End the response with ``answer`` (``None``: nothing to answer)."""
+        if answer is None:
+            await self.response.end(None, None)
             return
-        if answer is not None:
-            self._put(answer)
-        if self.out is None:  # nothing was said, nor will be: an empty stream
-            self.out = asyncio.Queue()
-            self.writer = asyncio.get_running_loop().create_task(self._stream(self.out))
-        self.out.put_nowait(_END)
-        if self.writer is not None:
-            await self.writer
+        await self.response.end(_event(answer), lambda: _answer_alone(self, answer))
 
     def stop(self) -> None:
         """Cancel the call (once): its handler stops at the await it is in."""
@@ -254,7 +220,7 @@ class LaneCall:
 
     def abandon(self) -> None:
         """The session ended under the call: stop it and its stream."""
-        self.detached = True
+        self.ended = True
         self.stop()
 
 
@@ -393,10 +359,7 @@ class Lane:
         try:
             answer = await self._run(call, message["method"], params)
         except BaseException:
-            if call.quiet is not None:
-                call.quiet.cancel()
-            if call.writer is not None:
-                call.writer.cancel()  # the POST's task is being cancelled: so is its stream
+            call.response.abort()  # the POST's task is being cancelled: so is its stream
             raise
         await call.finish(answer)
 
@@ -445,7 +408,7 @@ class Lane:
             await self.app(scope, _replay(body, more, receive), send)
             return
         req, connection = checked
-        out: asyncio.Queue[Any] = asyncio.Queue()
+        response = _Response(send, _SSE_HEADERS, name=f"lane-stream:{req.id}")
         dctx = _SingleExchangeDispatchContext(
             transport=TransportContext(
                 kind="streamable-http", can_send_request=False, headers=request.headers
@@ -454,11 +417,23 @@ class Lane:
             message_metadata=ServerMessageMetadata(request_context=request),
             progress_token=progress_token_from_params(req.params),
         )
-        dctx.sink = cast(Any, _Sink(out))
+        dctx.sink = cast(Any, _Sink(response))
         self.served += 1
         lifespan = self.manager._lifespan_state
-        done = asyncio.get_running_loop().create_task(
-            _to_jsonrpc_response(
+        task = asyncio.current_task()
+        left = False
+
+        async def watch() -> None:  # on this protocol a client that leaves cancels its call
+            nonlocal left
+            while (await receive()).get("type") != "http.disconnect":
+                pass
+            left = response.gone = True
+            if task is not None:
+                task.cancel()
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            reply = await _to_jsonrpc_response(
                 req.id,
                 serve_one(
                     self.server,
@@ -468,21 +443,22 @@ class Lane:
                     connection=connection,
                     lifespan_state=lifespan,
                 ),
-            ),
-            name=f"lane:{req.id}",
-        )
-        done.add_done_callback(lambda _: out.put_nowait(_END))
-
-        async def watch() -> None:  # on this protocol a client that leaves cancels its call
-            while (await receive()).get("type") != "http.disconnect":
-                pass
-            done.cancel()
-
-        watcher = asyncio.get_running_loop().create_task(watch())
-        try:
-            await self._respond(out, done, scope, receive, send)
+            )
+        except asyncio.CancelledError:
+            response.abort()
+            if not left:
+                raise  # not the client's leaving: the POST's task itself is cancelled
+            return  # the call is cancelled; there is nobody to answer
+        except BaseException:
+            response.abort()
+            raise
         finally:
             watcher.cancel()
+            if left and task is not None and task.cancelling():
+                task.uncancel()  # the watcher's cancel is spent: the POST's task goes on
+        # as the SDK's modern entry answers: one JSON body (its HTTP status mapped from
+        # the error) when the call ends before saying anything, else the stream's end
+        await response.end(_sse_event(reply), lambda: _write(reply, scope, receive, send))
 
     async def _modern_call(
         self, message: dict[str, Any], request: Request
@@ -513,26 +489,6 @@ class Lane:
         )
         return req, connection
 
-    async def _respond(
-        self,
-        out: asyncio.Queue[Any],
-        done: asyncio.Task[Any],
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        """As the SDK's modern entry answers: one JSON body (its HTTP status mapped from
-        the error) when the call ends before saying anything, else an SSE stream, kept
-        alive with a ping every ``_SSE_PING_INTERVAL`` seconds, ending with the answer."""
-        item = await _next(out)
-        if item is _END:
-            if not done.cancelled():
-                await _write(done.result(), scope, receive, send)
-            return
-        await _stream(send, _SSE_HEADERS, item, out, bytes)  # the SDK's context encodes
-        last = b"" if done.cancelled() else _sse_event(done.result())
-        await send({"type": "http.response.body", "body": last, "more_body": False})
-
     # -- the client's answers and cancellations (legacy) -----------------------------------
     async def _answer(self, message: dict[str, Any], session: LaneSession, send: Send) -> bool:
         """A client's response to one of the lane's requests: hand it to the waiter."""
@@ -561,28 +517,94 @@ class Lane:
         return True
 
 
+class _Response:
+    """A call's HTTP response, written as the call goes, from the task that runs it: the
+    answer alone as the whole response when nothing went before it (``end``'s
+    ``alone``); else an SSE stream begun by the first event, or by a ping after
+    ``_SSE_PING_INTERVAL`` of quiet (as the SDK's transport keeps a stream alive),
+    written by a task of its own so it goes on whatever the call is doing."""
+
+    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]], *, name: str) -> None:
+        self.send = send
+        self.headers = headers
+        self.name = name
+        self.out: asyncio.Queue[Any] | None = None  # the SSE stream's, once one began
+        self.writer: asyncio.Task[None] | None = None  # writes the SSE stream
+        self.gone = False  # the client's stream is gone (a write failed, or it left)
+        self.quiet: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(
+            _SSE_PING_INTERVAL, self.put, None
+        )
+
+    def put(self, event: bytes | None) -> None:
+        """One encoded SSE event (``None``: a ping) for the stream, begun if need be."""
+        if self.gone:
+            return
+        self._hush()
+        if self.out is None:
+            self.out = asyncio.Queue()
+            self.writer = asyncio.get_running_loop().create_task(
+                self._write(self.out), name=self.name
+            )
+        self.out.put_nowait(event)
+
+    async def end(self, last: bytes | None, alone: Callable[[], Awaitable[None]] | None) -> None:
+        """End the response: ``alone`` writes the answer as all of it when nothing went
+        before; else ``last`` (the answer's event; ``None``: no answer) ends the stream."""
+        self._hush()
+        if self.out is None and alone is not None:
+            try:
+                await alone()
+            except OSError:
+                self.gone = True  # the client left before its answer
+            return
+        if last is not None:
+            self.put(last)
+        if self.out is None:  # nothing was said, nor will be: an empty stream
+            self.out = asyncio.Queue()
+            self.writer = asyncio.get_running_loop().create_task(self._write(self.out))
+        self.out.put_nowait(_END)
+        if self.writer is not None:
+            await self.writer
+
+    def abort(self) -> None:
+        """The call is cancelled under its response: stop writing it."""
+        self._hush()
+        if self.writer is not None:
+            self.writer.cancel()
+
+    async def _write(self, out: asyncio.Queue[Any]) -> None:
+        try:
+            await _stream(self.send, self.headers, await _next(out), out)
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            # the client left; a legacy call goes on, as on the SDK path, with nowhere to talk
+            self.gone = True
+
+    def _hush(self) -> None:
+        if self.quiet is not None:
+            self.quiet.cancel()
+            self.quiet = None
+
+
 class _Sink:
     """Where the SDK's single-exchange dispatch context sends each encoded SSE event."""
 
-    def __init__(self, out: asyncio.Queue[Any]) -> None:
-        self.out = out
+    def __init__(self, response: _Response) -> None:
+        self.response = response
 
     async def send(self, event: bytes) -> None:
-        self.out.put_nowait(event)
+        self.response.put(event)
 
 
 async def _stream(
-    send: Send,
-    headers: list[tuple[bytes, bytes]],
-    item: Any,
-    out: asyncio.Queue[Any],
-    encode: Callable[[Any], bytes],
+    send: Send, headers: list[tuple[bytes, bytes]], item: Any, out: asyncio.Queue[Any]
 ) -> None:
-    """Start an SSE response and write ``item`` and what follows it on ``out`` until
-    ``_END``, a ping for each quiet ``_SSE_PING_INTERVAL``; the caller ends the body."""
+    """Start an SSE response and write ``item`` and what follows it on ``out`` (encoded
+    events) until ``_END``, a ping for each quiet ``_SSE_PING_INTERVAL``; the caller
+    ends the body."""
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     while item is not _END:
-        chunk = _PING if item is None else encode(item)
+        chunk = _PING if item is None else item
         await send({"type": "http.response.body", "body": chunk, "more_body": True})
         item = await _next(out)
 
@@ -603,18 +625,15 @@ def _session_header(session: LaneSession) -> tuple[bytes, bytes]:
 async def _answer_alone(call: LaneCall, answer: Mapping[str, Any]) -> None:
     """The answer as the whole response, one JSON body, as the SDK's JSON-response mode
     sends it (either is the client's to read), written by the call's own task."""
-    send = call.send
+    send = call.response.send
     body = pydantic_core.to_json(answer)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
         _session_header(call.session),
     ]
-    try:
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body, "more_body": False})
-    except OSError:
-        call.detached = True  # the client left before its answer
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _error(request_id: Any, error: mt.ErrorData) -> dict[str, Any]:
