@@ -1161,16 +1161,9 @@ async def test_a_2026_call_runs_no_listing_when_no_tool_declares_a_header_param(
     assert _listings(events) == 0
 
 
-async def test_a_header_param_is_still_checked_against_the_callers_listing(
-    hopped: Hopped,
-) -> None:
-    """``region`` declares ``Mcp-Param-Region``: a 2026-07-28 call whose header
-    disagrees with its argument is refused (400, ``HEADER_MISMATCH``); one that agrees
-    is served."""
-    async with mcp.Client(hopped.url) as client:
-        await client.list_tools()
-        agreed = await client.call_tool("region", {"region": "eu-west"})
-    assert _text(agreed) == "eu-west"
+def _modern_call(tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A 2026-07-28 ``tools/call`` by hand: its body (the envelope in ``_meta``) and the
+    headers the protocol asks for."""
     version = sorted(MODERN_PROTOCOL_VERSIONS)[-1]
     meta = {
         "io.modelcontextprotocol/protocolVersion": version,
@@ -1181,19 +1174,31 @@ async def test_a_header_param_is_still_checked_against_the_callers_listing(
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": "region", "arguments": {"region": "eu-west"}, "_meta": meta},
+        "params": {"name": tool, "arguments": arguments, "_meta": meta},
     }
+    headers = {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": version,
+        "mcp-method": "tools/call",
+        "mcp-name": tool,
+    }
+    return body, headers
+
+
+async def test_a_header_param_is_still_checked_against_the_callers_listing(
+    hopped: Hopped,
+) -> None:
+    """``region`` declares ``Mcp-Param-Region``: a 2026-07-28 call whose header
+    disagrees with its argument is refused (400, ``HEADER_MISMATCH``); one that agrees
+    is served."""
+    async with mcp.Client(hopped.url) as client:
+        await client.list_tools()
+        agreed = await client.call_tool("region", {"region": "eu-west"})
+    assert _text(agreed) == "eu-west"
+    body, headers = _modern_call("region", {"region": "eu-west"})
     async with httpx2.AsyncClient() as http:
         refused = await http.post(
-            hopped.url,
-            json=body,
-            headers={
-                "accept": "application/json, text/event-stream",
-                "mcp-protocol-version": version,
-                "mcp-method": "tools/call",
-                "mcp-name": "region",
-                "mcp-param-region": "us-east",
-            },
+            hopped.url, json=body, headers={**headers, "mcp-param-region": "us-east"}
         )
     assert refused.status_code == 400
     assert refused.json()["error"]["code"] == mt.HEADER_MISMATCH
@@ -1301,24 +1306,7 @@ async def test_a_quiet_2026_call_pings_and_a_client_that_leaves_cancels_it(
     monkeypatch.setattr(lane_module, "_SSE_PING_INTERVAL", 0.1)
     marks = hopped.marks / "cancelled"
     before = len(marks.read_text().splitlines()) if marks.exists() else 0
-    version = sorted(MODERN_PROTOCOL_VERSIONS)[-1]
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-    }
-    call = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": "slow_progress", "arguments": {}, "_meta": meta},
-    }
-    headers = {
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": version,
-        "mcp-method": "tools/call",
-        "mcp-name": "slow_progress",
-    }
+    call, headers = _modern_call("slow_progress", {})
     lane = hopped.gateway.lane
     assert lane is not None
     served = lane.served
