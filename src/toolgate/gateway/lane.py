@@ -540,12 +540,7 @@ class _Response:
         if self.gone:
             return
         self._hush()
-        if self.out is None:
-            self.out = asyncio.Queue()
-            self.writer = asyncio.get_running_loop().create_task(
-                self._write(self.out), name=self.name
-            )
-        self.out.put_nowait(event)
+        self._begin().put_nowait(event)
 
     async def end(self, last: bytes | None, alone: Callable[[], Awaitable[None]] | None) -> None:
         """End the response: ``alone`` writes the answer as all of it when nothing went
@@ -559,12 +554,9 @@ class _Response:
             return
         if last is not None:
             self.put(last)
-        if self.out is None:  # nothing was said, nor will be: an empty stream
-            self.out = asyncio.Queue()
-            self.writer = asyncio.get_running_loop().create_task(self._write(self.out))
-        self.out.put_nowait(_END)
-        if self.writer is not None:
-            await self.writer
+        self._begin().put_nowait(_END)  # begun now if nothing was said: an empty stream
+        assert self.writer is not None
+        await self.writer
 
     def abort(self) -> None:
         """The call is cancelled under its response: stop writing it."""
@@ -572,9 +564,23 @@ class _Response:
         if self.writer is not None:
             self.writer.cancel()
 
+    def _begin(self) -> asyncio.Queue[Any]:
+        """The stream's queue, its writer started with it."""
+        if self.out is None:
+            self.out = asyncio.Queue()
+            self.writer = asyncio.get_running_loop().create_task(
+                self._write(self.out), name=self.name
+            )
+        return self.out
+
     async def _write(self, out: asyncio.Queue[Any]) -> None:
+        """The SSE stream: each event queued, a ping for each quiet
+        ``_SSE_PING_INTERVAL``, until ``_END``."""
         try:
-            await _stream(self.send, self.headers, await _next(out), out)
+            await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
+            while (item := await _next(out)) is not _END:
+                chunk = _PING if item is None else item
+                await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
             await self.send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             # the client left; a legacy call goes on, as on the SDK path, with nowhere to talk
@@ -594,19 +600,6 @@ class _Sink:
 
     async def send(self, event: bytes) -> None:
         self.response.put(event)
-
-
-async def _stream(
-    send: Send, headers: list[tuple[bytes, bytes]], item: Any, out: asyncio.Queue[Any]
-) -> None:
-    """Start an SSE response and write ``item`` and what follows it on ``out`` (encoded
-    events) until ``_END``, a ping for each quiet ``_SSE_PING_INTERVAL``; the caller
-    ends the body."""
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    while item is not _END:
-        chunk = _PING if item is None else item
-        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        item = await _next(out)
 
 
 async def _next(out: asyncio.Queue[Any]) -> Any:
