@@ -358,7 +358,6 @@ class Backend:
         try:
             # the SDK cancels the request (notifications/cancelled) when its timeout fires;
             # the outer deadline (one second later) also covers a write that never completes
-
             async def send(session: ClientSession) -> mt.CallToolResult:
                 hop = self.hop
                 if hop is not None and hop.ready:
