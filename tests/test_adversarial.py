@@ -520,6 +520,24 @@ def test_a_request_head_over_the_size_limit_is_a_431_and_the_connection_closes(
     assert httpx.get(f"{base(gateway)}/webmcp.js", headers={"X-Ok": "a" * 8000}).status_code == 200
 
 
+def test_a_client_still_sending_after_its_431_reads_the_answer_whole(
+    gateway: HttpGateway,
+) -> None:
+    """After the 431 the gateway still reads (and drops) what the client sends for a
+    while: closing on unread data would reset the connection, and the client would lose
+    the answer."""
+    head = b"GET /webmcp.js HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20_000
+    with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as s:
+        s.sendall(head)
+        time.sleep(0.3)  # the 431 is written by now
+        s.sendall(b"a" * 1_000_000)  # and the client goes on sending
+        answer = b""
+        while chunk := s.recv(4096):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 431 ")
+    assert answer.endswith(b"Request header fields too large")
+
+
 @pytest.mark.timeout(60)
 def test_connections_past_the_limit_are_closed_at_once() -> None:
     async def hello(request: Any) -> PlainTextResponse:

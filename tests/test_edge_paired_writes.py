@@ -1,13 +1,14 @@
-"""The HTTP edge's paired writes (``gateway.edge._Paired``): a response's head and the
-body written right after it leave in one send; a write nothing follows leaves at the end
-of the event loop's turn; closing sends what is held first."""
+"""The HTTP edge's connection helpers. Paired writes (``gateway.edge._Paired``): a
+response's head and the body written right after it leave in one send; a write nothing
+follows leaves at the end of the event loop's turn; closing sends what is held first.
+``Leaving``: a connection's end told to the requests that asked, once."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from toolgate.gateway.edge import _Paired
+from toolgate.gateway.edge import Leaving, _Paired
 
 
 class Recorder:
@@ -53,3 +54,20 @@ async def test_a_lone_write_leaves_at_the_end_of_the_turn_and_close_sends_it_fir
     await asyncio.sleep(0)  # the scheduled flush finds nothing left
     assert raw.sent == [b"event", b"last"]
     assert paired.get_extra_info("peername") == "info:peername"
+
+
+def test_leaving_tells_each_waiting_request_once_and_forgets_those_that_stopped() -> None:
+    leaving = Leaving()
+    told: list[str] = []
+    leaving.when(lambda: told.append("first"))
+    forget = leaving.when(lambda: told.append("stopped watching"))
+    leaving.when(lambda: told.append("second"))
+    forget()
+    forget()  # twice: nothing more to take back
+    assert told == []
+    leaving.closed()
+    assert (told, leaving.left) == (["first", "second"], True)
+    leaving.closed()  # told once
+    assert told == ["first", "second"]
+    leaving.when(lambda: told.append("late"))  # the connection is gone already: at once
+    assert told == ["first", "second", "late"]

@@ -45,6 +45,7 @@ from toolgate.events import Event
 from toolgate.gateway import lane as lane_module
 from toolgate.gateway.backends import Timing
 from toolgate.gateway.config import parse_config
+from toolgate.gateway.edge import GuardedProtocol
 from toolgate.gateway.lane import Lane
 from toolgate.gateway.serve import Gateway
 from toolgate.identity import Caller, IdentityResolver
@@ -639,7 +640,17 @@ def _cancelled(served: Served) -> int:
 
 
 def _others(before: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
-    return {t for t in asyncio.all_tasks() if t not in before and not t.done()}
+    """Tasks begun since ``before`` and still running, but the SSE library's one watcher
+    per event loop (begun by the loop's first SSE response, whichever test sends it)."""
+    return {
+        t
+        for t in asyncio.all_tasks()
+        if t not in before and not t.done() and not _qualname(t).endswith("_shutdown_watcher")
+    }
+
+
+def _qualname(task: asyncio.Task[Any]) -> str:
+    return str(getattr(task.get_coro(), "__qualname__", ""))
 
 
 #: the tasks of a backend connection (a restarted backend gets new ones) and the SSE
@@ -994,7 +1005,11 @@ async def hopped(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hopp
         timing = Timing(backoff_initial=0.2, backoff_max=0.5, health_interval=2.0)
         gateway = Gateway(cfg, timing=timing)
         try:
-            async with gateway.running(), serve_http(gateway.http_app()) as url:
+            async with (
+                gateway.running(),
+                # on the edge's HTTP protocol, as `toolgate serve` runs it
+                serve_http(gateway.http_app(), http=GuardedProtocol) as url,
+            ):
                 await eventually(lambda: gateway.backends["h"].up)
                 yield Hopped(gateway, url, backend_url, marks)
         finally:
@@ -1043,6 +1058,8 @@ async def test_the_fast_path_carries_a_call_as_the_backend_answers_it_directly(
     mine = {k for k in direct if k.startswith("io.modelcontextprotocol/")} | {"progressToken"}
     assert relayed["tenant"] == direct["tenant"] == "acme"
     assert set(relayed) - mine == set(direct) - mine == {"tenant"}
+    # the backend is asked for progress when the client asked for it
+    assert ("progressToken" in relayed) == ("progressToken" in direct)
     assert _counts(hopped) == (lane + 1, hop + 1)
 
 
@@ -1185,6 +1202,22 @@ def _modern_call(tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], 
     return body, headers
 
 
+@pytest.mark.parametrize("token", [None, "p-1"])
+async def test_a_2026_call_asks_the_backend_for_progress_only_with_its_own_token(
+    hopped: Hopped, token: str | None
+) -> None:
+    """A 2026-07-28 call's backend request carries a progress token only when the
+    call's request does, as a legacy call's does."""
+    call, headers = _modern_call("meta", {})
+    if token is not None:
+        call["params"]["_meta"]["progressToken"] = token
+    async with httpx2.AsyncClient(timeout=20) as http:
+        response = await http.post(hopped.url, json=call, headers=headers)
+    result = response.json()["result"]
+    seen = json.loads(result["content"][0]["text"])
+    assert ("progressToken" in seen) == (token is not None)
+
+
 async def test_a_header_param_is_still_checked_against_the_callers_listing(
     hopped: Hopped,
 ) -> None:
@@ -1297,13 +1330,17 @@ async def test_a_session_deleted_under_a_call_in_the_lane_ends_its_stream_and_th
     await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
 
 
+@pytest.mark.parametrize("told_by", ["edge", "receive"])
 async def test_a_quiet_2026_call_pings_and_a_client_that_leaves_cancels_it(
-    hopped: Hopped, monkeypatch: pytest.MonkeyPatch
+    hopped: Hopped, monkeypatch: pytest.MonkeyPatch, told_by: str
 ) -> None:
     """A 2026-07-28 call that says nothing for a ping interval answers on an SSE stream
     with pings, as the SDK's modern entry does; the client closing the connection
-    cancels the call, down to the backend's request."""
+    cancels the call, down to the backend's request. The lane learns it from the edge's
+    protocol (``Leaving``), or, on a server without it, from ``receive``."""
     monkeypatch.setattr(lane_module, "_SSE_PING_INTERVAL", 0.1)
+    if told_by == "receive":  # as if served by a protocol that puts no Leaving in scope
+        monkeypatch.setattr(lane_module, "LEAVING", "no.such.scope.key")
     marks = hopped.marks / "cancelled"
     before = len(marks.read_text().splitlines()) if marks.exists() else 0
     call, headers = _modern_call("slow_progress", {})

@@ -93,7 +93,11 @@ async def request_facts(
     caps = ctx.session.client_capabilities
     facts = RequestFacts(
         session_key=session_key(ctx) if legacy else None,
-        principal=await resolve_principal(identity, caller_of(ctx, access_token)),
+        principal=(
+            await resolve_principal(identity, caller_of(ctx, access_token))
+            if identity is not None
+            else None  # nobody to ask: the headers need not be read
+        ),
         protocol=ctx.protocol_version,
         extensions=declared_extensions(ctx),
         confirmer=(

@@ -34,10 +34,13 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def serve_http(app: Any, path: str = "/mcp") -> AsyncIterator[str]:
-    """``async with serve_http(app) as url:`` — the MCP endpoint's URL while it runs."""
+async def serve_http(app: Any, path: str = "/mcp", **options: Any) -> AsyncIterator[str]:
+    """``async with serve_http(app) as url:`` — the MCP endpoint's URL while it runs
+    (``options``: more ``uvicorn.Config`` keywords, e.g. its ``http`` protocol)."""
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", **options
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:

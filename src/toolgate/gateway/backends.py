@@ -31,6 +31,7 @@ from typing import Any, Protocol, TextIO, TypeVar, cast
 
 import anyio
 import mcp_types as mt
+import pydantic_core
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
@@ -837,12 +838,12 @@ async def _list_pages(session: ClientSession, kind: str) -> list[dict[str, Any]]
 def unsendable(arguments: Mapping[str, Any]) -> str | None:
     """Why ``arguments`` cannot be sent as JSON in UTF-8, or None. A lone UTF-16
     surrogate (``"\\ud800"``) would fail inside the transport's writer and close the
-    connection every session shares."""
+    connection every session shares. Encoded as the transports' writers encode."""
     try:
-        json.dumps(dict(arguments), ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return "an argument holds a lone UTF-16 surrogate, which is not valid Unicode"
-    except (TypeError, ValueError) as exc:
+        pydantic_core.to_json(arguments)
+    except pydantic_core.PydanticSerializationError as exc:
+        if "UnicodeEncodeError" in str(exc):
+            return "an argument holds a lone UTF-16 surrogate, which is not valid Unicode"
         return f"the arguments are not JSON: {exc}"
     return None
 

@@ -5,13 +5,15 @@ dashboard): ``Host`` and ``Origin`` against the allowed hosts (DNS rebinding), o
 well-formed ``Authorization`` credential, the body's size (before reading, and only
 after the caller is admitted), its JSON nesting, lone UTF-16 surrogates, and JSON-RPC
 ids on the MCP path. ``GuardedProtocol`` bounds what the HTTP server itself holds
-open: header deadlines, header size and a connection cap. Edge layer: starlette,
+open: header deadlines, header size and a connection cap, and tells a request at once
+when its client's connection closes (``Leaving``). Edge layer: starlette,
 uvicorn, httptools.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -359,17 +361,60 @@ class _Paired:
         return getattr(self._transport, name)
 
 
+#: the scope key under which ``GuardedProtocol`` puts its connection's ``Leaving``
+LEAVING = "toolgate.leaving"
+
+
+def _nothing() -> None:
+    return None
+
+
+class Leaving:
+    """The end of one client connection, told to the requests on it that asked: a
+    callback run when it closes, where a request would otherwise keep a task waiting on
+    ``receive`` for ``http.disconnect``."""
+
+    __slots__ = ("_callbacks", "left")
+
+    def __init__(self) -> None:
+        self.left = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    def when(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` when the connection closes (now, if it has); returns what
+        takes it back."""
+        if self.left:
+            callback()
+            return _nothing
+        self._callbacks.append(callback)
+
+        def forget() -> None:
+            with contextlib.suppress(ValueError):
+                self._callbacks.remove(callback)
+
+        return forget
+
+    def closed(self) -> None:
+        self.left = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+
 class GuardedProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with the edge's connection limits: a deadline for
     each request head (a client that opens a connection and dribbles, or never sends,
     its headers is closed after ``header_timeout`` seconds), a bound on a head's size
     (``max_header_bytes``: past it, 431 and the connection closes), and a cap on open
     connections (past ``max_connections`` a new one is closed at once). A response's
-    head and body leave in one send (``_Paired``). Configure with ``guarded_protocol``."""
+    head and body leave in one send (``_Paired``). Each request's scope carries the
+    connection's ``Leaving`` (``LEAVING``). Configure with ``guarded_protocol``."""
 
     header_timeout: float = 10.0
     max_connections: int = 1000
     max_header_bytes: int = 16_384
+    #: seconds a connection refused for its head's size still reads what the client sends
+    linger: float = 2.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -377,6 +422,8 @@ class GuardedProtocol(HttpToolsProtocol):
         self._head_deadline: asyncio.TimerHandle | None = None
         self._head_bytes = 0  # of the head under way (bytes since the last complete one)
         self._head_done = False
+        self._leaving = Leaving()
+        self._refused = False  # its head was too large: answered 431, closing
         if len(self.connections) > self.max_connections:
             transport.close()
             return
@@ -399,20 +446,39 @@ class GuardedProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # the head was refused: what follows is read and dropped
         head_was_done = self._head_done
         super().data_received(data)
         if head_was_done or self._head_done or self.transport.is_closing():
             return
         self._head_bytes += len(data)  # still in the head: the parser holds it all
         if self._head_bytes > self.max_header_bytes:
-            message = b"Request header fields too large"
-            self.transport.write(
-                STATUS_LINE[431]
-                + b"content-type: text/plain; charset=utf-8\r\n"
-                + b"content-length: %d\r\nconnection: close\r\n\r\n" % len(message)
-                + message
-            )
-            self.transport.close()
+            self._refuse_head()
+
+    def _refuse_head(self) -> None:
+        """431, then the connection closes: our side at once (the client reads the
+        answer to its end), theirs after ``linger`` seconds, what they send meanwhile
+        read and dropped (closing with it unread would reset the connection, and the
+        client could lose the answer)."""
+        self._refused = True
+        self._disarm()
+        message = b"Request header fields too large"
+        transport = cast(_Paired, self.transport)
+        transport.write(
+            STATUS_LINE[431]
+            + b"content-type: text/plain; charset=utf-8\r\n"
+            + b"content-length: %d\r\nconnection: close\r\n\r\n" % len(message)
+            + message
+        )
+        transport.flush()
+        if transport.can_write_eof():
+            transport.write_eof()
+        self.loop.call_later(self.linger, transport.close)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.scope[LEAVING] = self._leaving  # type: ignore[literal-required]
 
     def on_headers_complete(self) -> None:
         self._head_done = True
@@ -428,6 +494,7 @@ class GuardedProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+        self._leaving.closed()
 
 
 def guarded_protocol(
@@ -446,9 +513,11 @@ def guarded_protocol(
 
 
 __all__ = [
+    "LEAVING",
     "Edge",
     "EdgeLimits",
     "GuardedProtocol",
+    "Leaving",
     "allowed_names",
     "bearer_admits",
     "credential_problem",

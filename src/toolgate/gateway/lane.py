@@ -2,8 +2,8 @@
 per-session transport and JSON-RPC dispatcher (memory streams, a task group and two
 pydantic passes per message) but by the same kernel, so a call here is the call the SDK
 path makes. A legacy session's call runs the SDK's ``ServerRunner`` on the session's own
-``Connection``; a 2026-07-28 call passes the SDK's own envelope checks and runs its
-``serve_one`` with its own single-exchange dispatch context. This module only frames
+``Connection``; a 2026-07-28 call passes the SDK's own envelope checks and runs it as its
+``serve_one`` does, with its own single-exchange dispatch context. This module only frames
 them: the request's body in, the response and everything related to it (progress, log
 messages, on the legacy protocol the server's requests to the client) out on the POST's
 stream, the client's answers and cancellations back in. Anything else, or anything it
@@ -15,31 +15,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import math
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import anyio
 import mcp_types as mt
+import pydantic
 import pydantic_core
 from mcp.server._streamable_http_modern import (
     _SSE_HEADERS,
     _SSE_PING_INTERVAL,
     _mcp_param_rejection,
     _SingleExchangeDispatchContext,
-    _sse_event,
-    _to_jsonrpc_response,
-    _write,
 )
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.runner import ServerRunner, _has_modern_envelope, serve_one
+from mcp.server.runner import (
+    ServerRunner,
+    _has_modern_envelope,
+    aclose_shielded,
+    modern_error_data,
+)
 from mcp.server.streamable_http import (
     MCP_SESSION_ID_HEADER,
     StreamableHTTPServerTransport,
@@ -50,6 +54,7 @@ from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
     MCP_PROTOCOL_VERSION_HEADER,
     InboundLadderRejection,
     classify_inbound_request,
@@ -61,12 +66,15 @@ from mcp.shared.jsonrpc_dispatcher import (
 )
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
-from mcp_types import JSONRPCRequest
+from mcp_types import ClientCapabilities, Implementation, JSONRPCRequest
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from toolgate.gateway.edge import LEAVING, Leaving
+
 logger = logging.getLogger("toolgate.gateway")
+_M = TypeVar("_M", bound=pydantic.BaseModel)
 
 Context = ServerRequestContext[Any, Any]
 #: the methods the lane serves; every other message goes to the SDK
@@ -156,7 +164,8 @@ class LaneCall:
         if answer is None:
             await self.response.end(None, None)
             return
-        await self.response.end(_event(answer), lambda: _answer_alone(self, answer))
+        headers = [_session_header(self.session)]
+        await self.response.end(answer, lambda: _json(self.response.send, answer, 200, headers))
 
     def stop(self) -> None:
         """Cancel the call (once): its handler stops at the await it is in."""
@@ -423,69 +432,74 @@ class Lane:
         task = asyncio.current_task()
         left = False
 
-        async def watch() -> None:  # on this protocol a client that leaves cancels its call
+        def leave() -> None:  # on this protocol a client that leaves cancels its call
             nonlocal left
-            while (await receive()).get("type") != "http.disconnect":
-                pass
-            left = response.gone = True
-            if task is not None:
-                task.cancel()
+            if not left:
+                left = response.gone = True
+                if task is not None:
+                    task.cancel()
 
-        watcher = asyncio.get_running_loop().create_task(watch())
+        stop_watching = _on_leaving(scope, receive, leave)
         try:
-            reply = await _to_jsonrpc_response(
-                req.id,
-                serve_one(
-                    self.server,
-                    dctx,
-                    req.method,
-                    req.params,
-                    connection=connection,
-                    lifespan_state=lifespan,
-                ),
+            result = await _serve_one(
+                self.server,
+                dctx,
+                req.method,
+                req.params,
+                connection=connection,
+                lifespan_state=lifespan,
             )
+            reply, status = {"jsonrpc": "2.0", "id": req.id, "result": result}, 200
         except asyncio.CancelledError:
             response.abort()
             if not left:
                 raise  # not the client's leaving: the POST's task itself is cancelled
             return  # the call is cancelled; there is nobody to answer
+        except Exception as exc:  # mapped as the SDK's modern entry maps it
+            error = modern_error_data(exc)
+            reply, status = _error(req.id, error), ERROR_CODE_HTTP_STATUS.get(error.code, 200)
         except BaseException:
             response.abort()
             raise
         finally:
-            watcher.cancel()
+            stop_watching()
             if left and task is not None and task.cancelling():
-                task.uncancel()  # the watcher's cancel is spent: the POST's task goes on
+                task.uncancel()  # the lane's cancel is spent: the POST's task goes on
         # as the SDK's modern entry answers: one JSON body (its HTTP status mapped from
         # the error) when the call ends before saying anything, else the stream's end
-        await response.end(_sse_event(reply), lambda: _write(reply, scope, receive, send))
+        await response.end(reply, lambda: _json(send, reply, status, []))
 
     async def _modern_call(
         self, message: dict[str, Any], request: Request
     ) -> tuple[JSONRPCRequest, Connection] | None:
         """The request and its connection, if the SDK's modern entry would serve this
         body as it stands (every check it makes first passes); else ``None``."""
-        if message.get("method") not in LANE_METHODS or not _request_id(message.get("id")):
+        request_id, params = message.get("id"), message.get("params")
+        if message.get("method") not in LANE_METHODS or not _request_id(request_id):
             return None
+        if params is not None and not isinstance(params, dict):
+            return None  # so the request is what the SDK's model validates
         if await self._refused(request.scope):
             return None
-        has_json, has_sse = check_accept_headers(request)
+        has_json, has_sse = _accepts(request)
         if not (has_json and has_sse):
             return None
-        if find_duplicated_routing_header(request.headers.items()) is not None:
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
+        if find_duplicated_routing_header(headers) is not None:
             return None
-        verdict = classify_inbound_request(message, headers=dict(request.headers))
+        verdict = classify_inbound_request(message, headers=dict(headers))
         if isinstance(verdict, InboundLadderRejection):
             return None
-        try:
-            req = JSONRPCRequest.model_validate(message)
-        except pydantic_core.ValidationError:
-            return None
+        req = JSONRPCRequest.model_construct(
+            jsonrpc="2.0", id=message["id"], method=message["method"], params=params
+        )
         lifespan = self.manager._lifespan_state
         if await _mcp_param_rejection(self.server, request, req, verdict, lifespan) is not None:
             return None
         connection = Connection.from_envelope(
-            verdict.protocol_version, verdict.client_info, verdict.client_capabilities
+            verdict.protocol_version,
+            _typed(Implementation, verdict.client_info),
+            _typed(ClientCapabilities, verdict.client_capabilities),
         )
         return req, connection
 
@@ -542,9 +556,11 @@ class _Response:
         self._hush()
         self._begin().put_nowait(event)
 
-    async def end(self, last: bytes | None, alone: Callable[[], Awaitable[None]] | None) -> None:
+    async def end(
+        self, last: Mapping[str, Any] | None, alone: Callable[[], Awaitable[None]] | None
+    ) -> None:
         """End the response: ``alone`` writes the answer as all of it when nothing went
-        before; else ``last`` (the answer's event; ``None``: no answer) ends the stream."""
+        before; else ``last`` (the answer; ``None``: no answer) ends the stream."""
         self._hush()
         if self.out is None and alone is not None:
             try:
@@ -553,7 +569,7 @@ class _Response:
                 self.gone = True  # the client left before its answer
             return
         if last is not None:
-            self.put(last)
+            self.put(_event(last))
         self._begin().put_nowait(_END)  # begun now if nothing was said: an empty stream
         assert self.writer is not None
         await self.writer
@@ -611,21 +627,90 @@ async def _next(out: asyncio.Queue[Any]) -> Any:
         return None
 
 
+async def _serve_one(
+    server: Server[Any],
+    dctx: _SingleExchangeDispatchContext,
+    method: str,
+    params: Mapping[str, Any] | None,
+    *,
+    connection: Connection,
+    lifespan_state: Any,
+) -> dict[str, Any]:
+    """The SDK's ``serve_one``: the request run once on a kernel of its own, then the
+    connection's exit stack closed as the SDK closes it (shielded, bounded), when the
+    request put anything on it."""
+    runner = ServerRunner(server, connection, lifespan_state)
+    try:
+        return await runner.on_request(dctx, method, params)
+    finally:
+        if connection.exit_stack._exit_callbacks:  # type: ignore[attr-defined]
+            await aclose_shielded(connection)
+
+
+def _accepts(request: Request) -> tuple[bool, bool]:
+    """Whether a request accepts JSON and SSE: the usual header read as it stands, any
+    other (wildcards, parameters) as the SDK reads it."""
+    accept = request.headers.get("accept", "")
+    if accept == "application/json, text/event-stream":
+        return True, True
+    return check_accept_headers(request)
+
+
+@functools.lru_cache(maxsize=256)
+def _model(model: type[_M], raw: bytes) -> _M | str:
+    """An envelope value as its model, validated once per distinct value (a client sends
+    the same on every request); the validation error's text if it is not one."""
+    try:
+        return model.model_validate(pydantic_core.from_json(raw), by_name=False)
+    except pydantic_core.ValidationError as exc:
+        return str(exc)
+
+
+def _typed(model: type[_M], raw: Any) -> Any:
+    """``raw`` as ``model`` if it is one (``Connection.from_envelope`` takes a model
+    as it is, so the client's info and capabilities are not validated per request);
+    else ``raw`` as it came, for the SDK to judge."""
+    if not isinstance(raw, dict):
+        return raw
+    try:
+        typed = _model(model, pydantic_core.to_json(raw))
+    except pydantic_core.PydanticSerializationError:
+        return raw
+    return raw if isinstance(typed, str) else typed
+
+
+def _on_leaving(scope: Scope, receive: Receive, leave: Callable[[], None]) -> Callable[[], object]:
+    """Call ``leave`` when the client's connection closes; returns what stops watching.
+    Behind the edge's protocol its ``Leaving`` says so; elsewhere a task waits on
+    ``receive`` for ``http.disconnect``."""
+    leaving = scope.get(LEAVING)
+    if isinstance(leaving, Leaving):
+        return leaving.when(leave)
+
+    async def watch() -> None:
+        while (await receive()).get("type") != "http.disconnect":
+            pass
+        leave()
+
+    return asyncio.get_running_loop().create_task(watch()).cancel
+
+
 def _session_header(session: LaneSession) -> tuple[bytes, bytes]:
     return (MCP_SESSION_ID_HEADER.encode(), (session.connection.session_id or "").encode())
 
 
-async def _answer_alone(call: LaneCall, answer: Mapping[str, Any]) -> None:
-    """The answer as the whole response, one JSON body, as the SDK's JSON-response mode
-    sends it (either is the client's to read), written by the call's own task."""
-    send = call.response.send
-    body = pydantic_core.to_json(answer)
-    headers = [
+async def _json(
+    send: Send, message: Mapping[str, Any], status: int, headers: list[tuple[bytes, bytes]]
+) -> None:
+    """``message`` as the whole response, one JSON body, as the SDK's JSON responses
+    send it (either is the client's to read), written by the call's own task."""
+    body = pydantic_core.to_json(message)
+    head = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
-        _session_header(call.session),
+        *headers,
     ]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 

@@ -95,6 +95,13 @@ def _answer_type(request: mt.InputRequest) -> type[mt.InputResponse]:
     return mt.ListRootsResult
 
 
+def _answers_input(ctx: Context) -> bool:
+    """Whether the calling client declared any capability a backend's request for input
+    needs (``_lacks`` refuses the others)."""
+    check = ctx.session.check_client_capability
+    return any(check(capability) for _, capability in _CAPABILITY.values())
+
+
 def _lacks(ctx: Context, request: mt.InputRequest) -> mt.ErrorData | None:
     """The error for a request the calling client declared no capability for."""
     name, capability = _CAPABILITY[request.method]
@@ -473,7 +480,15 @@ class Upstream:
         call: CallContext | None = None,
     ) -> ToolResult:
         """The first 2026-07-28 request of a call: start it, then wait for its result or
-        the backend's requests for input (its retries go to ``_resume``, not here)."""
+        the backend's requests for input (its retries go to ``_resume``, not here). A
+        client that can answer none of them (it declared neither sampling, elicitation
+        nor roots) is refused each at once (``_lacks``), so no round can end early: its
+        call runs in the request's own task, with no parked task to hand over to."""
+        meta, level = call_meta(ctx), requested_level(ctx)
+        progress = progress_token_from_params(ctx.params) is not None
+        if not _answers_input(ctx):
+            here = ParkedCall(backend, tool, ctx=ctx)
+            return await self._backend_call(here, arguments, meta, level, progress)
         state = _ROUND.get()
         owner = await self._owner(ctx)
         parked = self._park(
@@ -482,8 +497,9 @@ class Upstream:
             arguments,
             owner=owner,
             call=call,
-            meta=call_meta(ctx),
-            level=requested_level(ctx),
+            meta=meta,
+            level=level,
+            progress=progress,
         )
         outcome = await self._wait(parked, ctx)
         if isinstance(outcome, ToolResult):
@@ -527,18 +543,32 @@ class Upstream:
         call: CallContext | None = None,
         meta: Mapping[str, Any] | None = None,
         level: mt.LoggingLevel | None = None,
+        progress: bool = False,
     ) -> ParkedCall:
+        """Start the backend call of a 2026-07-28 call, in a task of its own."""
         parked = ParkedCall(backend, tool, owner, call)
-
-        async def run() -> ToolResult:
-            with self._in_flight(backend, parked):
-                async with self._holding(backend, parked, level):
-                    return await backend.call(tool, arguments, progress=parked.progress, meta=meta)
-
-        parked.task = asyncio.get_running_loop().create_task(run(), name=f"call:{backend.name}")
+        run = self._backend_call(parked, arguments, meta, level, progress)
+        parked.task = asyncio.get_running_loop().create_task(run, name=f"call:{backend.name}")
         parked.task.add_done_callback(lambda _: parked.changed.set())
         self.parked[parked.id] = parked
         return parked
+
+    async def _backend_call(
+        self,
+        parked: ParkedCall,
+        arguments: Mapping[str, Any],
+        meta: Mapping[str, Any] | None,
+        level: mt.LoggingLevel | None,
+        progress: bool,
+    ) -> ToolResult:
+        """The backend request of a 2026-07-28 call. The backend is asked for progress
+        only if the first request wants it, as a legacy call asks only with the client's
+        token (a backend told to report progress does work for it that nobody reads)."""
+        backend = parked.backend
+        report = parked.progress if progress else None
+        with self._in_flight(backend, parked):
+            async with self._holding(backend, parked, level):
+                return await backend.call(parked.tool, arguments, progress=report, meta=meta)
 
     def _drop(self, parked: ParkedCall) -> None:
         self.parked.pop(parked.id, None)
