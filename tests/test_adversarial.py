@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import httpx
@@ -42,7 +43,7 @@ from _fixtures.gateway import (
 )
 from _fixtures.gateway import MCP_HEADERS as MCP
 from _fixtures.mcp_servers import free_port
-from toolgate.gateway.backends import Backend, Timing
+from toolgate.gateway.backends import Backend, Timing, unsendable
 from toolgate.gateway.config import StdioServer
 from toolgate.gateway.edge import guarded_protocol
 
@@ -271,6 +272,18 @@ async def test_a_lone_surrogate_is_refused_at_the_edge_and_the_backend_keeps_ser
         "valid Unicode and cannot be sent on",
     )
     assert (events.status_code, page.status_code) == (200, 200)
+
+
+def test_arguments_are_judged_sendable_as_the_transports_encode_them() -> None:
+    """The check before a backend call encodes as the transports' writers do: any
+    mapping of JSON values passes, a lone surrogate or a value JSON has no form for is
+    named."""
+    assert unsendable(MappingProxyType({"path": "/tmp", "n": [1, 2.5, None]})) is None
+    assert unsendable({"text": "\ud800"}) == (
+        "an argument holds a lone UTF-16 surrogate, which is not valid Unicode"
+    )
+    problem = unsendable({"thing": object()})
+    assert problem is not None and problem.startswith("the arguments are not JSON: ")
 
 
 @pytest.mark.timeout(60)

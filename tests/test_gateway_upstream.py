@@ -1218,6 +1218,31 @@ async def test_a_2026_call_asks_the_backend_for_progress_only_with_its_own_token
     assert ("progressToken" in seen) == (token is not None)
 
 
+@pytest.mark.parametrize("capabilities", [{}, {"sampling": {}}], ids=["none", "sampling"])
+async def test_a_2026_call_is_parked_only_when_its_client_can_answer_the_backend(
+    hopped: Hopped, capabilities: dict[str, Any]
+) -> None:
+    """A 2026-07-28 call whose client declared none of sampling, elicitation and roots
+    cannot end a round with ``input_required`` (each such request is refused for it), so
+    it runs in its request's own task; a client that can answer has its call parked, so
+    a round can end while the backend waits. Either way, a client that leaves cancels
+    the backend's request and nothing stays parked."""
+    call, headers = _modern_call("slow_progress", {})
+    call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
+    upstream = hopped.gateway.upstream
+    marks = hopped.marks / "cancelled"
+    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    async with httpx2.AsyncClient(timeout=20) as http:
+        post = asyncio.create_task(http.post(hopped.url, json=call, headers=headers))
+        await eventually(lambda: upstream._calls.get("h"))
+        assert len(upstream.parked) == (1 if capabilities else 0)
+        post.cancel()  # the client leaves
+        with contextlib.suppress(asyncio.CancelledError):
+            await post
+    await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+    await eventually(lambda: not upstream._calls.get("h") and not upstream.parked)
+
+
 async def test_a_header_param_is_still_checked_against_the_callers_listing(
     hopped: Hopped,
 ) -> None:

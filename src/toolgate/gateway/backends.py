@@ -840,7 +840,7 @@ def unsendable(arguments: Mapping[str, Any]) -> str | None:
     surrogate (``"\\ud800"``) would fail inside the transport's writer and close the
     connection every session shares. Encoded as the transports' writers encode."""
     try:
-        pydantic_core.to_json(arguments)
+        pydantic_core.to_json(arguments if isinstance(arguments, dict) else dict(arguments))
     except pydantic_core.PydanticSerializationError as exc:
         if "UnicodeEncodeError" in str(exc):
             return "an argument holds a lone UTF-16 surrogate, which is not valid Unicode"
