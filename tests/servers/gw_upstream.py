@@ -2,7 +2,8 @@
 
 ``ask_then_die`` asks the client to sample (or, with ``{"ask": "elicitation"}``, to fill
 a form), then exits while the answer is awaited;
-``list_roots`` asks the client for its roots on every call (the URIs, one a line);
+``list_roots`` asks the client for its roots on every call (the URIs, one a line), and
+``list_roots_here`` the same on the call's own response stream (related to the call);
 ``log`` sends a debug and an error message during the call (those at or above the level
 set, if one was) and, with ``later``, a
 warning after it returned (outside any call; ``--name NAME`` adds "from NAME" to it);
@@ -39,6 +40,7 @@ import uvicorn
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import UrlElicitationRequiredError
+from mcp.shared.message import ServerMessageMetadata
 
 EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 TOOLS = [
@@ -56,6 +58,11 @@ TOOLS = [
         input_schema={"type": "object", "properties": {"later": {"type": "boolean"}}},
     ),
     mt.Tool(name="list_roots", description="The client's roots, asked now.", input_schema=EMPTY),
+    mt.Tool(
+        name="list_roots_here",
+        description="The client's roots, asked on the call's own response stream.",
+        input_schema=EMPTY,
+    ),
     mt.Tool(
         name="url_elicit",
         description="Have the client open a URL; say when that is done.",
@@ -254,9 +261,11 @@ def main() -> None:
             content = sampled.content
             text = content.text if isinstance(content, mt.TextContent) else str(content)
             return mt.CallToolResult(content=[mt.TextContent(type="text", text=text)])
-        if params.name == "list_roots":
+        if params.name in ("list_roots", "list_roots_here"):
+            here = params.name == "list_roots_here"  # related to the call: on its stream
+            related = ServerMessageMetadata(related_request_id=ctx.request_id) if here else None
             roots = await ctx.session.send_request(
-                mt.ListRootsRequest(), mt.ListRootsResult, metadata=None
+                mt.ListRootsRequest(), mt.ListRootsResult, metadata=related
             )
             uris = "\n".join(str(root.uri) for root in roots.roots)
             return mt.CallToolResult(content=[mt.TextContent(type="text", text=uris)])

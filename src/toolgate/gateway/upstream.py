@@ -199,6 +199,10 @@ class _Round:
 
 
 _ROUND: ContextVar[_Round | None] = ContextVar("toolgate.upstream.round", default=None)
+#: the call whose backend request the running code serves (set by ``Upstream._in_flight``)
+_CALLING: ContextVar[SessionCall | ParkedCall | None] = ContextVar(
+    "toolgate.upstream.calling", default=None
+)
 
 
 @dataclass(eq=False)
@@ -682,16 +686,23 @@ class Upstream:
     def _in_flight(self, backend: Backend, call: InFlight) -> Any:
         calls = self._calls.setdefault(backend.name, [])
         calls.append(call)
+        token = _CALLING.set(call)  # for what the backend sends on this call's own stream
         try:
             yield
         finally:
+            _CALLING.reset(token)
             calls.remove(call)
 
     def _caller(self, backend: Backend) -> InFlight | str:
-        """The call a backend's request belongs to, or why none can be named: the
-        backend connection is shared, and its requests do not say which call they
+        """The call a backend's request belongs to, or why none can be named. One that
+        came on a call's own response stream (the hop reads it while the call waits, in
+        the call's context) is that call's. Otherwise (stdio, the SDK's client) the
+        backend connection is shared and its requests do not say which call they
         serve, so it must be the one call in flight (or calls of one connection)."""
         calls = self._calls.get(backend.name, [])
+        mine = _CALLING.get()
+        if mine is not None and any(c is mine for c in calls):
+            return mine
         if not calls:
             return "no client call to this backend is in progress"
         if len({c.origin for c in calls}) > 1:
