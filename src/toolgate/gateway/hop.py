@@ -18,6 +18,7 @@ import logging
 import ssl
 import urllib.request
 from collections.abc import AsyncIterator, Coroutine, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +33,16 @@ from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.transport_context import TransportContext
 
 from toolgate.gateway.pool import SessionSeen
+
+#: set while the hop hands on what a backend sent on a call's own response stream
+_ON_CALL_STREAM: ContextVar[bool] = ContextVar("toolgate.hop.on_call_stream", default=False)
+
+
+def on_call_stream() -> bool:
+    """Whether the backend message being handled came on the response stream of the call
+    running in this task (a request related to that call), not on a shared stream."""
+    return _ON_CALL_STREAM.get()
+
 
 logger = logging.getLogger("toolgate.gateway")
 
@@ -222,7 +233,21 @@ class Hop:
         request_id: str,
         progress: ProgressFnT | None,
     ) -> None:
-        """A message before the answer: a request to the client, or a notification."""
+        """A message before the answer: a request to the client, or a notification.
+        Handled in the call's own task, marked as come on its stream (``on_call_stream``)."""
+        token = _ON_CALL_STREAM.set(True)
+        try:
+            await self._dispatch(message, session, request_id, progress)
+        finally:
+            _ON_CALL_STREAM.reset(token)
+
+    async def _dispatch(
+        self,
+        message: dict[str, Any],
+        session: ClientSession,
+        request_id: str,
+        progress: ProgressFnT | None,
+    ) -> None:
         method = message.get("method")
         if not isinstance(method, str):
             return

@@ -35,6 +35,7 @@ from toolgate.errors import ToolgateError
 from toolgate.events import EventBus
 from toolgate.gateway.access import Audience, FactsOf
 from toolgate.gateway.backends import Backend
+from toolgate.gateway.hop import on_call_stream
 from toolgate.lowlevel import REQUEST_CONTEXT
 from toolgate.request import RequestFacts
 from toolgate.strategies.base import is_stateless
@@ -695,12 +696,13 @@ class Upstream:
 
     def _caller(self, backend: Backend) -> InFlight | str:
         """The call a backend's request belongs to, or why none can be named. One that
-        came on a call's own response stream (the hop reads it while the call waits, in
-        the call's context) is that call's. Otherwise (stdio, the SDK's client) the
-        backend connection is shared and its requests do not say which call they
-        serve, so it must be the one call in flight (or calls of one connection)."""
+        came on a call's own response stream is that call's: the hop hands it on in the
+        call's own task (``on_call_stream``), where ``_in_flight`` named the call.
+        Otherwise (stdio, the SDK's client) the backend connection is shared and its
+        requests do not say which call they serve, so it must be the one call in
+        flight (or calls of one connection)."""
         calls = self._calls.get(backend.name, [])
-        mine = _CALLING.get()
+        mine = _CALLING.get() if on_call_stream() else None
         if mine is not None and any(c is mine for c in calls):
             return mine
         if not calls:
