@@ -237,35 +237,26 @@ class Hop:
         Handled in the call's own task, marked as come on its stream (``on_call_stream``)."""
         token = _ON_CALL_STREAM.set(True)
         try:
-            await self._dispatch(message, session, request_id, progress)
+            method = message.get("method")
+            if not isinstance(method, str):
+                return
+            params = message.get("params")
+            params = params if isinstance(params, dict) else None
+            if "id" in message:
+                await self._ask(session, message["id"], method, params)
+                return
+            if method == "notifications/progress" and params is not None:
+                if progress is not None and params.get("progressToken") == request_id:
+                    try:
+                        note = mt.ProgressNotificationParams.model_validate(params)
+                    except pydantic_core.ValidationError:
+                        logger.warning("a malformed progress notification from a backend; dropped")
+                        return
+                    await progress(note.progress, note.total, note.message)
+                return
+            await session._on_notify(_Asked(None), method, params)
         finally:
             _ON_CALL_STREAM.reset(token)
-
-    async def _dispatch(
-        self,
-        message: dict[str, Any],
-        session: ClientSession,
-        request_id: str,
-        progress: ProgressFnT | None,
-    ) -> None:
-        method = message.get("method")
-        if not isinstance(method, str):
-            return
-        params = message.get("params")
-        params = params if isinstance(params, dict) else None
-        if "id" in message:
-            await self._ask(session, message["id"], method, params)
-            return
-        if method == "notifications/progress" and params is not None:
-            if progress is not None and params.get("progressToken") == request_id:
-                try:
-                    note = mt.ProgressNotificationParams.model_validate(params)
-                except pydantic_core.ValidationError:
-                    logger.warning("a malformed progress notification from a backend; dropped")
-                    return
-                await progress(note.progress, note.total, note.message)
-            return
-        await session._on_notify(_Asked(None), method, params)
 
     async def _ask(
         self, session: ClientSession, asked: Any, method: str, params: dict[str, Any] | None
