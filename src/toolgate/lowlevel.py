@@ -40,7 +40,7 @@ from toolgate.toolset import ToolSet
 from toolgate.wire import (
     RESOURCE_NOT_FOUND,
     PageParams,
-    call_result,
+    call_result_wire,
     check_cursor,
     cursor_of,
     mcp_error,
@@ -153,18 +153,20 @@ class Binding:
             _fail(exc)
         return mt.ListToolsResult(tools=tool_models(page.items), next_cursor=page.next_cursor)
 
-    async def call_tool(self, ctx: Context, params: mt.CallToolRequestParams) -> mt.CallToolResult:
+    async def call_tool(
+        self, ctx: Context, params: mt.CallToolRequestParams
+    ) -> dict[str, Any]:  # the wire form, which the SDK validates and shapes (`call_result_wire`)
         strategy, request = await self.request_for(ctx)
         try:
             reply = await self.delivery.call_tool(strategy, request, params.name, params.arguments)
         except ToolgateError as exc:
-            return call_result(raise_or_result(exc))
+            return call_result_wire(raise_or_result(exc))
         if reply.list_changed:
             # on the request's own stream: the only route both protocol eras deliver
             await ctx.session.send_notification(
                 mt.ToolListChangedNotification(), related_request_id=ctx.request_id
             )
-        return call_result(reply.result)
+        return call_result_wire(reply.result)
 
     async def list_resources(
         self, ctx: Context, params: mt.PaginatedRequestParams | None

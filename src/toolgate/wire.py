@@ -124,28 +124,35 @@ def raise_or_result(exc: ToolgateError) -> ToolResult:
 
 
 def call_result(result: ToolResult) -> mt.CallToolResult:
-    return mt.CallToolResult(
-        content=[content_block(c) for c in result.content],
-        structured_content=dict(result.structured) if result.structured is not None else None,
-        is_error=result.is_error,
-        meta=dict(result.meta) if result.meta is not None else None,
-    )
+    """A ToolResult as the MCP result model."""
+    return mt.CallToolResult.model_validate(call_result_wire(result))
 
 
-def content_block(block: Mapping[str, Any]) -> Any:
-    """One MCP content block (text, image, audio, resource link, embedded resource)."""
-    kind = block.get("type")
-    models: dict[str, Any] = {
-        "text": mt.TextContent,
-        "image": mt.ImageContent,
-        "audio": mt.AudioContent,
-        "resource_link": mt.ResourceLink,
-        "resource": mt.EmbeddedResource,
+def call_result_wire(result: ToolResult) -> dict[str, Any]:
+    """A ToolResult as a ``tools/call`` result in its wire form: what a handler on the
+    SDK's kernel returns, which validates and shapes it per protocol version as it does
+    a model (one pass, instead of a model built, dumped and validated again)."""
+    wire: dict[str, Any] = {
+        "content": [content_wire(c) for c in result.content],
+        "isError": result.is_error,
+        "resultType": "complete",  # as the model has it (2026-07-28 requires it)
     }
-    model = models.get(str(kind))
-    if model is None:
-        return mt.TextContent(type="text", text=json.dumps(dict(block), default=str))
-    return model.model_validate(dict(block))
+    if result.structured is not None:
+        wire["structuredContent"] = dict(result.structured)
+    if result.meta is not None:
+        wire["_meta"] = dict(result.meta)
+    return wire
+
+
+#: the content block types of MCP results (text, image, audio, resource link, resource)
+CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
+
+
+def content_wire(block: Mapping[str, Any]) -> dict[str, Any]:
+    """One MCP content block; a block of no MCP type becomes text holding its JSON."""
+    if block.get("type") in CONTENT_TYPES:
+        return dict(block)
+    return {"type": "text", "text": json.dumps(dict(block), default=str)}
 
 
 def result_from_mcp(result: mt.CallToolResult) -> ToolResult:

@@ -39,7 +39,7 @@ from toolgate.gateway.hop import on_call_stream
 from toolgate.lowlevel import REQUEST_CONTEXT
 from toolgate.request import RequestFacts
 from toolgate.strategies.base import is_stateless
-from toolgate.wire import call_result, error_as_result, raise_or_result
+from toolgate.wire import call_result_wire, error_as_result, raise_or_result
 
 logger = logging.getLogger("toolgate.gateway")
 
@@ -638,12 +638,12 @@ class Upstream:
             outcome = await self._wait(parked, ctx)
         except ToolgateError as exc:  # e.g. the backend's own JSON-RPC error: as on round one
             self._executed(parked, error_as_result(exc))
-            return call_result(raise_or_result(exc))
+            return call_result_wire(raise_or_result(exc))
         except Exception as exc:  # as a failing tool is answered on its first round
             outcome = ToolResult.error(f"Tool {params.get('name')!r} failed: {exc}")
         if isinstance(outcome, ToolResult):
             self._executed(parked, outcome)
-            return call_result(outcome)
+            return call_result_wire(outcome)
         return outcome
 
     def _executed(self, parked: ParkedCall, result: ToolResult) -> None:
