@@ -1267,6 +1267,31 @@ async def test_a_request_on_a_calls_own_stream_reaches_that_call_whoever_else_ca
     assert "calls from different clients are in progress" in str(unrelated)
 
 
+@pytest.mark.parametrize(
+    ("info", "capabilities"),
+    [
+        ({"name": 5}, {}),
+        ({"name": "raw", "version": "1"}, "all"),
+        ("raw", {"sampling": {}}),
+        ({"name": "raw", "version": "1"}, {"sampling": 3}),
+    ],
+    ids=["info-field", "capabilities-string", "info-string", "capability-field"],
+)
+async def test_a_misshapen_envelope_is_answered_as_the_backend_answers_it(
+    hopped: Hopped, info: Any, capabilities: Any
+) -> None:
+    """A 2026-07-28 call whose client info or capabilities are not what the protocol
+    says gets, through the lane, the answer and HTTP status the SDK gives directly."""
+    call, headers = _modern_call("meta", {})
+    call["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] = info
+    call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
+    async with httpx2.AsyncClient(timeout=20) as http:
+        relayed = await http.post(hopped.url, json=call, headers=headers)
+        direct = await http.post(hopped.backend_url, json=call, headers=headers)
+    assert (relayed.status_code, relayed.json()) == (direct.status_code, direct.json())
+    assert relayed.status_code == 400
+
+
 async def test_a_header_param_is_still_checked_against_the_callers_listing(
     hopped: Hopped,
 ) -> None:
