@@ -482,13 +482,12 @@ async def test_each_client_is_asked_for_its_own_roots(served: Served, kind: str)
 
 async def test_a_clients_roots_list_changed_reaches_the_backends(served: Served) -> None:
     await _faulty_up(served)
-    marks = served.marks / "roots_changed"
-    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    before = _marked(served, "roots_changed")
     async with talk("session", served.url) as client:
         with warnings.catch_warnings():  # deprecated on 2026-07-28; this session is legacy
             warnings.simplefilter("ignore")
             await client.raw.send_roots_list_changed()
-        await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+        await eventually(lambda: _marked(served, "roots_changed") > before)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -634,8 +633,10 @@ async def test_a_2026_round_trip_driven_by_hand_and_a_spent_request_state(
 # -- cancellation and faults ------------------------------------------------------------
 
 
-def _cancelled(served: Served) -> int:
-    marks = served.marks / "cancelled"
+def _marked(where: Served | Hopped, mark: str = "cancelled") -> int:
+    """Lines the test backend wrote to its ``mark`` file so far (one per request it saw
+    cancelled, per roots change it heard)."""
+    marks = where.marks / mark
     return len(marks.read_text().splitlines()) if marks.exists() else 0
 
 
@@ -684,7 +685,7 @@ async def _faulty_up(served: Served) -> None:
 @pytest.mark.parametrize("kind", ["session", "fastmcp"])
 async def test_a_cancelled_call_cancels_the_backend_request(served: Served, kind: str) -> None:
     await _faulty_up(served)
-    before = _cancelled(served)
+    before = _marked(served)
     async with talk(kind, served.url) as client:
         call: asyncio.Future[tuple[str, bool]] = asyncio.ensure_future(
             client.call("slow_progress", {}, progress=True)
@@ -693,7 +694,7 @@ async def test_a_cancelled_call_cancels_the_backend_request(served: Served, kind
         call.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await call
-        await eventually(lambda: _cancelled(served) > before)
+        await eventually(lambda: _marked(served) > before)
     assert served.gateway.upstream.parked == {}
 
 
@@ -702,7 +703,7 @@ async def test_a_client_that_leaves_mid_progress_cancels_the_backend_and_leaks_n
     served: Served, kind: str
 ) -> None:
     await _faulty_up(served)
-    before_marks = _cancelled(served)
+    before_marks = _marked(served)
     before = set(asyncio.all_tasks())
     async with talk(kind, served.url) as client:
         call: asyncio.Future[tuple[str, bool]] = asyncio.ensure_future(
@@ -712,7 +713,7 @@ async def test_a_client_that_leaves_mid_progress_cancels_the_backend_and_leaks_n
     # the client is gone (its connection closed) while the call was still running
     with contextlib.suppress(BaseException):
         await asyncio.wait_for(call, 10)
-    await eventually(lambda: _cancelled(served) > before_marks)
+    await eventually(lambda: _marked(served) > before_marks)
     await eventually(lambda: not _others(before))
     assert served.gateway.upstream.parked == {}
 
@@ -1088,8 +1089,7 @@ async def test_progress_and_logs_by_the_fast_path_reach_the_calling_client(
 ) -> None:
     """Progress and log messages the backend sends on the hop's stream reach the client
     on the lane's stream; cancelling the call cancels the backend's request."""
-    marks = hopped.marks / "cancelled"
-    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    before = _marked(hopped)
     async with talk(kind, hopped.url) as client:
         await set_level(client, "debug")
         assert await client.call("log", {}) == ("logged", False)
@@ -1100,7 +1100,7 @@ async def test_progress_and_logs_by_the_fast_path_reach_the_calling_client(
             await call
     assert client.heard.logs[:2] == ["debug during the call", "error during the call"]
     assert client.heard.progress and client.heard.progress[0][0] == 1
-    await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+    await eventually(lambda: _marked(hopped) > before)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -1230,8 +1230,7 @@ async def test_a_2026_call_is_parked_only_when_its_client_can_answer_the_backend
     call, headers = _modern_call("slow_progress", {})
     call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
     upstream = hopped.gateway.upstream
-    marks = hopped.marks / "cancelled"
-    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    before = _marked(hopped)
     async with httpx2.AsyncClient(timeout=20) as http:
         post = asyncio.create_task(http.post(hopped.url, json=call, headers=headers))
         await eventually(lambda: upstream._calls.get("h"))
@@ -1239,7 +1238,7 @@ async def test_a_2026_call_is_parked_only_when_its_client_can_answer_the_backend
         post.cancel()  # the client leaves
         with contextlib.suppress(asyncio.CancelledError):
             await post
-    await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+    await eventually(lambda: _marked(hopped) > before)
     await eventually(lambda: not upstream._calls.get("h") and not upstream.parked)
 
 
@@ -1350,8 +1349,7 @@ async def test_a_quiet_call_in_the_lane_keeps_its_stream_alive_with_pings(
     """A legacy call that says nothing for a ping interval answers on an SSE stream with
     pings (as the SDK's transport does), so idle-read timeouts do not cut it."""
     monkeypatch.setattr(lane_module, "_SSE_PING_INTERVAL", 0.1)
-    marks = hopped.marks / "cancelled"
-    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    before = _marked(hopped)
     async with httpx2.AsyncClient(timeout=20) as http:
         session = await _raw_session(http, hopped.url)
         call = {
@@ -1372,7 +1370,7 @@ async def test_a_quiet_call_in_the_lane_keeps_its_stream_alive_with_pings(
             assert (await http.post(hopped.url, json=cancel, headers=session)).status_code == 202
             rest = "".join([c async for c in chunks])
         assert "data:" not in rest  # a cancelled call is not answered
-    await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+    await eventually(lambda: _marked(hopped) > before)
 
 
 async def test_a_session_deleted_under_a_call_in_the_lane_ends_its_stream_and_the_call(
@@ -1380,8 +1378,7 @@ async def test_a_session_deleted_under_a_call_in_the_lane_ends_its_stream_and_th
 ) -> None:
     """The client ends its session (``DELETE``) while a call streams progress: the
     call's stream ends, unanswered, and the backend's request is cancelled."""
-    marks = hopped.marks / "cancelled"
-    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    before = _marked(hopped)
     lane = hopped.gateway.lane
     assert lane is not None
     async with httpx2.AsyncClient(timeout=20) as http:
@@ -1401,7 +1398,7 @@ async def test_a_session_deleted_under_a_call_in_the_lane_ends_its_stream_and_th
         assert '"id":7' not in rest.replace(" ", "")  # the call is not answered
         assert lane.served == served + 1
         assert session["mcp-session-id"] not in lane.sessions
-    await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+    await eventually(lambda: _marked(hopped) > before)
 
 
 @pytest.mark.parametrize("told_by", ["edge", "receive"])
@@ -1415,8 +1412,7 @@ async def test_a_quiet_2026_call_pings_and_a_client_that_leaves_cancels_it(
     monkeypatch.setattr(lane_module, "_SSE_PING_INTERVAL", 0.1)
     if told_by == "receive":  # as if served by a protocol that puts no Leaving in scope
         monkeypatch.setattr(lane_module, "LEAVING", "no.such.scope.key")
-    marks = hopped.marks / "cancelled"
-    before = len(marks.read_text().splitlines()) if marks.exists() else 0
+    before = _marked(hopped)
     call, headers = _modern_call("slow_progress", {})
     lane = hopped.gateway.lane
     assert lane is not None
@@ -1428,4 +1424,4 @@ async def test_a_quiet_2026_call_pings_and_a_client_that_leaves_cancels_it(
         assert response.headers["content-type"].startswith("text/event-stream")
         assert (await anext(response.aiter_text())).startswith(": ping")
     assert lane.served == served + 1
-    await eventually(lambda: marks.exists() and len(marks.read_text().splitlines()) > before)
+    await eventually(lambda: _marked(hopped) > before)
