@@ -153,9 +153,9 @@ class Binding:
             _fail(exc)
         return mt.ListToolsResult(tools=tool_models(page.items), next_cursor=page.next_cursor)
 
-    async def call_tool(
-        self, ctx: Context, params: mt.CallToolRequestParams
-    ) -> dict[str, Any]:  # the wire form, which the SDK validates and shapes (`call_result_wire`)
+    async def call_tool(self, ctx: Context, params: mt.CallToolRequestParams) -> dict[str, Any]:
+        """The call's result in its wire form, which the SDK's kernel validates and
+        shapes per protocol version (``call_result_wire``)."""
         strategy, request = await self.request_for(ctx)
         try:
             reply = await self.delivery.call_tool(strategy, request, params.name, params.arguments)

@@ -492,6 +492,7 @@ class Upstream:
         meta, level = call_meta(ctx), requested_level(ctx)
         progress = progress_token_from_params(ctx.params) is not None
         if not _answers_input(ctx):
+            # never parked: it routes the backend's progress and logs, and refuses its asks
             here = ParkedCall(backend, tool, ctx=ctx)
             return await self._backend_call(here, arguments, meta, level, progress)
         state = _ROUND.get()
