@@ -6,13 +6,26 @@ real clients and a real backend, is in ``test_gateway_upstream.py``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import mcp_types as mt
 import pytest
+from mcp.shared.exceptions import MCPError
 
-from toolgate.gateway.hop import Hop, HopError, _answer, _Body, _Events, _head, _Reply, usable
+from toolgate.gateway.hop import (
+    Hop,
+    HopError,
+    Stateless,
+    _answer,
+    _Body,
+    _completed,
+    _Events,
+    _head,
+    _Reply,
+    usable,
+)
 from toolgate.gateway.pool import SessionSeen
 
 
@@ -155,3 +168,143 @@ async def test_a_stream_answered_midway_is_drained_from_where_it_was_left() -> N
     assert b"".join([chunk async for chunk in body]) == b""  # all of it came in one read
     assert reply.reusable
     assert (await _head(reader))[0] == 202
+
+
+async def _answering(*responses: bytes) -> tuple[str, list[bytes], asyncio.Server]:
+    """A backend on 127.0.0.1 that answers each request it reads with the next of
+    ``responses``; the requests (head and body) are kept."""
+    heard: list[bytes] = []
+    left = list(responses)
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while left:
+            head = await reader.readuntil(b"\r\n\r\n")
+            size = next(
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            heard.append(head + await reader.readexactly(size))
+            writer.write(left.pop(0))
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return f"http://127.0.0.1:{port}/mcp", heard, server
+
+
+def _json_response(status: str, message: Mapping[str, object]) -> bytes:
+    body = json.dumps(message).encode()
+    return (
+        f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode() + body
+
+
+@pytest.mark.parametrize(
+    ("response", "stateless"),
+    [
+        # a backend that serves 2026-07-28 lists it
+        (
+            _json_response(
+                "200 OK",
+                {
+                    "jsonrpc": "2.0",
+                    "id": "toolgate-hop-1",
+                    "result": {"supportedVersions": ["2025-11-25", "2026-07-28"]},
+                },
+            ),
+            True,
+        ),
+        # one that serves only the handshake era refuses a request without a session
+        (
+            _json_response(
+                "400 Bad Request",
+                {"jsonrpc": "2.0", "id": "server-error", "error": {"code": -32600, "message": "x"}},
+            ),
+            False,
+        ),
+        # and one that lists other versions only is not sent 2026-07-28 requests either
+        (
+            _json_response(
+                "200 OK",
+                {"jsonrpc": "2.0", "id": "toolgate-hop-1", "result": {"supportedVersions": ["x"]}},
+            ),
+            False,
+        ),
+        (b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n", False),
+    ],
+    ids=["modern", "handshake-only", "other-versions", "not-found"],
+)
+async def test_a_backend_serving_2026_is_told_apart_by_server_discover(
+    response: bytes, stateless: bool
+) -> None:
+    url, heard, server = await _answering(response)
+    hop = Hop(url, {}, SessionSeen())
+    try:
+        await hop.discover(None, timeout=5)  # type: ignore[arg-type]
+    finally:
+        await hop.close()
+        server.close()
+    assert hop.stateless is stateless
+    head, _, body = heard[0].partition(b"\r\n\r\n")
+    assert b"mcp-protocol-version: 2026-07-28" in head and b"mcp-session-id" not in head
+    sent = json.loads(body)
+    assert sent["method"] == "server/discover"
+    assert sent["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+
+
+async def test_a_stateless_call_carries_the_envelope_and_the_headers_its_tool_asks_for() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    }
+    result = {
+        "resultType": "complete",
+        "content": [{"type": "text", "text": "eu"}],
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "b", "version": "1"}, "k": 1},
+    }
+    answer = {"jsonrpc": "2.0", "id": "toolgate-hop-1", "result": result}
+    url, heard, server = await _answering(_json_response("200 OK", answer))
+    hop = Hop(url, {"authorization": "Bearer t"}, SessionSeen())
+    form = Stateless.of("region", schema, {"region": "eu"}, {"name": "gw", "version": "1"}, "info")
+    assert form is not None
+    try:
+        called = await hop.call_tool(None, "region", {"region": "eu"}, timeout=5, stateless=form)  # type: ignore[arg-type]
+    finally:
+        await hop.close()
+        server.close()
+    head, _, body = heard[0].partition(b"\r\n\r\n")
+    lines = set(head.decode().lower().split("\r\n"))
+    assert {
+        "mcp-protocol-version: 2026-07-28",
+        "mcp-method: tools/call",
+        "mcp-name: region",
+        "mcp-param-region: eu",
+        "authorization: bearer t",
+    } <= lines
+    assert not any(line.startswith("mcp-session-id") for line in lines)
+    meta = json.loads(body)["params"]["_meta"]
+    assert meta == {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "gw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/logLevel": "info",
+    }
+    # the backend's own server info is its envelope's, not the result's
+    assert called.meta == {"k": 1}
+    assert called.content[0].text == "eu"  # type: ignore[union-attr]
+
+
+def test_a_tool_whose_header_annotations_are_invalid_is_not_sent_stateless() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "object", "x-mcp-header": "A"}}}
+    assert Stateless.of("t", schema, {}, {"name": "gw", "version": "1"}, None) is None
+
+
+def test_a_backend_asking_a_stateless_call_for_input_is_its_error() -> None:
+    asked = {"resultType": "input_required", "inputRequests": {"s": {"method": "sampling/x"}}}
+    with pytest.raises(MCPError, match=r"asked for input \(s\)"):
+        _completed(asked)
+    plain = {"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": {}}}
+    assert _completed(plain) == {"content": []}

@@ -1242,6 +1242,58 @@ async def test_a_2026_call_is_parked_only_when_its_client_can_answer_the_backend
     await eventually(lambda: not upstream._calls.get("h") and not upstream.parked)
 
 
+@pytest.mark.parametrize("capabilities", [{}, {"sampling": {}}], ids=["none", "sampling"])
+async def test_a_2026_call_that_can_be_asked_nothing_reaches_the_backend_as_2026(
+    hopped: Hopped, capabilities: dict[str, Any]
+) -> None:
+    """A 2026-07-28 call whose client declared nothing a backend could ask of it reaches
+    a backend that serves that protocol as a 2026-07-28 request, as it would from the
+    client directly (the gateway's client info in its envelope). A client that can
+    answer has its call go on the gateway's session, where the backend can ask it."""
+    assert hopped.gateway.backends["h"].hop is not None
+    assert hopped.gateway.backends["h"].hop.stateless  # learned by server/discover
+    call, headers = _modern_call("meta", {})
+    call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
+    async with httpx2.AsyncClient(timeout=20) as http:
+        response = await http.post(hopped.url, json=call, headers=headers)
+    result = response.json()["result"]
+    seen = json.loads(result["content"][0]["text"])
+    version = seen.get("io.modelcontextprotocol/protocolVersion")
+    assert version == (None if capabilities else "2026-07-28")
+    if not capabilities:
+        assert seen["io.modelcontextprotocol/clientInfo"]["name"] == "toolgate-gateway"
+        assert seen["io.modelcontextprotocol/clientCapabilities"] == {}
+    # the answer carries the gateway's server info, whichever way the backend was asked
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "toolgate"
+    assert result["_meta"]["example.com/answered-by"] == "gw-upstream"
+
+
+async def test_a_header_param_reaches_a_2026_backend_as_its_header(hopped: Hopped) -> None:
+    """A tool whose argument is also a header (``x-mcp-header``) is sent to a 2026-07-28
+    backend with that header, which the backend checks against the argument."""
+    call, headers = _modern_call("region", {"region": "eu-west"})
+    headers["mcp-param-region"] = "eu-west"
+    async with httpx2.AsyncClient(timeout=20) as http:
+        response = await http.post(hopped.url, json=call, headers=headers)
+    result = response.json()["result"]
+    assert not result.get("isError"), result
+    assert result["content"][0]["text"] == "eu-west"
+
+
+async def test_a_2026_calls_log_level_travels_to_the_backend_in_its_envelope(
+    hopped: Hopped,
+) -> None:
+    """A 2026-07-28 call sent to the backend as one asks for the log messages its client
+    opted in to (its level in the envelope); they come back on the call's stream."""
+    call, headers = _modern_call("log", {})
+    call["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = "error"
+    async with httpx2.AsyncClient(timeout=20) as http:
+        response = await http.post(hopped.url, json=call, headers=headers)
+    assert "error during the call" in response.text
+    assert "debug during the call" not in response.text
+    assert '"logged"' in response.text
+
+
 @pytest.mark.parametrize("kind", KINDS)
 async def test_a_request_on_a_calls_own_stream_reaches_that_call_whoever_else_calls(
     hopped: Hopped, kind: str

@@ -44,7 +44,7 @@ from toolgate import __version__
 from toolgate.catalog import ToolResult
 from toolgate.errors import RelayedError
 from toolgate.gateway.config import GatewayConfig, HttpServer, StdioServer
-from toolgate.gateway.hop import Hop, SessionGone, usable
+from toolgate.gateway.hop import Hop, SessionGone, Stateless, usable
 from toolgate.gateway.pool import SessionSeen, backend_http_client
 from toolgate.wire import result_from_mcp, tool_wire
 
@@ -55,6 +55,7 @@ STDERR_TAIL_LINES = 20  # kept per backend for the error of a failed start
 CONNECTION_CLOSED = -32000  # the SDK's code for a connection that went away
 MAX_LIST_PAGES = 1000
 CLIENT_INFO = mt.Implementation(name="toolgate-gateway", version=__version__)
+_CLIENT_INFO_WIRE = CLIENT_INFO.model_dump(by_alias=True, mode="json", exclude_none=True)
 T = TypeVar("T")
 
 
@@ -347,11 +348,13 @@ class Backend:
         *,
         progress: ProgressFnT | None = None,
         meta: Mapping[str, Any] | None = None,
+        stateless: Stateless | None = None,
     ) -> ToolResult:
         """Run one of the backend's tools (by its own name), within its timeout. With
         ``progress``, the backend is asked for progress notifications and each one is
         passed on; ``meta`` goes in the request's ``_meta``. Cancelling the awaiting
-        task cancels the backend request (the SDK sends ``notifications/cancelled``)."""
+        task cancels the backend request (the SDK sends ``notifications/cancelled``).
+        ``stateless`` (``stateless_form``): sent as a 2026-07-28 request."""
         problem = unsendable(arguments)
         if problem is not None:  # refused here: encoding it would break the shared connection
             return ToolResult.error(f"Cannot send {tool!r} to backend {self.name!r}: {problem}")
@@ -364,7 +367,13 @@ class Backend:
                 if hop is not None and hop.ready:
                     try:
                         return await hop.call_tool(
-                            session, tool, arguments, timeout=seconds, progress=progress, meta=meta
+                            session,
+                            tool,
+                            arguments,
+                            timeout=seconds,
+                            progress=progress,
+                            meta=meta,
+                            stateless=stateless,
                         )
                     except SessionGone:  # nothing ran; the session is over: reconnect
                         self._lost("the backend no longer knows the gateway's session")
@@ -388,6 +397,21 @@ class Backend:
             error = exc.error
             raise RelayedError(error.code, error.message, error.data, backend=self.name) from exc
         return result_from_mcp(result)
+
+    def stateless_form(
+        self, tool: str, arguments: Mapping[str, Any], level: mt.LoggingLevel | None
+    ) -> Stateless | None:
+        """A call to ``tool`` as a 2026-07-28 request (log messages from ``level`` on),
+        if the backend serves that protocol and lists the tool; else ``None``. For calls
+        that can be asked nothing, whose client speaks that protocol (``Upstream``): the
+        backend gets them as it would from that client directly."""
+        hop = self.hop
+        if hop is None or not hop.stateless:
+            return None
+        schema = next((t.get("inputSchema") for t in self.tools if t.get("name") == tool), None)
+        if schema is None:
+            return None
+        return Stateless.of(tool, schema, arguments, _CLIENT_INFO_WIRE, level)
 
     async def set_logging_level(self, level: mt.LoggingLevel) -> None:
         """Ask the backend for log messages at ``level`` and above (kept for reconnects);
@@ -619,6 +643,8 @@ class Backend:
                         tools_changed = await self._refresh(session, notify=False)
                         changed = await self._read_primitives(session, self.declared())
                         await self._resubscribe(session)
+                        if self.hop is not None:
+                            await self.hop.discover(session, self.timing.start_timeout)
                     self.session = session
                     self.status = "up"
                     self.last_error = None

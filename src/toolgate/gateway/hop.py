@@ -6,8 +6,13 @@ dispatcher. What comes back on the call's stream is handled by that same
 ``ClientSession``: the backend's requests go to its request handler (the gateway's
 sampling, elicitation and roots callbacks) and their answers back to the backend; its
 notifications to its notification handler; progress to the caller. A session the
-backend no longer knows (404) sends the call the SDK's way. Edge layer: imports
-``mcp``, ``gateway.pool``.
+backend no longer knows (404) sends the call the SDK's way.
+
+A backend that also serves 2026-07-28 (``discover``) can take a call as a stateless
+request instead (``Stateless``): the envelope in its ``_meta``, the routing headers,
+no session; cancelled by closing its connection. ``Upstream`` sends that way the calls
+of 2026-07-28 clients that can be asked nothing, as they would reach the backend
+directly. Edge layer: imports ``mcp``, ``gateway.pool``.
 """
 
 from __future__ import annotations
@@ -29,8 +34,18 @@ import pydantic_core
 from mcp import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import (
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+    MCP_PROTOCOL_VERSION_HEADER,
+    encode_header_value,
+    find_invalid_x_mcp_header,
+    mcp_param_headers,
+    x_mcp_header_map,
+)
 from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.transport_context import TransportContext
+from mcp_types.version import LATEST_MODERN_VERSION
 
 from toolgate.gateway.pool import SessionSeen
 
@@ -54,6 +69,44 @@ MAX_IDLE = 64
 MAX_LINE = 64 * 1024
 #: how long the rest of an answered stream is read before its connection is dropped
 DRAIN_SECONDS = 0.5
+
+
+#: what the hop declares in a stateless request's envelope: it can answer nothing
+_ENVELOPE_CAPABILITIES: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class Stateless:
+    """A call sent as a 2026-07-28 request: the ``_meta`` envelope it carries (the
+    gateway's client info, no capabilities, the log level wanted) and its routing
+    headers (``Mcp-Name`` and the ``Mcp-Param-*`` its tool's schema asks for)."""
+
+    envelope: Mapping[str, Any]
+    headers: Mapping[str, str]
+
+    @classmethod
+    def of(
+        cls,
+        tool: str,
+        input_schema: Any,
+        arguments: Mapping[str, Any],
+        client_info: Mapping[str, Any],
+        level: str | None,
+    ) -> Stateless | None:
+        """The stateless form of a call, or ``None`` when its tool's ``x-mcp-header``
+        annotations are invalid (a 2026-07-28 client would not call it either)."""
+        if find_invalid_x_mcp_header(input_schema) is not None:
+            return None
+        envelope: dict[str, Any] = {
+            mt.PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION,
+            mt.CLIENT_INFO_META_KEY: dict(client_info),
+            mt.CLIENT_CAPABILITIES_META_KEY: _ENVELOPE_CAPABILITIES,
+        }
+        if level is not None:
+            envelope[mt.LOG_LEVEL_META_KEY] = level
+        headers = {MCP_NAME_HEADER: encode_header_value(tool)}
+        headers.update(mcp_param_headers(x_mcp_header_map(input_schema), arguments))
+        return cls(envelope, headers)
 
 
 class SessionGone(Exception):
@@ -134,6 +187,7 @@ class Hop:
         self.idle: list[Stream] = []
         self.ids = itertools.count(1)
         self.calls = 0  # calls sent this way, so far
+        self.stateless = False  # the backend serves 2026-07-28 requests too (``discover``)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     @property
@@ -151,43 +205,80 @@ class Hop:
         timeout: float,
         progress: ProgressFnT | None = None,
         meta: Mapping[str, Any] | None = None,
+        stateless: Stateless | None = None,
     ) -> mt.CallToolResult:
-        """Run ``tool``; raises ``SessionGone`` (nothing ran), ``MCPError`` (the
-        backend's error, or ``REQUEST_TIMEOUT`` after ``timeout`` seconds: the backend
-        is told it is cancelled), ``HopError`` or ``OSError`` (transport trouble)."""
+        """Run ``tool`` (with ``stateless``, as a 2026-07-28 request); raises
+        ``SessionGone`` (nothing ran), ``MCPError`` (the backend's error, or
+        ``REQUEST_TIMEOUT`` after ``timeout`` seconds: the backend is told it is
+        cancelled), ``HopError`` or ``OSError`` (transport trouble)."""
         request_id = f"{ID_PREFIX}{next(self.ids)}"
         self.calls += 1
         params: dict[str, Any] = {"name": tool, "arguments": dict(arguments)}
         extra = dict(meta or {})
         if progress is not None:
             extra["progressToken"] = request_id
+        if stateless is not None:
+            extra.update(stateless.envelope)
         if extra:
             params["_meta"] = extra
         body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        headers = self._stateless_head("tools/call", stateless.headers) if stateless else None
         reply: _Reply | None = None
         try:
             async with asyncio.timeout(timeout):
-                reply = await self._post(body)
-                if reply.status == 404:
+                reply = await self._post(body, headers)
+                if reply.status == 404 and stateless is None:
                     self._done(reply)
                     raise SessionGone(tool)
                 outcome = await self._outcome(reply, session, request_id, progress)
         except TimeoutError:
-            self._cancel(request_id, "timeout")
+            if stateless is None:  # a stateless request is cancelled by its closed connection
+                self._cancel(request_id, "timeout")
             raise MCPError(
                 code=mt.REQUEST_TIMEOUT,
                 message=f"Timed out while waiting for response to tools/call. Waited {timeout}s.",
             ) from None
         except asyncio.CancelledError:
-            self._cancel(request_id, "cancelled by the client")
+            if stateless is None:
+                self._cancel(request_id, "cancelled by the client")
             raise
         finally:
             if reply is not None and not reply.given:
                 _close(reply.conn)  # what is left of its stream is of no use now
         if isinstance(outcome, mt.ErrorData):
             raise MCPError.from_error_data(outcome)
+        if stateless is not None:
+            outcome = _completed(outcome)
         # relayed as sent: structured content is the client's to check (``RelaySession``)
         return mt.CallToolResult.model_validate(outcome, by_name=False)
+
+    async def discover(self, session: ClientSession, timeout: float) -> None:
+        """Learn whether the backend also serves 2026-07-28 requests (``server/discover``);
+        any failure leaves the hop on the session."""
+        request_id = f"{ID_PREFIX}{next(self.ids)}"
+        envelope = {
+            mt.PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION,
+            mt.CLIENT_CAPABILITIES_META_KEY: _ENVELOPE_CAPABILITIES,
+        }
+        body = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "server/discover",
+            "params": {"_meta": envelope},
+        }
+        reply: _Reply | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                reply = await self._post(body, self._stateless_head("server/discover", {}))
+                outcome = await self._outcome(reply, session, request_id, None)
+        except (OSError, HopError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            logger.debug("server/discover failed on %s: %s", self.authority, exc)
+            return
+        finally:
+            if reply is not None and not reply.given:
+                _close(reply.conn)
+        versions = outcome.get("supportedVersions") if isinstance(outcome, dict) else None
+        self.stateless = isinstance(versions, list) and LATEST_MODERN_VERSION in versions
 
     async def _outcome(
         self,
@@ -305,18 +396,32 @@ class Hop:
         task.add_done_callback(self._tasks.discard)
 
     # -- HTTP/1.1 ------------------------------------------------------------------------
-    async def _post(self, message: Mapping[str, Any]) -> _Reply:
-        """POST one JSON-RPC message on the session; a kept-open connection the server
-        closed meanwhile is replaced once (nothing was read from it: nothing ran)."""
+    @staticmethod
+    def _stateless_head(method: str, headers: Mapping[str, str]) -> list[str]:
+        """The header lines of a 2026-07-28 request for ``method``."""
+        return [
+            f"{MCP_PROTOCOL_VERSION_HEADER}: {LATEST_MODERN_VERSION}",
+            f"{MCP_METHOD_HEADER}: {method}",
+            *(f"{name}: {value}" for name, value in headers.items()),
+        ]
+
+    async def _post(self, message: Mapping[str, Any], routing: list[str] | None = None) -> _Reply:
+        """POST one JSON-RPC message on the session (with ``routing``, the header lines
+        of a stateless request, without it); a kept-open connection the server closed
+        meanwhile is replaced once (nothing was read from it: nothing ran)."""
         body = pydantic_core.to_json(message)
+        if routing is None:
+            routing = [
+                f"mcp-session-id: {self.seen.session_id}",
+                f"mcp-protocol-version: {self.seen.protocol_version}",
+            ]
         lines = [
             f"POST {self.target} HTTP/1.1",
             f"host: {self.authority}",
             "content-type: application/json",
             "accept: application/json, text/event-stream",
             f"content-length: {len(body)}",
-            f"mcp-session-id: {self.seen.session_id}",
-            f"mcp-protocol-version: {self.seen.protocol_version}",
+            *routing,
             *(f"{name}: {value}" for name, value in self.headers.items()),
         ]
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
@@ -330,6 +435,9 @@ class Hop:
                 _close(conn)
                 if reused:
                     continue
+                raise
+            except BaseException:  # cancelled mid-request: the connection is of no use now
+                _close(conn)
                 raise
             return _Reply(status, headers, conn)
 
@@ -510,6 +618,27 @@ def _parse(data: bytes) -> dict[str, Any] | None:
     return message if isinstance(message, dict) else None
 
 
+def _completed(result: dict[str, Any]) -> dict[str, Any]:
+    """A stateless request's result as the session would have it: a backend that asks
+    for input (``input_required``) asks a client that declared nothing to answer with,
+    which is the backend's error; the server info it stamps on the result is its own
+    envelope's, not the result's."""
+    if result.get("resultType", "complete") != "complete":
+        asked = ", ".join(sorted(result.get("inputRequests") or {}))
+        raise MCPError(
+            code=mt.INTERNAL_ERROR,
+            message=f"The backend asked for input ({asked or result.get('resultType')}) "
+            "that the client of this call declared no capability to give.",
+        )
+    meta = result.get("_meta")
+    if isinstance(meta, dict) and mt.SERVER_INFO_META_KEY in meta:
+        meta = {k: v for k, v in meta.items() if k != mt.SERVER_INFO_META_KEY}
+        result = (
+            {**result, "_meta": meta} if meta else {k: v for k, v in result.items() if k != "_meta"}
+        )
+    return result
+
+
 def _answer(message: Mapping[str, Any], request_id: str) -> dict[str, Any] | mt.ErrorData | None:
     """The result or error ``message`` answers ``request_id`` with, if it does."""
     if message.get("id") != request_id or "method" in message:
@@ -523,4 +652,4 @@ def _answer(message: Mapping[str, Any], request_id: str) -> dict[str, Any] | mt.
         return mt.ErrorData(code=mt.INTERNAL_ERROR, message="The backend's answer is malformed")
 
 
-__all__ = ["Hop", "HopError", "SessionGone", "usable"]
+__all__ = ["Hop", "HopError", "SessionGone", "Stateless", "usable"]

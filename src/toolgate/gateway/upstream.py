@@ -492,9 +492,10 @@ class Upstream:
         meta, level = call_meta(ctx), requested_level(ctx)
         progress = progress_token_from_params(ctx.params) is not None
         if not _answers_input(ctx):
-            # never parked: it routes the backend's progress and logs, and refuses its asks
+            # never parked: it routes the backend's progress and logs, and refuses its asks;
+            # a backend that serves 2026-07-28 gets it as the client would send it
             here = ParkedCall(backend, tool, ctx=ctx)
-            return await self._backend_call(here, arguments, meta, level, progress)
+            return await self._backend_call(here, arguments, meta, level, progress, stateless=True)
         state = _ROUND.get()
         owner = await self._owner(ctx)
         parked = self._park(
@@ -566,15 +567,24 @@ class Upstream:
         meta: Mapping[str, Any] | None,
         level: mt.LoggingLevel | None,
         progress: bool,
+        *,
+        stateless: bool = False,
     ) -> ToolResult:
         """The backend request of a 2026-07-28 call. The backend is asked for progress
         only if the first request wants it, as a legacy call asks only with the client's
-        token (a backend told to report progress does work for it that nobody reads)."""
+        token (a backend told to report progress does work for it that nobody reads).
+        ``stateless``: the call can be asked nothing, so a backend that serves 2026-07-28
+        gets it as such a request (``Backend.stateless_form``), as it would from the
+        client directly; its log level travels in its envelope, not held on the
+        backend's session."""
         backend = parked.backend
         report = parked.progress if progress else None
+        form = backend.stateless_form(parked.tool, arguments, level) if stateless else None
         with self._in_flight(backend, parked):
-            async with self._holding(backend, parked, level):
-                return await backend.call(parked.tool, arguments, progress=report, meta=meta)
+            async with self._holding(backend, parked, None if form is not None else level):
+                return await backend.call(
+                    parked.tool, arguments, progress=report, meta=meta, stateless=form
+                )
 
     def _drop(self, parked: ParkedCall) -> None:
         self.parked.pop(parked.id, None)
