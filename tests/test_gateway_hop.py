@@ -24,6 +24,7 @@ from toolgate.gateway.hop import (
     _Events,
     _head,
     _Reply,
+    header_params,
     usable,
 )
 from toolgate.gateway.pool import SessionSeen
@@ -268,8 +269,9 @@ async def test_a_stateless_call_carries_the_envelope_and_the_headers_its_tool_as
     answer = {"jsonrpc": "2.0", "id": "toolgate-hop-1", "result": result}
     url, heard, server = await _answering(_json_response("200 OK", answer))
     hop = Hop(url, {"authorization": "Bearer t"}, SessionSeen())
-    form = Stateless.of("region", schema, {"region": "eu"}, {"name": "gw", "version": "1"}, "info")
-    assert form is not None
+    params = header_params(schema)
+    assert params is not None
+    form = Stateless.of("region", params, {"region": "eu"}, {"name": "gw", "version": "1"}, "info")
     try:
         called = await hop.call_tool(None, "region", {"region": "eu"}, timeout=5, stateless=form)  # type: ignore[arg-type]
     finally:
@@ -299,7 +301,8 @@ async def test_a_stateless_call_carries_the_envelope_and_the_headers_its_tool_as
 
 def test_a_tool_whose_header_annotations_are_invalid_is_not_sent_stateless() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "object", "x-mcp-header": "A"}}}
-    assert Stateless.of("t", schema, {}, {"name": "gw", "version": "1"}, None) is None
+    assert header_params(schema) is None
+    assert header_params({"type": "object", "properties": {"a": {"type": "string"}}}) == {}
 
 
 def test_a_backend_asking_a_stateless_call_for_input_is_its_error() -> None:
@@ -308,3 +311,31 @@ def test_a_backend_asking_a_stateless_call_for_input_is_its_error() -> None:
         _completed(asked)
     plain = {"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": {}}}
     assert _completed(plain) == {"content": []}
+
+
+def test_a_backends_stateless_form_follows_its_tool_list() -> None:
+    """Which arguments travel as headers is read once per tool list, again when the list
+    changes; a tool the backend does not list, or one whose annotations are invalid,
+    has no stateless form (its call stays on the session), nor has any tool of a backend
+    that does not serve 2026-07-28."""
+    from toolgate.gateway.backends import Backend
+    from toolgate.gateway.config import HttpServer
+
+    backend = Backend("b", HttpServer(url="http://127.0.0.1:9/mcp"))
+    hop = Hop("http://127.0.0.1:9/mcp", {}, SessionSeen())
+    backend.hop = hop
+    plain = {"name": "t", "inputSchema": {"type": "object", "properties": {"r": {}}}}
+    backend.tools = (plain,)
+    assert backend.stateless_form("t", {"r": "x"}, None) is None  # not discovered yet
+    hop.stateless = True
+    form = backend.stateless_form("t", {"r": "x"}, "debug")
+    assert form is not None and "mcp-param-r" not in {k.lower() for k in form.headers}
+    assert form.envelope["io.modelcontextprotocol/logLevel"] == "debug"
+    annotated = {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "R"}}}
+    backend.tools = ({"name": "t", "inputSchema": annotated},)
+    form = backend.stateless_form("t", {"r": "x"}, None)
+    assert form is not None and form.headers["Mcp-Param-R"] == "x"
+    invalid = {"type": "object", "properties": {"r": {"type": "object", "x-mcp-header": "R"}}}
+    backend.tools = ({"name": "t", "inputSchema": invalid},)
+    assert backend.stateless_form("t", {"r": {}}, None) is None
+    assert backend.stateless_form("unlisted", {}, None) is None

@@ -44,7 +44,7 @@ from toolgate import __version__
 from toolgate.catalog import ToolResult
 from toolgate.errors import RelayedError
 from toolgate.gateway.config import GatewayConfig, HttpServer, StdioServer
-from toolgate.gateway.hop import Hop, SessionGone, Stateless, usable
+from toolgate.gateway.hop import HeaderParams, Hop, SessionGone, Stateless, header_params, usable
 from toolgate.gateway.pool import SessionSeen, backend_http_client
 from toolgate.wire import result_from_mcp, tool_wire
 
@@ -241,6 +241,9 @@ class Backend:
         self.errlog = errlog
         self.status = "starting"  # starting | up | down | stopped
         self.tools: tuple[dict[str, Any], ...] = ()
+        # each tool's header params (``stateless_form``), and the tool list they were read from
+        self._params: dict[str, HeaderParams | None] = {}
+        self._params_of: tuple[dict[str, Any], ...] | None = None
         # prompts, resources, resource templates: wire dicts, as the backend lists them
         self.prompts: tuple[dict[str, Any], ...] = ()
         self.resources: tuple[dict[str, Any], ...] = ()
@@ -408,10 +411,13 @@ class Backend:
         hop = self.hop
         if hop is None or not hop.stateless:
             return None
-        schema = next((t.get("inputSchema") for t in self.tools if t.get("name") == tool), None)
-        if schema is None:
+        if self._params_of is not self.tools:  # read once per tool list
+            self._params = {str(t["name"]): header_params(t.get("inputSchema")) for t in self.tools}
+            self._params_of = self.tools
+        params = self._params.get(tool)
+        if params is None:
             return None
-        return Stateless.of(tool, schema, arguments, _CLIENT_INFO_WIRE, level)
+        return Stateless.of(tool, params, arguments, _CLIENT_INFO_WIRE, level)
 
     async def set_logging_level(self, level: mt.LoggingLevel) -> None:
         """Ask the backend for log messages at ``level`` and above (kept for reconnects);

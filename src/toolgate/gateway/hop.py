@@ -88,15 +88,13 @@ class Stateless:
     def of(
         cls,
         tool: str,
-        input_schema: Any,
+        params: HeaderParams,
         arguments: Mapping[str, Any],
         client_info: Mapping[str, Any],
         level: str | None,
-    ) -> Stateless | None:
-        """The stateless form of a call, or ``None`` when its tool's ``x-mcp-header``
-        annotations are invalid (a 2026-07-28 client would not call it either)."""
-        if find_invalid_x_mcp_header(input_schema) is not None:
-            return None
+    ) -> Stateless:
+        """The stateless form of a call to ``tool``, whose arguments at ``params``
+        (``header_params``) travel as headers too."""
         envelope: dict[str, Any] = {
             mt.PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION,
             mt.CLIENT_INFO_META_KEY: dict(client_info),
@@ -105,8 +103,23 @@ class Stateless:
         if level is not None:
             envelope[mt.LOG_LEVEL_META_KEY] = level
         headers = {MCP_NAME_HEADER: encode_header_value(tool)}
-        headers.update(mcp_param_headers(x_mcp_header_map(input_schema), arguments))
+        if params:
+            headers.update(mcp_param_headers(params, arguments))
         return cls(envelope, headers)
+
+
+#: the arguments (by property path) a tool's ``x-mcp-header`` annotations mirror in
+#: ``Mcp-Param-*`` headers, each with its header's token
+HeaderParams = Mapping[tuple[str, ...], str]
+
+
+def header_params(input_schema: Any) -> HeaderParams | None:
+    """What of a tool's arguments a 2026-07-28 request mirrors in headers, or ``None``
+    when its ``x-mcp-header`` annotations are invalid (a 2026-07-28 client would not
+    call it: such a call stays on the session)."""
+    if find_invalid_x_mcp_header(input_schema) is not None:
+        return None
+    return x_mcp_header_map(input_schema)
 
 
 class SessionGone(Exception):
@@ -652,4 +665,4 @@ def _answer(message: Mapping[str, Any], request_id: str) -> dict[str, Any] | mt.
         return mt.ErrorData(code=mt.INTERNAL_ERROR, message="The backend's answer is malformed")
 
 
-__all__ = ["Hop", "HopError", "SessionGone", "Stateless", "usable"]
+__all__ = ["HeaderParams", "Hop", "HopError", "SessionGone", "Stateless", "header_params", "usable"]
