@@ -5,10 +5,11 @@ Compares toolgate's ``SearchIndex`` (lexical and hybrid) with FastMCP's
 ``BM25SearchTransform`` and plain ``bm25s`` over the same tools and queries in one
 run, and writes the tables to ``benchmarks/RESULTS.md`` between the ``search-eval``
 markers. Queries are split in halves by a hash of their text: ``dev`` (used to choose
-``HYBRID_WEIGHT`` with ``--tune`` and to derive ``TASK_WORDS``) and ``test``. A
+``HYBRID_WEIGHT`` and ``COVERAGE_POWER`` with ``--tune``, to derive ``TASK_WORDS``) and ``test``. A
 benchmark, not a test: it may import fastmcp and bm25s; nothing in ``src/`` imports it.
 
-Run: ``python benchmarks/search_eval.py [--limit-queries N] [--tune] [--no-write]``
+Run: ``python benchmarks/search_eval.py [--limit-queries N] [--tune] [--no-write]
+[--weight W] [--coverage-power P]`` (the last two try another hybrid setting; print only)
 """
 
 from __future__ import annotations
@@ -236,11 +237,13 @@ def load_toolbench(folder: Path | None, manager: Dataset) -> Dataset:
     return Dataset("MCPToolBench++ in MCP-Manager", list(tools.values()), queries, servers)
 
 
-def toolgate_ranker(data: Dataset, settings: SearchSettings) -> tuple[Ranker, float]:
+def toolgate_ranker(
+    data: Dataset, settings: SearchSettings, **options: float
+) -> tuple[Ranker, float]:
     catalog = Catalog()
     catalog.add_tools(data.tools)
     started = time.perf_counter()
-    index = SearchIndex(catalog, settings)
+    index = SearchIndex(catalog, settings, **options)  # type: ignore[arg-type]
     index.refresh()
     built = time.perf_counter() - started
     return (lambda q: [h.name for h in index.search(q, limit=DEPTH)]), built
@@ -400,13 +403,14 @@ def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
 def tune(sets: list[Dataset]) -> None:
     """recall@5 on each set's dev half: lexical at a range of prefix weights, root
     weights, argument-value weights and spelling-match weights and similarities, then
-    hybrid at a range of fusion weights.
+    hybrid at a range of fusion weights and coverage powers.
 
     The rule for all (``PREFIX_WEIGHT``, ``ROOT_WEIGHT``, ``ARGUMENT_WEIGHT``,
-    ``FUZZY_WEIGHT``, ``HYBRID_WEIGHT``): the best mean among the values that beat or
-    tie the baseline (no prefix, root or spelling matching; argument values counted
-    like the rest; lexical search) on every set,
-    so a value that helps one catalog and hurts another is not chosen.
+    ``FUZZY_WEIGHT``, ``HYBRID_WEIGHT`` with ``COVERAGE_POWER``): the best mean among
+    the values that beat or tie the baseline (no prefix, root or spelling matching;
+    argument values counted like the rest; lexical search) on every set, so a value
+    that helps one catalog and hurts another is not chosen. A hybrid setting that
+    replaces the one in use must also hold or beat it on every set.
     """
     devs = [[(q, g) for q, g in d.queries if split(q) == "dev"] for d in sets]
     catalogs = []
@@ -456,13 +460,14 @@ def tune(sets: list[Dataset]) -> None:
         },
     )
     rows = {"lexical": run(lexical)}
-    for w in (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5):
+    for power in (0.0, 1.0, 2.0, 4.0, 6.0):
+        for w in (0.15, 0.2, 0.25, 0.3):
 
-        def hybrid(d: Dataset, w: float = w) -> SearchSettings:
-            return SearchSettings("hybrid", weight=w, servers=d.servers)
+            def hybrid(d: Dataset, w: float = w) -> SearchSettings:
+                return SearchSettings("hybrid", weight=w, servers=d.servers)
 
-        rows[f"{w:.2f}"] = run(hybrid)
-    show("hybrid weight", rows)
+            rows[f"{w:.2f}, coverage^{power:g}"] = run(hybrid, coverage_power=power)
+    show("hybrid weight, coverage power", rows)
 
 
 def main() -> None:
@@ -479,7 +484,15 @@ def main() -> None:
         "hybrid weight (dev halves)",
     )
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--weight", type=float, default=None, help="hybrid: BM25's share (print only)"
+    )
+    parser.add_argument(
+        "--coverage-power", type=float, default=None, help="hybrid: coverage's power (print only)"
+    )
     args = parser.parse_args()
+    shipped = args.weight is None and args.coverage_power is None
+    hybrid_options = {} if args.coverage_power is None else {"coverage_power": args.coverage_power}
     sets, skipped = datasets(args)
     if args.tune:
         tune(sets)
@@ -487,7 +500,10 @@ def main() -> None:
     sections = []
     for data in sets:
         lexical, _ = toolgate_ranker(data, SearchSettings("lexical", servers=data.servers))
-        hybrid, _ = toolgate_ranker(data, SearchSettings("hybrid", servers=data.servers))
+        settings = SearchSettings("hybrid", servers=data.servers)
+        if args.weight is not None:
+            settings = SearchSettings("hybrid", servers=data.servers, weight=args.weight)
+        hybrid, _ = toolgate_ranker(data, settings, **hybrid_options)
         rankers = {
             "toolgate lexical": lexical,
             "toolgate hybrid (WordLlama 256)": hybrid,
@@ -504,7 +520,7 @@ def main() -> None:
         sections.append(md)
     if skipped:
         print("not writing RESULTS.md: some sets were skipped (see SKIPPED above)")
-    elif not args.no_write and args.limit_queries is None:
+    elif not args.no_write and args.limit_queries is None and shipped:
         body = (
             "Tool retrieval, one run: `python benchmarks/search_eval.py` "
             "(data and provenance: `benchmarks/data/README.md`). Settings were chosen on the "

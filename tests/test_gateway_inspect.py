@@ -120,10 +120,32 @@ def test_inspect_search_ranks_tools_with_scores_per_signal_and_field(config: Pat
     assert found["mode"] == "lexical"
     first = found["results"][0]
     assert first["name"] == "multiply"
-    assert first["semantic"] is None
+    assert first["semantic"] is None and first["coverage"] is None
     assert "name" in first["fields"]
     for row in found["results"]:
         assert sum(row["fields"].values()) == pytest.approx(row["bm25"], rel=1e-4)
+
+
+def test_inspect_hybrid_search_shows_each_tools_similarity_and_coverage(
+    tmp_path: Path,
+) -> None:
+    hybrid = gateway_config(tmp_path, search={"mode": "hybrid"})
+    found = inspect(hybrid, "--search", "multiply two numbers")["search"]
+    assert found["mode"] == "hybrid"
+    first = found["results"][0]
+    assert first["name"] == "multiply"
+    assert first["semantic"] is not None
+    assert 0 < first["coverage"] <= 1  # "multiply" is one of its words
+    assert all(0 <= row["coverage"] <= 1 for row in found["results"])
+    table = subprocess.run(
+        [*toolgate_argv(), "inspect", str(hybrid), "--search", "multiply two numbers"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=gateway_env(),
+    )
+    assert table.returncode == 0, table.stderr
+    assert "coverage" in table.stdout
 
 
 def test_inspect_search_indexes_the_backend_server_key(config: Path) -> None:

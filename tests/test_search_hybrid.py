@@ -90,6 +90,67 @@ def test_explain_gives_each_signal(wordllama: WordLlamaEmbedder) -> None:
     assert first.name == "send_email"
     assert first.semantic is not None and 0 < first.semantic <= 1
     assert first.bm25 > 0 and sum(first.fields.values()) == pytest.approx(first.bm25, rel=1e-4)
+    assert first.coverage == pytest.approx(1.0)  # its words reach both "send" and "email"
+    [lexical, *_] = SearchIndex(catalog()).explain("send an email", limit=3)
+    assert lexical.coverage is None
+
+
+class Flat(Embedder):
+    """One vector for every text: the cosine says nothing, so the lexical signal ranks."""
+
+    model_id = "test:flat"
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return np.full((len(texts), 4), 0.5, dtype=np.float32)
+
+
+COVERING = [
+    Tool("zip_zip", "Zip."),
+    Tool(
+        "digest",
+        "Every Monday morning this collects what happened across the company, the numbers "
+        "that moved, the people who joined, and sends a short newsletter to everyone.",
+    ),
+    Tool("get_weather", "Current weather for a city."),
+    Tool("list_files", "List the files in a folder."),
+]
+COVERING_QUERY = "zip the newsletter for the company"
+
+
+def test_hybrid_favours_the_tool_that_covers_more_of_the_request() -> None:
+    """BM25 alone puts first the tool that repeats one of the query's words (``zip``);
+    weighed by the share of the query's idf a tool's words reach, the tool that holds
+    two of its three words comes first. Lexical mode ranks by BM25 alone."""
+    c = Catalog()
+    c.add_tools(COVERING)
+    settings = SearchSettings("hybrid", embedder=Flat())
+    covered = SearchIndex(c, settings).explain(COVERING_QUERY, limit=2)
+    assert [e.name for e in covered] == ["digest", "zip_zip"]
+    assert [e.coverage for e in covered] == pytest.approx([2 / 3, 1 / 3])
+    assert covered[0].bm25 < covered[1].bm25
+    plain = SearchIndex(c, settings, coverage_power=0.0).search(COVERING_QUERY, limit=2)
+    assert [h.name for h in plain] == ["zip_zip", "digest"]
+    assert [h.name for h in SearchIndex(c).search(COVERING_QUERY, limit=2)] == [
+        "zip_zip",
+        "digest",
+    ]
+
+
+def test_coverage_counts_only_the_tools_the_caller_may_see() -> None:
+    """A tool the caller may not see holds a query word: the word's idf, and so every
+    visible tool's coverage and score, are what they are without that tool."""
+    hidden = Tool("newsletter_newsletter", "Newsletter newsletter.")
+    with_hidden, without = Catalog(), Catalog()
+    with_hidden.add_tools([*COVERING, hidden])
+    without.add_tools(COVERING)
+    settings = SearchSettings("hybrid", embedder=Flat())
+    seen = SearchIndex(with_hidden, settings).explain(
+        COVERING_QUERY, limit=4, allowed=lambda name: name != hidden.name
+    )
+    alone = SearchIndex(without, settings).explain(COVERING_QUERY, limit=4)
+    assert [(e.name, e.coverage, e.score) for e in seen] == [
+        (e.name, e.coverage, e.score) for e in alone
+    ]
 
 
 def test_the_query_embedding_leaves_out_argument_values(wordllama: WordLlamaEmbedder) -> None:

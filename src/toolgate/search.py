@@ -533,16 +533,9 @@ class Postings:
             return out
         for i, term in enumerate(terms):
             weight = weights[i] if weights else 1.0
-            arrays = self._arrays.get(term)
+            arrays = self._arrays_of(term)
             if arrays is None:
-                posting = self._postings.get(term)
-                if posting is None:
-                    continue
-                arrays = (
-                    np.fromiter(posting.keys(), dtype=np.int64, count=len(posting)),
-                    np.asarray(list(posting.values()), dtype=np.float64),
-                )
-                self._arrays[term] = arrays
+                continue
             slots, tfs = arrays
             if population is not None:
                 inside = population[slots]
@@ -555,13 +548,60 @@ class Postings:
             out[slots] += weight * idf * tf * (self.k1 + 1) / (tf + self.k1)
         return out
 
+    def coverage(self, groups: Sequence[Sequence[str]], scope: Scope) -> Any:
+        """Per slot, the share of a query's information its words reach: each group (a
+        query term with the index words it matches through) counts its idf in the
+        scope, the idf of every slot holding any of its words, over the sum of all.
+
+        A coordination factor, weighted by idf so a tool is not rewarded for sharing
+        the query's common words. Statistics and candidates are the scope's only."""
+        np = self._np
+        reached = np.zeros(self._next)
+        n, population = scope.documents, scope.population
+        total = 0.0
+        for group in groups:
+            hit = np.zeros(self._next, dtype=bool)
+            for term in group:
+                arrays = self._arrays_of(term)
+                if arrays is not None:
+                    hit[arrays[0]] = True
+            if population is not None:
+                hit[: len(population)] &= population
+                hit[len(population) :] = False
+            df = int(hit.sum())
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            reached[hit] += idf
+            total += idf
+        return reached / total if total > 0 else reached
+
+    def _arrays_of(self, term: str) -> tuple[Any, Any] | None:
+        """A term's postings as arrays (its slots, their frequencies per field), made
+        once per term and kept until the term's postings change."""
+        arrays = self._arrays.get(term)
+        if arrays is None:
+            posting = self._postings.get(term)
+            if posting is None:
+                return None
+            np = self._np
+            arrays = (
+                np.fromiter(posting.keys(), dtype=np.int64, count=len(posting)),
+                np.asarray(list(posting.values()), dtype=np.float64),
+            )
+            self._arrays[term] = arrays
+        return arrays
+
 
 SearchMode = Literal["lexical", "hybrid"]
 
-# Hybrid score = HYBRID_WEIGHT * z(BM25) + (1 - HYBRID_WEIGHT) * z(cosine). Chosen on the
-# development halves of the evaluation sets (benchmarks/search_eval.py --tune): the
-# weight with the best mean recall@5 among those that beat lexical search on every set.
-HYBRID_WEIGHT = 0.3
+# Hybrid score = HYBRID_WEIGHT * z(BM25 * coverage ** COVERAGE_POWER)
+#              + (1 - HYBRID_WEIGHT) * z(cosine),
+# coverage being the share of the query's idf a tool's words reach (``Postings.coverage``),
+# so the lexical signal favours the tools that cover the request over one that shares a
+# single rare word with it. Both chosen on the development halves of the evaluation sets
+# (benchmarks/search_eval.py --tune), among the settings that beat lexical search and the
+# setting before on every set (docs/decisions.md, "Coverage in hybrid search").
+HYBRID_WEIGHT = 0.2
+COVERAGE_POWER = 2.0
 MAX_POPULATIONS = 64  # scopes remembered (one per principal's view)
 
 
@@ -602,6 +642,7 @@ class Explanation:
     bm25: float
     semantic: float | None
     fields: Mapping[str, float]
+    coverage: float | None = None  # hybrid: the share of the query's idf its words reach
 
 
 @dataclass(frozen=True)
@@ -619,6 +660,7 @@ class _Scored:
     hits: Any
     names: list[str]
     rank: Any
+    coverage: Any = None  # hybrid: the share of the query's idf each slot reaches
 
 
 class SearchIndex:
@@ -643,6 +685,7 @@ class SearchIndex:
         argument_weight: float = ARGUMENT_WEIGHT,
         fuzzy_weight: float = FUZZY_WEIGHT,
         fuzzy_similarity: float = FUZZY_SIMILARITY,
+        coverage_power: float = COVERAGE_POWER,
     ) -> None:
         try:
             import numpy
@@ -659,6 +702,7 @@ class SearchIndex:
         self._argument_weight = argument_weight
         self._fuzzy_weight = fuzzy_weight
         self._fuzzy_similarity = fuzzy_similarity
+        self._coverage_power = coverage_power
         self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
@@ -821,13 +865,16 @@ class SearchIndex:
                 self._scopes[id(owner)] = (owner, version, scope)
                 return scope
 
-    def _weighted_terms(self, query: str, population: Any = None) -> tuple[list[str], list[float]]:
+    def _weighted_terms(
+        self, query: str, population: Any = None
+    ) -> tuple[list[str], list[float], list[list[str]]]:
         """The query's terms (weight 1, ``ARGUMENT_WEIGHT`` for a term only found in
         argument values), the longer index words they begin (``PREFIX_WEIGHT``), for a
         term that reaches no tool of ``population`` either way the index words spelled
         like it (``FUZZY_WEIGHT``), then the shorter index words that begin a term
         (``ROOT_WEIGHT``); each term once, a match through a term at that term's weight
-        times the match's. Call with the lock held."""
+        times the match's. Also each query term's group: it and the words it matches
+        through (for ``Postings.coverage``). Call with the lock held."""
         postings = self._postings
         terms = self.analyzer.query_terms(query)
         weights = [1.0] * len(terms)
@@ -835,19 +882,21 @@ class SearchIndex:
         if values and self._argument_weight != 1.0:
             told = set(self.analyzer.query_terms(rest))
             weights = [1.0 if t in told else self._argument_weight for t in terms]
+        groups = [[t] for t in terms]
         seen = set(terms)
 
-        def extend(found: Iterable[str], weight: float) -> None:
+        def extend(found: Iterable[str], weight: float, group: list[str]) -> None:
             for other in found:
+                group.append(other)
                 if other not in seen:
                     seen.add(other)
                     terms.append(other)
                     weights.append(weight)
 
-        asked = list(zip(terms, weights, strict=True))
-        for term, weight in asked:
+        asked = list(zip(terms, weights, groups, strict=True))
+        for term, weight, group in asked:
             longer = postings.extensions(term) if self._prefix_weight else []
-            extend(longer, weight * self._prefix_weight)
+            extend(longer, weight * self._prefix_weight, group)
             if (
                 self._fuzzy_weight
                 and len(term) >= MIN_PREFIX
@@ -855,11 +904,11 @@ class SearchIndex:
                 and not any(postings.matches(t, population) for t in longer)
             ):
                 similar = postings.similar(term, self._fuzzy_similarity)
-                extend(similar, weight * self._fuzzy_weight)
+                extend(similar, weight * self._fuzzy_weight, group)
         if self._root_weight:
-            for term, weight in asked:
-                extend(postings.roots(term), weight * self._root_weight)
-        return terms, weights
+            for term, weight, group in asked:
+                extend(postings.roots(term), weight * self._root_weight, group)
+        return terms, weights, groups
 
     def _meaning(self, query: str) -> str:
         """What the query embedding reads: the query less its argument values (all of
@@ -882,23 +931,38 @@ class SearchIndex:
         """
         np = self._np
         population = scope.population
+        hybrid = self.embedder is not None
         with self._lock:
-            terms, weights = self._weighted_terms(query, population)
+            terms, weights, groups = self._weighted_terms(query, population)
             bm25 = self._postings.scores(terms, scope, weights)
+            covered = None
+            if hybrid and self._coverage_power:
+                covered = self._postings.coverage(groups, scope)
             names, rank = self._slot_names, self._name_rank
             vectors, live = self._vectors, self._live
         if population is not None:
             live = live & population[: len(live)]
-        if self.embedder is None or vectors is None or not live.any():
+        if not hybrid or vectors is None or not live.any():
             hits = np.flatnonzero(bm25 > 0)
             return _Scored(scope, terms, weights, bm25, bm25, None, hits, names, rank)
+        assert self.embedder is not None
         embedded = self.embedder.embed([self._meaning(query)])
         q = _unit(np, np.asarray(embedded, dtype=np.float32))[0]
         cosine = vectors[: len(names)] @ q
+        lexical = bm25 if covered is None else bm25 * covered**self._coverage_power
         w = self.settings.weight
-        fused = w * _standard(np, bm25, live) + (1 - w) * _standard(np, cosine, live)
+        fused = w * _standard(np, lexical, live) + (1 - w) * _standard(np, cosine, live)
         return _Scored(
-            scope, terms, weights, fused, bm25, cosine, np.flatnonzero(live), names, rank
+            scope,
+            terms,
+            weights,
+            fused,
+            bm25,
+            cosine,
+            np.flatnonzero(live),
+            names,
+            rank,
+            covered,
         )
 
     def _ranked(
@@ -957,8 +1021,9 @@ class SearchIndex:
         limit: int = 5,
         allowed: Callable[[str], bool] | None = None,
     ) -> list[Explanation]:
-        """``search``'s ranking with each tool's BM25 score split by field, and its
-        embedding similarity (cosine) in hybrid mode.
+        """``search``'s ranking with each tool's BM25 score split by field, and in
+        hybrid mode its embedding similarity (cosine) and the share of the query's idf
+        its words reach (``coverage``; BM25 times its ``COVERAGE_POWER`` is fused).
 
         A field's share of a query term's BM25F score is its share of that term's
         weighted, length-normalised frequency in the tool, so the fields add up to
@@ -968,7 +1033,7 @@ class SearchIndex:
         the same terms, weights and statistics the ranking used).
         """
         slots, scored = self._ranked(query, limit, allowed)
-        semantic = scored.semantic
+        semantic, covered = scored.semantic, scored.coverage
         out: list[Explanation] = []
         for slot in slots:
             total: Counter[str] = Counter()
@@ -983,6 +1048,7 @@ class SearchIndex:
                     bm25=round(float(scored.bm25[slot]), 6),
                     semantic=None if semantic is None else round(float(semantic[slot]), 6),
                     fields={f: round(v, 6) for f, v in total.items() if v},
+                    coverage=None if covered is None else round(float(covered[slot]), 6),
                 )
             )
         return out

@@ -72,7 +72,8 @@ async def report(
 
 def search_report(snap: Snapshot, principal: Principal, query: str) -> dict[str, Any]:
     """How ``search_tools`` ranks ``query`` for ``principal``: the first 10 tools it may
-    access, each with its score, BM25 score, embedding similarity and BM25 per field."""
+    access, each with its score, BM25 score, embedding similarity, the share of the
+    query it covers (hybrid) and BM25 per field."""
     toolset = snap.toolset
     view = toolset.view(principal, toolset.initial_state())
     index = toolset.search_index
@@ -89,6 +90,7 @@ def search_report(snap: Snapshot, principal: Principal, query: str) -> dict[str,
                 "score": e.score,
                 "bm25": e.bm25,
                 "semantic": e.semantic,
+                "coverage": e.coverage,
                 "fields": dict(e.fields),
             }
             for e in ranked
@@ -255,13 +257,20 @@ def render_table(data: dict[str, Any], out: TextIO, *, explain: bool) -> None:
     if "search" in data:
         found = data["search"]
         ranking = Table(title=f"search {found['query']!r} ({found['mode']})")
-        for col in ("#", "tool", "score", "bm25", "semantic", "bm25 by field"):
+        for col in ("#", "tool", "score", "bm25", "semantic", "coverage", "bm25 by field"):
             ranking.add_column(col)
         for i, row in enumerate(found["results"], 1):
             fields = ", ".join(f"{k} {v:.2f}" for k, v in row["fields"].items())
             semantic = "" if row["semantic"] is None else f"{row['semantic']:.3f}"
+            coverage = "" if row.get("coverage") is None else f"{row['coverage']:.2f}"
             ranking.add_row(
-                str(i), row["name"], f"{row['score']:.3f}", f"{row['bm25']:.2f}", semantic, fields
+                str(i),
+                row["name"],
+                f"{row['score']:.3f}",
+                f"{row['bm25']:.2f}",
+                semantic,
+                coverage,
+                fields,
             )
         console.print(ranking)
     for problem in data["problems"]:
