@@ -558,6 +558,11 @@ class Postings:
         np = self._np
         reached = np.zeros(self._next)
         n, population = scope.documents, scope.population
+        visible = None
+        if population is not None:  # the scope's mask, over every slot
+            visible = np.zeros(self._next, dtype=bool)
+            shared = min(self._next, len(population))
+            visible[:shared] = population[:shared]
         total = 0.0
         for group in groups:
             hit = np.zeros(self._next, dtype=bool)
@@ -565,9 +570,8 @@ class Postings:
                 arrays = self._arrays_of(term)
                 if arrays is not None:
                     hit[arrays[0]] = True
-            if population is not None:
-                hit[: len(population)] &= population
-                hit[len(population) :] = False
+            if visible is not None:
+                hit &= visible
             df = int(hit.sum())
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
             reached[hit] += idf
