@@ -71,8 +71,16 @@ MAX_LINE = 64 * 1024
 DRAIN_SECONDS = 0.5
 
 
-#: what the hop declares in a stateless request's envelope: it can answer nothing
-_ENVELOPE_CAPABILITIES: dict[str, Any] = {}
+def _envelope(client_info: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``_meta`` envelope of the hop's 2026-07-28 requests: the version, and no
+    client capabilities (the hop can answer nothing)."""
+    envelope: dict[str, Any] = {
+        mt.PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION,
+        mt.CLIENT_CAPABILITIES_META_KEY: {},
+    }
+    if client_info is not None:
+        envelope[mt.CLIENT_INFO_META_KEY] = dict(client_info)
+    return envelope
 
 
 @dataclass(frozen=True)
@@ -95,11 +103,7 @@ class Stateless:
     ) -> Stateless:
         """The stateless form of a call to ``tool``, whose arguments at ``params``
         (``header_params``) travel as headers too."""
-        envelope: dict[str, Any] = {
-            mt.PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION,
-            mt.CLIENT_INFO_META_KEY: dict(client_info),
-            mt.CLIENT_CAPABILITIES_META_KEY: _ENVELOPE_CAPABILITIES,
-        }
+        envelope = _envelope(client_info)
         if level is not None:
             envelope[mt.LOG_LEVEL_META_KEY] = level
         headers = {MCP_NAME_HEADER: encode_header_value(tool)}
@@ -269,16 +273,8 @@ class Hop:
         """Learn whether the backend also serves 2026-07-28 requests (``server/discover``);
         any failure leaves the hop on the session."""
         request_id = f"{ID_PREFIX}{next(self.ids)}"
-        envelope = {
-            mt.PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION,
-            mt.CLIENT_CAPABILITIES_META_KEY: _ENVELOPE_CAPABILITIES,
-        }
-        body = {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "method": "server/discover",
-            "params": {"_meta": envelope},
-        }
+        params = {"_meta": _envelope()}
+        body = {"jsonrpc": "2.0", "id": request_id, "method": "server/discover", "params": params}
         reply: _Reply | None = None
         try:
             async with asyncio.timeout(timeout):
@@ -644,12 +640,13 @@ def _completed(result: dict[str, Any]) -> dict[str, Any]:
             "that the client of this call declared no capability to give.",
         )
     meta = result.get("_meta")
-    if isinstance(meta, dict) and mt.SERVER_INFO_META_KEY in meta:
-        meta = {k: v for k, v in meta.items() if k != mt.SERVER_INFO_META_KEY}
-        result = (
-            {**result, "_meta": meta} if meta else {k: v for k, v in result.items() if k != "_meta"}
-        )
-    return result
+    if not (isinstance(meta, dict) and mt.SERVER_INFO_META_KEY in meta):
+        return result
+    kept = {k: v for k, v in result.items() if k != "_meta"}
+    rest = {k: v for k, v in meta.items() if k != mt.SERVER_INFO_META_KEY}
+    if rest:
+        kept["_meta"] = rest
+    return kept
 
 
 def _answer(message: Mapping[str, Any], request_id: str) -> dict[str, Any] | mt.ErrorData | None:
