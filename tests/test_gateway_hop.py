@@ -339,3 +339,31 @@ def test_a_backends_stateless_form_follows_its_tool_list() -> None:
     backend.tools = ({"name": "t", "inputSchema": invalid},)
     assert backend.stateless_form("t", {"r": {}}, None) is None
     assert backend.stateless_form("unlisted", {}, None) is None
+
+
+async def test_a_stateless_call_past_its_deadline_closes_its_connection() -> None:
+    """A backend answering with one JSON body sends its head only at the end, so a
+    2026-07-28 call that times out is still waiting for it; closing the connection is
+    how the backend hears the call is cancelled (no session to notify)."""
+    closed = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        while await reader.read(65536):  # never answers; reads until the client hangs up
+            pass
+        closed.set()
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    hop = Hop(f"http://127.0.0.1:{port}/mcp", {}, SessionSeen())
+    form = Stateless.of("t", {}, {}, {"name": "gw", "version": "1"}, None)
+    try:
+        with pytest.raises(MCPError) as raised:
+            await hop.call_tool(None, "t", {}, timeout=0.2, stateless=form)  # type: ignore[arg-type]
+        assert raised.value.error.code == mt.REQUEST_TIMEOUT
+        await asyncio.wait_for(closed.wait(), 5)
+        assert not hop._tasks  # nothing is posted to cancel it: there is no session
+    finally:
+        await hop.close()
+        server.close()
