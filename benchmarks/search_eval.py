@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -402,13 +403,14 @@ def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
 
 def tune(sets: list[Dataset]) -> None:
     """recall@5 on each set's dev half: lexical at a range of prefix weights, root
-    weights, argument-value weights and spelling-match weights and similarities, then
-    hybrid at a range of fusion weights and coverage powers.
+    weights, argument-value weights, spelling-match weights and similarities and
+    feedback settings, then hybrid at a range of fusion weights and coverage powers.
 
     The rule for all (``PREFIX_WEIGHT``, ``ROOT_WEIGHT``, ``ARGUMENT_WEIGHT``,
-    ``FUZZY_WEIGHT``, ``HYBRID_WEIGHT`` with ``COVERAGE_POWER``): the best mean among
-    the values that beat or tie the baseline (no prefix, root or spelling matching;
-    argument values counted like the rest; lexical search) on every set, so a value
+    ``FUZZY_WEIGHT``, the ``FEEDBACK_*`` settings, ``HYBRID_WEIGHT`` with
+    ``COVERAGE_POWER``): the best mean among the values that beat or tie the baseline
+    (no prefix, root or spelling matching; argument values counted like the rest; no
+    feedback; lexical search) on every set, so a value
     that helps one catalog and hurts another is not chosen. A hybrid setting that
     replaces the one in use must also hold or beat it on every set.
     """
@@ -457,6 +459,18 @@ def tune(sets: list[Dataset]) -> None:
         {
             f"{w:.1f} @ {j:.1f}": run(lexical, fuzzy_weight=w, fuzzy_similarity=j)
             for w, j in ((0.0, 0.4), (0.2, 0.4), (0.4, 0.4), (0.6, 0.4), (0.4, 0.3), (0.4, 0.5))
+        },
+    )
+    show(
+        "feedback: best matches, words, weight, coverage below which (0: off)",
+        {
+            f"{d}, {t}, {w:.1f}, {c:.2f}": run(
+                lexical, feedback_docs=d, feedback_terms=t, feedback_weight=w, feedback_coverage=c
+            )
+            for d, t, w, c in [
+                (3, 20, 0.0, 0.35),
+                *itertools.product((3, 5), (10, 20), (0.3, 0.5), (0.25, 0.35, 0.5)),
+            ]
         },
     )
     rows = {"lexical": run(lexical)}

@@ -124,6 +124,28 @@ def test_inspect_search_ranks_tools_with_scores_per_signal_and_field(config: Pat
     assert "name" in first["fields"]
     for row in found["results"]:
         assert sum(row["fields"].values()) == pytest.approx(row["bm25"], rel=1e-4)
+    assert found["feedback"] == []  # the best match covers the request
+    assert all(row["gain"] is None for row in found["results"])
+
+
+def test_inspect_search_shows_the_words_feedback_added(config: Path) -> None:
+    query = "multiply the quarterly revenue forecast spreadsheet"
+    found = inspect(config, "--search", query)["search"]
+    assert found["results"][0]["name"] == "multiply"
+    assert "arithmet" in found["feedback"]  # a word of multiply's description
+    for row in found["results"]:
+        assert sum(row["fields"].values()) == pytest.approx(row["bm25"], rel=1e-4)
+        assert row["score"] == pytest.approx(row["bm25"] + row["gain"], rel=1e-4)
+    assert any(row["bm25"] == 0 < row["gain"] for row in found["results"])  # found by it
+    table = subprocess.run(
+        [*toolgate_argv(), "inspect", str(config), "--format", "table", "--search", query],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=gateway_env(),
+    )
+    assert table.returncode == 0, table.stderr
+    assert "feedback words: " in table.stdout and "arithmet" in table.stdout
 
 
 def test_inspect_hybrid_search_shows_each_tools_similarity_and_coverage(

@@ -567,3 +567,97 @@ def test_field_scores_add_up_to_the_bm25_score_with_prefix_matches() -> None:
     assert set(first.fields) == {"name", "title", "description"}
     assert sum(first.fields.values()) == pytest.approx(first.bm25, rel=1e-5)
     assert sum(second.fields.values()) == pytest.approx(second.bm25, rel=1e-5)
+
+
+FEEDBACK_TOOLS = [
+    Tool("count_calories", "Count the calories in a meal and keep a diet diary."),
+    Tool("diet_diary", "A diary of what you eat each day: meals, portions and nutrition."),
+    Tool("get_weather", "Current weather for a city."),
+    Tool("send_email", "Send an email to a contact."),
+    Tool("convert_currency", "Convert an amount between currencies."),
+    Tool("list_files", "List the files in a folder."),
+]
+# Of this request only "calories" is in the catalog: the best match covers little of it.
+TOLD_OTHERWISE = "help me lose weight by checking calories before the summer vacation"
+
+
+def feedback_catalog(*without: str) -> Catalog:
+    catalog = Catalog()
+    catalog.add_tools(t for t in FEEDBACK_TOOLS if t.name not in without)
+    return catalog
+
+
+def test_feedback_finds_the_tool_the_best_match_is_like() -> None:
+    """The best match holds one of the request's words; the words it is told by
+    (diet, diary, meal) join the query and find the tool that shares no word with the
+    request itself. Without feedback lexical search never returns that tool."""
+    catalog = feedback_catalog()
+    ranked = SearchIndex(catalog).explain(TOLD_OTHERWISE, limit=5)
+    assert [e.name for e in ranked] == ["count_calories", "diet_diary"]
+    assert {"diet", "diari", "meal"} <= set(ranked[0].feedback)
+    for e in ranked:  # BM25 by field is the request's; the score adds feedback's gain
+        assert sum(e.fields.values()) == pytest.approx(e.bm25, rel=1e-4)
+        assert e.gain is not None and e.score == pytest.approx(e.bm25 + e.gain, rel=1e-4)
+    assert ranked[1].bm25 == 0 < (ranked[1].gain or 0.0)
+    plain = SearchIndex(catalog, feedback_weight=0.0).explain(TOLD_OTHERWISE, limit=5)
+    assert [e.name for e in plain] == ["count_calories"]
+    assert plain[0].feedback == ()
+
+
+def test_feedback_leaves_a_well_covered_query_alone() -> None:
+    catalog = feedback_catalog()
+    query = "count the calories in my meal"
+    ranked = SearchIndex(catalog).explain(query, limit=5)
+    assert ranked[0].feedback == ()
+    plain = SearchIndex(catalog, feedback_weight=0.0).search(query, limit=5)
+    assert [(e.name, e.score) for e in ranked] == [(h.name, h.score) for h in plain]
+    # the same request, below the threshold only once it is told otherwise
+    low = SearchIndex(catalog, feedback_coverage=1.01).explain(query, limit=5)
+    assert low[0].feedback != ()
+
+
+def test_feedback_reads_only_the_tools_the_caller_may_see() -> None:
+    """Hidden, the best match adds no words and leaves no trace: every visible tool's
+    rank and score are what they are in a catalog without it."""
+    hidden = "count_calories"
+    index = SearchIndex(feedback_catalog())
+    alone = SearchIndex(feedback_catalog(hidden))
+    queries = (
+        TOLD_OTHERWISE,
+        "diary of meals",
+        "keep a diary of the summer vacation trip abroad",  # feedback from diet_diary
+    )
+    for query in queries:
+        seen = index.explain(query, limit=5, allowed=lambda n: n != hidden)
+        assert [(e.name, e.score, e.gain, e.feedback) for e in seen] == [
+            (e.name, e.score, e.gain, e.feedback) for e in alone.explain(query, limit=5)
+        ]
+    assert seen[0].name == "diet_diary" and seen[0].feedback
+    assert index.search(TOLD_OTHERWISE, allowed=lambda n: n != hidden) == []
+
+
+def test_feedback_keeps_the_best_matches_in_their_order() -> None:
+    """Feedback's words come from the best matches, and the long one holds far more of
+    them; it still ranks after the one the request itself puts first. Both are
+    credited with the most any tool gained."""
+    catalog = Catalog()
+    catalog.add_tools(
+        [
+            Tool("zip_zip", "Zip."),
+            Tool(
+                "digest",
+                "Every Monday this collects what happened across the company, the numbers "
+                "that moved, the people who joined, and mails a short newsletter to all.",
+            ),
+            Tool("weekly_numbers", "The numbers that moved this week, for everyone."),
+            Tool("get_weather", "Current weather for a city."),
+        ]
+    )
+    query = "zip the newsletter for the company"
+    plain = SearchIndex(catalog, feedback_weight=0.0).search(query, limit=5)
+    assert [h.name for h in plain] == ["zip_zip", "digest"]
+    ranked = SearchIndex(catalog).explain(query, limit=5)
+    assert ranked[0].feedback  # the best match covers a third of the request
+    assert [e.name for e in ranked] == ["zip_zip", "digest", "weekly_numbers"]
+    assert ranked[0].gain == ranked[1].gain == max(e.gain or 0.0 for e in ranked)
+    assert ranked[2].bm25 == 0 < (ranked[2].gain or 0.0)

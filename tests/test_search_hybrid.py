@@ -120,7 +120,8 @@ COVERING_QUERY = "zip the newsletter for the company"
 def test_hybrid_favours_the_tool_that_covers_more_of_the_request() -> None:
     """BM25 alone puts first the tool that repeats one of the query's words (``zip``);
     weighed by the share of the query's idf a tool's words reach, the tool that holds
-    two of its three words comes first. Lexical mode ranks by BM25 alone."""
+    two of its three words comes first. Lexical mode ranks by BM25 alone (feedback
+    off: it has its own test). Hybrid mode takes no feedback."""
     c = Catalog()
     c.add_tools(COVERING)
     settings = SearchSettings("hybrid", embedder=Flat())
@@ -128,9 +129,11 @@ def test_hybrid_favours_the_tool_that_covers_more_of_the_request() -> None:
     assert [e.name for e in covered] == ["digest", "zip_zip"]
     assert [e.coverage for e in covered] == pytest.approx([2 / 3, 1 / 3])
     assert covered[0].bm25 < covered[1].bm25
+    assert all(e.feedback == () for e in covered)
     plain = SearchIndex(c, settings, coverage_power=0.0).search(COVERING_QUERY, limit=2)
     assert [h.name for h in plain] == ["zip_zip", "digest"]
-    assert [h.name for h in SearchIndex(c).search(COVERING_QUERY, limit=2)] == [
+    lexical = SearchIndex(c, feedback_weight=0.0).search(COVERING_QUERY, limit=2)
+    assert [h.name for h in lexical] == [
         "zip_zip",
         "digest",
     ]

@@ -56,6 +56,19 @@ ROOT_WEIGHT = 0.5
 # development halves of the evaluation sets (benchmarks/search_eval.py --tune).
 FUZZY_SIMILARITY = 0.4
 FUZZY_WEIGHT = 0.4
+# Lexical search's pseudo-relevance feedback (Rocchio, as in RM3): when the best match
+# reaches less than FEEDBACK_COVERAGE of the query's idf (``Postings.coverage``), the
+# query is likely told in other words than the catalog's ("track my meals" for a diet
+# tool), and the FEEDBACK_TERMS most telling words of the FEEDBACK_DOCS best matches
+# (each word's idf, summed over those tools in proportion to their scores) join it at
+# up to FEEDBACK_WEIGHT of a query word. A query the catalog answers well is left as it
+# is, so feedback cannot pull it off course. Chosen on the development halves of the
+# evaluation sets (benchmarks/search_eval.py --tune sweeps them); hybrid search has the
+# embedding for meaning and takes none.
+FEEDBACK_DOCS = 3
+FEEDBACK_TERMS = 20
+FEEDBACK_WEIGHT = 0.5
+FEEDBACK_COVERAGE = 0.35
 MAX_PATTERN_LENGTH = 500
 
 # What a term's (length-normalised) frequency in each field counts for in BM25F, and
@@ -578,6 +591,39 @@ class Postings:
             total += idf
         return reached / total if total > 0 else reached
 
+    def related(
+        self,
+        slots: Sequence[int],
+        shares: Sequence[float],
+        scope: Scope,
+        exclude: Iterable[str],
+        count: int,
+    ) -> list[tuple[str, float]]:
+        """The ``count`` most telling words of the documents in ``slots`` (a query's
+        best matches, each with its ``shares`` of their scores) less ``exclude``: each
+        word's idf in the scope, summed over the documents holding it by their share,
+        highest first (ties by word), with that sum.
+
+        A document outside the scope is never read, and idf is the scope's, so what
+        lies outside it cannot change what is added."""
+        n, population = scope.documents, scope.population
+        skip = set(exclude)
+        weights: dict[str, float] = {}
+        for slot, share in zip(slots, shares, strict=True):
+            if population is not None and not population[slot]:
+                continue
+            for term in self._terms.get(slot, ()):
+                if term in skip:
+                    continue
+                posting = self._postings[term]
+                df = (
+                    len(posting) if population is None else sum(1 for s in posting if population[s])
+                )
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                weights[term] = weights.get(term, 0.0) + share * idf
+        ranked = sorted(weights.items(), key=lambda item: (-item[1], item[0]))
+        return ranked[:count]
+
     def _arrays_of(self, term: str) -> tuple[Any, Any] | None:
         """A term's postings as arrays (its slots, their frequencies per field), made
         once per term and kept until the term's postings change."""
@@ -647,6 +693,10 @@ class Explanation:
     semantic: float | None
     fields: Mapping[str, float]
     coverage: float | None = None  # hybrid: the share of the query's idf its words reach
+    # lexical: the words of feedback's second query (``FEEDBACK_COVERAGE``), if any,
+    # and what the tool gained by it (score = bm25 + gain)
+    feedback: tuple[str, ...] = ()
+    gain: float | None = None
 
 
 @dataclass(frozen=True)
@@ -665,6 +715,8 @@ class _Scored:
     names: list[str]
     rank: Any
     coverage: Any = None  # hybrid: the share of the query's idf each slot reaches
+    feedback: tuple[str, ...] = ()  # lexical: the words of feedback's second query
+    gain: Any = None  # lexical: what each slot gained by feedback (None: no feedback)
 
 
 class SearchIndex:
@@ -690,6 +742,10 @@ class SearchIndex:
         fuzzy_weight: float = FUZZY_WEIGHT,
         fuzzy_similarity: float = FUZZY_SIMILARITY,
         coverage_power: float = COVERAGE_POWER,
+        feedback_docs: int = FEEDBACK_DOCS,
+        feedback_terms: int = FEEDBACK_TERMS,
+        feedback_weight: float = FEEDBACK_WEIGHT,
+        feedback_coverage: float = FEEDBACK_COVERAGE,
     ) -> None:
         try:
             import numpy
@@ -707,6 +763,7 @@ class SearchIndex:
         self._fuzzy_weight = fuzzy_weight
         self._fuzzy_similarity = fuzzy_similarity
         self._coverage_power = coverage_power
+        self._feedback = (feedback_docs, feedback_terms, feedback_weight, feedback_coverage)
         self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
@@ -944,11 +1001,28 @@ class SearchIndex:
                 covered = self._postings.coverage(groups, scope)
             names, rank = self._slot_names, self._name_rank
             vectors, live = self._vectors, self._live
+            fed = None if hybrid else self._fed_back(scope, terms, groups, bm25)
         if population is not None:
             live = live & population[: len(live)]
         if not hybrid or vectors is None or not live.any():
-            hits = np.flatnonzero(bm25 > 0)
-            return _Scored(scope, terms, weights, bm25, bm25, None, hits, names, rank)
+            if fed is None:
+                hits = np.flatnonzero(bm25 > 0)
+                return _Scored(scope, terms, weights, bm25, bm25, None, hits, names, rank)
+            added, gain = fed
+            fused = bm25 + gain
+            return _Scored(
+                scope,
+                terms,
+                weights,
+                fused,
+                bm25,
+                None,
+                np.flatnonzero(fused > 0),
+                names,
+                rank,
+                feedback=added,
+                gain=gain,
+            )
         assert self.embedder is not None
         embedded = self.embedder.embed([self._meaning(query)])
         q = _unit(np, np.asarray(embedded, dtype=np.float32))[0]
@@ -968,6 +1042,37 @@ class SearchIndex:
             rank,
             covered,
         )
+
+    def _fed_back(self, scope: Scope, terms: list[str], groups: list[list[str]], bm25: Any) -> Any:
+        """Pseudo-relevance feedback for the lexical scores ``bm25``: when the best
+        match reaches less than ``FEEDBACK_COVERAGE`` of the query's idf, the most
+        telling words of the ``FEEDBACK_DOCS`` best matches (``Postings.related``) are
+        scored as a second query, the most telling at ``FEEDBACK_WEIGHT`` of a query
+        word and the others in proportion, and each tool's score for them is added to
+        its own. The best matches the words came from are credited with the most any
+        tool gained, so they keep their places and feedback ranks the tools after
+        them: it widens what is found without reordering what the request itself
+        found. Returns the words and each slot's gain (None: no feedback). The best
+        matches are the scope's (only its tools score), ties by name. Call with the
+        lock held."""
+        np = self._np
+        docs, count, weight, threshold = self._feedback
+        hits = np.flatnonzero(bm25 > 0)
+        if not weight or not count or not docs or not len(hits):
+            return None
+        best = hits[np.lexsort((self._name_rank[hits], -bm25[hits]))][:docs]
+        if self._postings.coverage(groups, scope)[best[0]] >= threshold:
+            return None
+        top = bm25[best]
+        shares = [float(x) for x in top / top.sum()]
+        related = self._postings.related([int(x) for x in best], shares, scope, terms, count)
+        if not related:
+            return None
+        strongest = related[0][1]
+        added = [term for term, _ in related]
+        gain = self._postings.scores(added, scope, [weight * w / strongest for _, w in related])
+        gain[best] = gain.max()
+        return tuple(added), gain
 
     def _ranked(
         self, query: str, limit: int, allowed: Callable[[str], bool] | None
@@ -1053,6 +1158,8 @@ class SearchIndex:
                     semantic=None if semantic is None else round(float(semantic[slot]), 6),
                     fields={f: round(v, 6) for f, v in total.items() if v},
                     coverage=None if covered is None else round(float(covered[slot]), 6),
+                    feedback=scored.feedback,
+                    gain=None if scored.gain is None else round(float(scored.gain[slot]), 6),
                 )
             )
         return out

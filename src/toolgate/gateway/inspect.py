@@ -73,7 +73,9 @@ async def report(
 def search_report(snap: Snapshot, principal: Principal, query: str) -> dict[str, Any]:
     """How ``search_tools`` ranks ``query`` for ``principal``: the first 10 tools it may
     access, each with its score, BM25 score, embedding similarity, the share of the
-    query it covers (hybrid) and BM25 per field."""
+    query it covers (hybrid), BM25 per field and what it gained by feedback (lexical);
+    and the words of lexical search's feedback query (``feedback``, empty when the
+    request took none)."""
     toolset = snap.toolset
     view = toolset.view(principal, toolset.initial_state())
     index = toolset.search_index
@@ -84,6 +86,7 @@ def search_report(snap: Snapshot, principal: Principal, query: str) -> dict[str,
     return {
         "query": query,
         "mode": index.mode,
+        "feedback": list(ranked[0].feedback) if ranked else [],
         "results": [
             {
                 "name": e.name,
@@ -91,6 +94,7 @@ def search_report(snap: Snapshot, principal: Principal, query: str) -> dict[str,
                 "bm25": e.bm25,
                 "semantic": e.semantic,
                 "coverage": e.coverage,
+                "gain": e.gain,
                 "fields": dict(e.fields),
             }
             for e in ranked
@@ -256,18 +260,34 @@ def render_table(data: dict[str, Any], out: TextIO, *, explain: bool) -> None:
         console.print(table)
     if "search" in data:
         found = data["search"]
-        ranking = Table(title=f"search {found['query']!r} ({found['mode']})")
-        for col in ("#", "tool", "score", "bm25", "semantic", "coverage", "bm25 by field"):
+        added = found.get("feedback") or []
+        ranking = Table(
+            title=f"search {found['query']!r} ({found['mode']})",
+            caption=f"feedback words: {', '.join(added)}" if added else None,
+        )
+        columns = (
+            "#",
+            "tool",
+            "score",
+            "bm25",
+            "feedback",
+            "semantic",
+            "coverage",
+            "bm25 by field",
+        )
+        for col in columns:
             ranking.add_column(col)
         for i, row in enumerate(found["results"], 1):
             fields = ", ".join(f"{k} {v:.2f}" for k, v in row["fields"].items())
             semantic = "" if row["semantic"] is None else f"{row['semantic']:.3f}"
             coverage = "" if row.get("coverage") is None else f"{row['coverage']:.2f}"
+            gain = "" if row.get("gain") is None else f"{row['gain']:.2f}"
             ranking.add_row(
                 str(i),
                 row["name"],
                 f"{row['score']:.3f}",
                 f"{row['bm25']:.2f}",
+                gain,
                 semantic,
                 coverage,
                 fields,
