@@ -156,7 +156,10 @@ def json_problem(body: bytes, limits: EdgeLimits, *, rpc: bool) -> BodyProblem |
             -32602,
             rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None,
         )
-    if _depth(parsed, limits.max_json_depth) > limits.max_json_depth:
+    # every level opens with "{" or "[": a body with no more of them than the limit
+    # (counted in C, strings included) cannot nest deeper, and need not be walked
+    deep = body.count(b"{") + body.count(b"[") > limits.max_json_depth
+    if deep and _depth(parsed, limits.max_json_depth) > limits.max_json_depth:
         return BodyProblem(400, f"JSON nested deeper than {limits.max_json_depth} levels", -32600)
     if rpc and isinstance(parsed, dict) and "id" in parsed and "method" in parsed:
         rpc_id = parsed["id"]
