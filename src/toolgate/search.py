@@ -1005,23 +1005,11 @@ class SearchIndex:
         if population is not None:
             live = live & population[: len(live)]
         if not hybrid or vectors is None or not live.any():
-            if fed is None:
-                hits = np.flatnonzero(bm25 > 0)
-                return _Scored(scope, terms, weights, bm25, bm25, None, hits, names, rank)
-            added, gain = fed
-            fused = bm25 + gain
+            added, gain = fed if fed is not None else ((), None)
+            fused = bm25 if gain is None else bm25 + gain
+            hits = np.flatnonzero(fused > 0)
             return _Scored(
-                scope,
-                terms,
-                weights,
-                fused,
-                bm25,
-                None,
-                np.flatnonzero(fused > 0),
-                names,
-                rank,
-                feedback=added,
-                gain=gain,
+                scope, terms, weights, fused, bm25, None, hits, names, rank, None, added, gain
             )
         assert self.embedder is not None
         embedded = self.embedder.embed([self._meaning(query)])
