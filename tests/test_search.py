@@ -634,6 +634,12 @@ def test_feedback_reads_only_the_tools_the_caller_may_see() -> None:
         ]
     assert seen[0].name == "diet_diary" and seen[0].feedback
     assert index.search(TOLD_OTHERWISE, allowed=lambda n: n != hidden) == []
+    # another view of the same index counts the frequencies of its own tools: all of
+    # them, as a search with no access check does
+    for query in queries:
+        assert [(e.name, e.score) for e in index.explain(query, allowed=lambda n: True)] == [
+            (e.name, e.score) for e in index.explain(query)
+        ]
 
 
 def test_feedback_keeps_the_best_matches_in_their_order() -> None:

@@ -373,11 +373,13 @@ class Scope:
     """What a search ranks within: the caller's tools (``population``, a boolean mask
     of slots; None: every tool), their number and the slot x field factor on a raw
     term frequency (field weight over length normalisation). Made once per view while
-    the index is unchanged."""
+    the index is unchanged. ``frequencies`` keeps the document frequencies in the
+    scope that feedback has counted (``Postings.related``)."""
 
     population: Any
     documents: int
     scale: Any
+    frequencies: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
 
 class Postings:
@@ -608,19 +610,24 @@ class Postings:
         lies outside it cannot change what is added."""
         n, population = scope.documents, scope.population
         skip = set(exclude)
-        weights: dict[str, float] = {}
+        held: dict[str, float] = {}  # word -> the shares of the documents holding it
         for slot, share in zip(slots, shares, strict=True):
-            if population is not None and not population[slot]:
+            if population is not None and not (slot < len(population) and population[slot]):
                 continue
             for term in self._terms.get(slot, ()):
-                if term in skip:
-                    continue
-                posting = self._postings[term]
-                df = (
-                    len(posting) if population is None else sum(1 for s in posting if population[s])
-                )
-                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                weights[term] = weights.get(term, 0.0) + share * idf
+                if term not in skip:
+                    held[term] = held.get(term, 0.0) + share
+        weights: dict[str, float] = {}
+        for term, share in held.items():
+            if population is None:
+                df = len(self._postings[term])
+            elif (df := scope.frequencies.get(term, -1)) < 0:
+                arrays = self._arrays_of(term)
+                assert arrays is not None  # a word of an indexed document
+                holders = arrays[0]
+                df = int(population[holders[holders < len(population)]].sum())
+                scope.frequencies[term] = df
+            weights[term] = share * math.log(1 + (n - df + 0.5) / (df + 0.5))
         ranked = sorted(weights.items(), key=lambda item: (-item[1], item[0]))
         return ranked[:count]
 
