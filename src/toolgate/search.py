@@ -989,7 +989,9 @@ class SearchIndex:
     def _scores(self, query: str, scope: Scope) -> _Scored:
         """Every slot's scores for ``query`` within ``scope``.
 
-        Lexical: the BM25 score; candidates are the tools matching a query term. Hybrid:
+        Lexical: the BM25 score, plus feedback's gain when the best match covers little
+        of the query (``_fed_back``); candidates are the tools matching a query term or,
+        then, a feedback word. Hybrid:
         ``w * z(BM25) + (1 - w) * z(cosine)``, each signal standardised over the
         searchable tools (z-scores put a model's cosine range and BM25's unbounded
         scale on one footing); every such tool is a candidate, so a query sharing no
@@ -1038,7 +1040,9 @@ class SearchIndex:
             covered,
         )
 
-    def _fed_back(self, scope: Scope, terms: list[str], groups: list[list[str]], bm25: Any) -> Any:
+    def _fed_back(
+        self, scope: Scope, terms: list[str], groups: list[list[str]], bm25: Any
+    ) -> tuple[tuple[str, ...], Any] | None:
         """Pseudo-relevance feedback for the lexical scores ``bm25``: when the best
         match reaches less than ``FEEDBACK_COVERAGE`` of the query's idf, the most
         telling words of the ``FEEDBACK_DOCS`` best matches (``Postings.related``) are
@@ -1113,8 +1117,9 @@ class SearchIndex:
         """The ``limit`` best tools for ``query`` that ``allowed(name)`` accepts.
 
         Ranked by score (BM25, or BM25 fused with embedding similarity in hybrid
-        mode), ties broken by name. Lexical search never returns a tool that matches
-        no query term; hybrid search may, when its meaning is close.
+        mode), ties broken by name. Lexical search returns only tools that match a
+        query term or, when the best match covers little of the query, a word of the
+        best matches (feedback); hybrid search may return any, when its meaning is close.
         """
         slots, scored = self._ranked(query, limit, allowed)
         return [SearchHit(scored.names[s], round(float(scored.fused[s]), 6)) for s in slots]
@@ -1127,7 +1132,9 @@ class SearchIndex:
     ) -> list[Explanation]:
         """``search``'s ranking with each tool's BM25 score split by field, and in
         hybrid mode its embedding similarity (cosine) and the share of the query's idf
-        its words reach (``coverage``; BM25 times its ``COVERAGE_POWER`` is fused).
+        its words reach (``coverage``; BM25 times its ``COVERAGE_POWER`` is fused); in
+        lexical mode the words feedback searched with and the tool's gain by them
+        (``score = bm25 + gain``).
 
         A field's share of a query term's BM25F score is its share of that term's
         weighted, length-normalised frequency in the tool, so the fields add up to
