@@ -733,3 +733,21 @@ async def test_tools_a_caller_cannot_see_never_move_its_search_scores(mode: Sear
         results.append(reply.result.structured["results"])
     assert results[0] == results[1]
     assert results[0]  # the member finds its pull-request tools
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_request_told_otherwise_finds_through_a_real_client_what_feedback_adds(
+    mode: str,
+) -> None:
+    """Only "branch" of this request is in the catalog: lexical search's feedback takes
+    the words of its best match (create_pull_request) and finds the member's other
+    pull-request tool, never the hidden ones that hold those words too."""
+    server = sdk_server(DeliveryConfig(strategy="search"))
+    query = "branch protection rules for the monorepo release train"
+    async with Client(server, mode=mode) as client:
+        found = await client.call_tool("search_tools", {"query": query, "detail": "full"})
+    assert found.structured_content is not None
+    names = [r["name"] for r in found.structured_content["results"]]
+    assert names[0] == "create_pull_request"  # the request's own match keeps its place
+    assert "list_pull_requests" in names  # shares no word with the request
+    assert not set(names) & {"merge_pull_request", "close_pull_request", "pull_request_secret"}
