@@ -4,7 +4,8 @@ Starts a FastMCP backend over streamable HTTP and ``toolgate serve`` (HTTP) in f
 it, then (1) alternates sequential calls direct/through the gateway for the median
 overhead, (2) runs N concurrent clients for D seconds against the backend directly and
 then through the gateway, in the same run: throughput of each, their ratio, p50/p99,
-errors, and the TCP connections the gateway holds to the backend (``ss``). With
+errors, and the TCP connections the gateway holds to the backend (``ss``); then the
+same for each peer relay (``PEERS``; with ``--clients 0``, their overhead only). With
 ``--profile FILE`` the gateway runs under cProfile and its profile is written to FILE.
 Writes its section of ``benchmarks/RESULTS.md`` unless ``--no-write``.
 Run: ``.venv/bin/python benchmarks/bench_gateway.py [--clients 100] [--duration 30]``.
@@ -44,6 +45,10 @@ PEERS = [
     ("FastMCP's proxy, `create_proxy`", "benchmarks/peer_fastmcp_proxy.py"),
     ("a bare relay on the SDK (one kept-open `ClientSession`)", "benchmarks/peer_sdk_relay.py"),
     ("an HTTP reverse proxy on asyncio streams, no MCP", "benchmarks/peer_http_proxy.py"),
+    (
+        "toolgate with the SDK's kernel, argument checks and events cut away (not for use)",
+        "benchmarks/peer_toolgate_stripped.py",
+    ),
 ]
 
 
@@ -218,6 +223,23 @@ async def load(
     }
 
 
+def start_peer(
+    script: str, backend_url: str, tmp: Path, env: dict[str, str], procs: list[Any]
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A peer relay in front of the backend, listening (added to ``procs``, to be
+    stopped with the rest); and its MCP endpoint."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / script), backend_url, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp / f"{Path(script).stem}.log").open("wb"),
+        env=env,
+    )
+    procs.append(proc)
+    wait_port(port, proc)
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
 def write_results(text: str) -> None:
     current = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
     section = f"{BEGIN}\n{text.rstrip()}\n{END}"
@@ -289,6 +311,9 @@ async def main() -> None:
         over = await overhead(backend_url, gateway_url, args.calls, gateway.pid)
         print(json.dumps(over), flush=True)
         if args.clients == 0:  # overhead only (e.g. to profile the per-call path)
+            for title, script in [] if args.no_peers else PEERS:
+                proc, url = start_peer(script, backend_url, tmp, env, procs)
+                print(json.dumps({title: await overhead(backend_url, url, args.calls, proc.pid)}))
             return
         direct = await load(backend_url, args.clients, args.duration, pids={"backend": backend.pid})
         print(json.dumps({"direct": direct}), flush=True)
@@ -303,16 +328,7 @@ async def main() -> None:
         print(json.dumps({"gateway": loaded}), flush=True)
         for title, script in [] if args.no_peers else PEERS:
             # a peer relay in front of the same backend, same clients, same run
-            port = free_port()
-            proc = subprocess.Popen(
-                [sys.executable, str(ROOT / script), backend_url, "--port", str(port)],
-                stdout=subprocess.DEVNULL,
-                stderr=(tmp / f"{Path(script).stem}.log").open("wb"),
-                env=env,
-            )
-            procs.append(proc)
-            wait_port(port, proc)
-            url = f"http://127.0.0.1:{port}/mcp"
+            proc, url = start_peer(script, backend_url, tmp, env, procs)
             measured = await overhead(backend_url, url, args.calls, proc.pid)
             pids = {"backend": backend.pid, "relay": proc.pid}
             measured.update(await load(url, args.clients, args.duration, pids=pids))
