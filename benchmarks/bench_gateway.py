@@ -223,6 +223,31 @@ async def load(
     }
 
 
+def gateway_config(backend_url: str, clients: int) -> dict[str, Any]:
+    """The gateway the benchmarks measure: the backend's tools always shown, events not
+    logged, and a session for each of ``clients`` (all from 127.0.0.1)."""
+    return {
+        "mcpServers": {"math": {"url": backend_url}},
+        "toolgate": {
+            "always": ["math:*"],
+            "events": {"logging": False},
+            "http": {"max_sessions_per_client": max(32, clients + 8)},
+        },
+    }
+
+
+def start_backend(port: int, tmp: Path, procs: list[Any]) -> subprocess.Popen[bytes]:
+    """The benchmark's backend (``tests/servers/gw_math.py`` over HTTP), listening."""
+    backend = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests/servers/gw_math.py"), "--http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp / "backend.log").open("wb"),
+    )
+    procs.append(backend)
+    wait_port(port, backend)
+    return backend
+
+
 def start_peer(
     script: str, backend_url: str, tmp: Path, env: dict[str, str], procs: list[Any]
 ) -> tuple[subprocess.Popen[bytes], str]:
@@ -275,28 +300,12 @@ async def main() -> None:
     backend_port, gateway_port = free_port(), free_port()
     peers: dict[str, tuple[str, dict[str, float]]] = {}
     backend_url = f"http://127.0.0.1:{backend_port}/mcp"
-    config = {
-        "mcpServers": {"math": {"url": backend_url}},
-        "toolgate": {
-            "always": ["math:*"],
-            "events": {"logging": False},
-            # every benchmark client comes from 127.0.0.1: let them all open a session
-            "http": {"max_sessions_per_client": max(32, args.clients + 8)},
-        },
-    }
+    config = gateway_config(backend_url, args.clients)
     (tmp / "toolgate.json").write_text(json.dumps(config))
     env = {**os.environ}
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        backend_argv = [sys.executable, str(ROOT / "tests/servers/gw_math.py"), "--http"]
-        backend = subprocess.Popen(
-            [*backend_argv, "--port", str(backend_port)],
-            stdout=subprocess.DEVNULL,
-            stderr=(tmp / "backend.log").open("wb"),
-            env=env,
-        )
-        procs.append(backend)
-        wait_port(backend_port, backend)
+        backend = start_backend(backend_port, tmp, procs)
         profiler = ["-m", "cProfile", "-o", str(args.profile), "-m"] if args.profile else ["-m"]
         serve = [sys.executable, *profiler, "toolgate.cli", "serve", str(tmp / "toolgate.json")]
         gateway = subprocess.Popen(

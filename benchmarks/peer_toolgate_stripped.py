@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bench_gateway import gateway_config
 from mcp.server.lowlevel import Server
 from mcp.server.runner import ServerRunner
 
@@ -63,15 +64,7 @@ if __name__ == "__main__":
     parser.add_argument("backend")
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    config = {  # as bench_gateway.py configures the gateway it measures
-        "mcpServers": {"math": {"url": args.backend}},
-        "toolgate": {
-            "always": ["math:*"],
-            "events": {"logging": False},
-            "http": {"max_sessions_per_client": 1024},
-        },
-    }
     path = Path(tempfile.mkdtemp(prefix="toolgate-stripped-")) / "toolgate.json"
-    path.write_text(json.dumps(config))
+    path.write_text(json.dumps(gateway_config(args.backend, 1000)))  # as the gateway's
     strip()
     main(["serve", str(path), "--transport", "http", "--port", str(args.port)])

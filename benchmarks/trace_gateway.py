@@ -107,22 +107,11 @@ async def run(era: str, calls: int) -> dict[str, float]:
     tmp = Path(tempfile.mkdtemp(prefix="trace-gateway-"))
     backend_port, gateway_port = bench.free_port(), bench.free_port()
     backend_url = f"http://127.0.0.1:{backend_port}/mcp"
-    config = {  # as bench_gateway.py configures the gateway it measures
-        "mcpServers": {"math": {"url": backend_url}},
-        "toolgate": {"always": ["math:*"], "events": {"logging": False}},
-    }
-    (tmp / "toolgate.json").write_text(json.dumps(config))
+    (tmp / "toolgate.json").write_text(json.dumps(bench.gateway_config(backend_url, 1)))
     out = tmp / "trace.json"
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        backend_argv = [sys.executable, str(ROOT / "tests/servers/gw_math.py"), "--http"]
-        backend = subprocess.Popen(
-            [*backend_argv, "--port", str(backend_port)],
-            stdout=subprocess.DEVNULL,
-            stderr=(tmp / "backend.log").open("wb"),
-        )
-        procs.append(backend)
-        bench.wait_port(backend_port, backend)
+        bench.start_backend(backend_port, tmp, procs)
         serve = [sys.executable, __file__, "--serve", str(tmp / "toolgate.json")]
         gateway = subprocess.Popen(
             [*serve, "--port", str(gateway_port), "--out", str(out)],
