@@ -54,9 +54,18 @@ async def _handler_only(
 
 
 def strip() -> None:
-    lane._serve_one = _handler_only  # type: ignore[assignment]
-    toolset_module.ToolSet.validate_arguments = lambda self, tool, arguments: None  # type: ignore[method-assign]
-    toolset_module.Session._emit = lambda self, type_, **data: None  # type: ignore[method-assign]
+    """Replace the three pieces; one that is no longer there is an error, not a run of
+    the whole gateway under this script's name."""
+    cuts: list[tuple[object, str, object]] = [
+        (lane, "_serve_one", _handler_only),
+        (toolset_module.ToolSet, "validate_arguments", lambda self, tool, arguments: None),
+        (toolset_module.Session, "_emit", lambda self, type_, **data: None),
+    ]
+    for owner, name, _ in cuts:
+        if not callable(getattr(owner, name, None)):
+            raise SystemExit(f"nothing to strip: {owner!r} has no {name}")
+    for owner, name, replacement in cuts:
+        setattr(owner, name, replacement)
 
 
 if __name__ == "__main__":
