@@ -33,7 +33,7 @@ from search_eval import RESULTS, write_section  # noqa: E402
 
 from toolgate import Tool, ToolSet  # noqa: E402
 from toolgate.events import EventBus  # noqa: E402
-from toolgate.gateway.metrics import Live, Metrics  # noqa: E402
+from toolgate.gateway.ops.metrics import Live, Metrics  # noqa: E402
 from toolgate.oauth import OAuthResolver, OAuthSettings  # noqa: E402
 from toolgate.strategies import Delivery, DeliveryConfig  # noqa: E402
 

@@ -28,7 +28,7 @@ from bench_gateway import gateway_config
 from mcp.server.lowlevel import Server
 from mcp.server.runner import ServerRunner
 
-import toolgate.gateway.lane as lane
+import toolgate.gateway.ingress.fast_path as lane
 from toolgate import toolset as toolset_module
 from toolgate.cli import main
 

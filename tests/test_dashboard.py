@@ -41,9 +41,9 @@ from _fixtures.browser import (
     screenshot,
 )
 from _fixtures.gateway import HttpGateway, gateway_config, sha256, toolgate_argv
-from toolgate.gateway.dashboard import SessionRecorder
-from toolgate.gateway.dashboard.auth import COOKIE
-from toolgate.gateway.dashboard.events import EventRing
+from toolgate.gateway.ops.dashboard import SessionRecorder
+from toolgate.gateway.ops.dashboard.auth import COOKIE
+from toolgate.gateway.ops.dashboard.events import EventRing
 from toolgate.policy import Principal
 from toolgate.state.base import SessionState
 from toolgate.state.listing import SessionInfo, SessionListing

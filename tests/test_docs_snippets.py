@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from toolgate.cli import _parser
-from toolgate.gateway.config import parse_config
+from toolgate.gateway.config.model import parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 #: pages other engineers own and document their own way (linked from the nav, not scanned)

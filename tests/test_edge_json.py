@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from toolgate.gateway.edge import EdgeLimits, json_problem
+from toolgate.gateway.ingress.guard import EdgeLimits, json_problem
 
 LIMITS = EdgeLimits(max_body_bytes=1 << 20, max_json_depth=8, body_timeout=10.0)
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from _fixtures.gateway import SERVERS, toolgate_argv
-from toolgate.gateway.build import ContentProblem, build_toolset
-from toolgate.gateway.config import parse_config
+from toolgate.gateway.config.build import ContentProblem, build_toolset
+from toolgate.gateway.config.model import parse_config
 
 CONFIGS = Path(__file__).parent / "configs"
 CASES = sorted(p for p in CONFIGS.iterdir() if p.suffix in (".json", ".toml"))

@@ -21,7 +21,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from _fixtures.gateway import SERVERS, gateway_env, toolgate_argv
 from toolgate.errors import ConfigError
-from toolgate.gateway.config import (
+from toolgate.gateway.config.model import (
     GatewayConfig,
     ToolgateConfig,
     expand_string,

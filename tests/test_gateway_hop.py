@@ -14,7 +14,7 @@ import mcp_types as mt
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from toolgate.gateway.hop import (
+from toolgate.gateway.backends.http_calls import (
     Hop,
     HopError,
     Stateless,
@@ -27,7 +27,7 @@ from toolgate.gateway.hop import (
     header_params,
     usable,
 )
-from toolgate.gateway.pool import SessionSeen
+from toolgate.gateway.backends.http_client import SessionSeen
 
 
 def _reader(*pieces: bytes) -> asyncio.StreamReader:
@@ -318,8 +318,8 @@ def test_a_backends_stateless_form_follows_its_tool_list() -> None:
     changes; a tool the backend does not list, or one whose annotations are invalid,
     has no stateless form (its call stays on the session), nor has any tool of a backend
     that does not serve 2026-07-28."""
-    from toolgate.gateway.backends import Backend
-    from toolgate.gateway.config import HttpServer
+    from toolgate.gateway.backends.backend import Backend
+    from toolgate.gateway.config.model import HttpServer
 
     backend = Backend("b", HttpServer(url="http://127.0.0.1:9/mcp"))
     hop = Hop("http://127.0.0.1:9/mcp", {}, SessionSeen())

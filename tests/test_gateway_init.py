@@ -21,7 +21,7 @@ import pytest
 
 from _fixtures.gateway import SERVERS, toolgate_argv
 from toolgate.errors import ConfigError
-from toolgate.gateway.init import build_init, group_name
+from toolgate.gateway.commands.init import build_init, group_name
 
 ENV_SERVER = {"command": sys.executable, "args": [str(SERVERS / "gw_env.py")]}
 MATH_SERVER = {"command": sys.executable, "args": [str(SERVERS / "gw_math.py")]}
@@ -214,7 +214,7 @@ def test_group_names_are_valid_whatever_the_server_is_called(server: str, group:
 
 
 def test_host_config_that_is_not_json_is_a_config_error(tmp_path: Path) -> None:
-    from toolgate.gateway.init import read_host_config
+    from toolgate.gateway.commands.init import read_host_config
 
     bad = tmp_path / "mcp.json"
     bad.write_text("{nope")

@@ -35,7 +35,7 @@ from mcp.client.subscriptions import (
 from _fixtures.gateway import ALICE_TOKEN, BOB_TOKEN, SERVERS, sha256
 from _fixtures.mcp_servers import Notes, serve_http
 from _fixtures.npm_servers import NpmServers
-from toolgate.gateway.config import parse_config
+from toolgate.gateway.config.model import parse_config
 from toolgate.gateway.serve import Gateway
 
 TOOLS_CHANGED = "notifications/tools/list_changed"

@@ -23,8 +23,8 @@ from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 
 from _fixtures.gateway import BOB_TOKEN, HttpGateway, gateway_config, toolgate_argv
-from toolgate.gateway.config import parse_config
-from toolgate.gateway.ops import readiness
+from toolgate.gateway.config.model import parse_config
+from toolgate.gateway.ops.health import readiness
 from toolgate.gateway.serve import Gateway
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]

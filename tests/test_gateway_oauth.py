@@ -35,9 +35,9 @@ from _fixtures.gateway import toolgate_argv as argv
 from _fixtures.mcp_servers import free_port
 from _fixtures.oidc_provider import CLIENTS, OpenIDProvider, rsa_jwk
 from toolgate.errors import ConfigError, Unauthenticated
-from toolgate.gateway.check import run_check
-from toolgate.gateway.config import parse_config
-from toolgate.gateway.serve import identity_of
+from toolgate.gateway.commands.check import run_check
+from toolgate.gateway.config.identity import identity_of
+from toolgate.gateway.config.model import parse_config
 from toolgate.identity import Caller
 from toolgate.oauth import ClaimMap, OAuthResolver, OAuthSettings
 from toolgate.policy import Principal

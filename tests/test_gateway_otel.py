@@ -13,7 +13,7 @@ from opentelemetry.trace import StatusCode
 
 from toolgate import Group, Tool, ToolSet
 from toolgate.events import Event, EventBus
-from toolgate.gateway.otel import OtelSink, attributes
+from toolgate.gateway.ops.otel import OtelSink, attributes
 
 
 def provider() -> tuple[TracerProvider, InMemorySpanExporter]:

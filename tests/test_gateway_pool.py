@@ -1,4 +1,5 @@
-"""``toolgate.gateway.pool``: a response closed before its end gives its connection back.
+"""``toolgate.gateway.backends.http_client``: a response closed before its end gives its
+connection back.
 
 A small HTTP/1.1 server on a real socket answers with an SSE-like chunked body and counts
 the connections it accepts. Closed after its first event, a body the server ends goes
@@ -15,7 +16,7 @@ from collections.abc import AsyncIterator
 
 import httpx2
 
-from toolgate.gateway.pool import backend_http_client
+from toolgate.gateway.backends.http_client import backend_http_client
 
 EVENT = b"event: message\r\ndata: {}\r\n\r\n"
 

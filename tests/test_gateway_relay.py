@@ -33,7 +33,7 @@ from _fixtures.mcp_servers import Notes
 from _fixtures.npm_servers import NpmServers, ensure_npm_servers
 from _fixtures.spec import CLIENTS, PROTOCOL, ClientKind, Era
 from toolgate.errors import ToolgateError
-from toolgate.gateway.check import run_check
+from toolgate.gateway.commands.check import run_check
 
 OWN = (
     "Tools are disclosed progressively: call list_groups to see what is available and "
@@ -474,7 +474,7 @@ async def test_concurrent_subscribers_to_a_uri_whose_backend_subscription_fails(
     from mcp.client.subscriptions import listen
 
     from _fixtures.mcp_servers import serve_http
-    from toolgate.gateway.config import parse_config
+    from toolgate.gateway.config.model import parse_config
     from toolgate.gateway.serve import Gateway
 
     gate = tmp_path / "gate"
@@ -550,7 +550,7 @@ async def test_down_backend_gives_clear_errors_and_the_others_serve(relayed: Rel
 
 async def test_lazy_descriptions_resource_is_served_beside_the_relayed_ones() -> None:
     from _fixtures.mcp_servers import serve_http
-    from toolgate.gateway.config import parse_config
+    from toolgate.gateway.config.model import parse_config
     from toolgate.gateway.serve import Gateway
     from toolgate.strategies.lazy import DEFAULT_URI
 
@@ -612,7 +612,7 @@ class AliceOnlyNotes:
 async def test_every_relayed_request_goes_through_the_gateways_access(era: Era) -> None:
     from _fixtures.gateway import ALICE_TOKEN, BOB_TOKEN, sha256
     from _fixtures.mcp_servers import serve_http
-    from toolgate.gateway.config import parse_config
+    from toolgate.gateway.config.model import parse_config
     from toolgate.gateway.serve import Gateway
 
     tokens = {
@@ -658,7 +658,7 @@ async def test_group_prompts_and_resources_follow_the_callers_scope(era: Era) ->
     from _fixtures.gateway import ALICE_TOKEN, BOB_TOKEN, sha256
     from _fixtures.mcp_servers import serve_http
     from toolgate.client import _RAW, GetGroupParams, GetGroupRequest, GroupsClientExtension
-    from toolgate.gateway.config import parse_config
+    from toolgate.gateway.config.model import parse_config
     from toolgate.gateway.serve import Gateway
 
     tokens = {
@@ -715,8 +715,8 @@ async def test_the_gateway_hears_of_a_backends_tools_once_they_can_be_called() -
     """On connect the tools are listed before the prompts and resources; the gateway is
     told of them (and tells its clients) only once the backend is up, so a client that
     calls a tool it was just told of is never answered "unavailable"."""
-    from toolgate.gateway.backends import Backend
-    from toolgate.gateway.config import StdioServer
+    from toolgate.gateway.backends.backend import Backend
+    from toolgate.gateway.config.model import StdioServer
 
     seen: list[bool] = []
 
@@ -758,8 +758,8 @@ async def test_an_unknown_toolset_on_a_prompts_or_resources_list_is_a_clear_erro
 
 
 def test_a_uri_is_served_by_the_template_it_expands_and_a_broken_template_by_none() -> None:
-    from toolgate.gateway.access import Relayed as Item
-    from toolgate.gateway.relay import Namespace
+    from toolgate.gateway.relay.access import Relayed as Item
+    from toolgate.gateway.relay.primitives import Namespace
 
     def template(uri_template: str) -> Item:
         return Item("template", "alpha", uri_template, uri_template)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from toolgate.errors import ConfigError
-from toolgate.gateway.build import build_toolset, delivery_config, search_settings
-from toolgate.gateway.config import parse_config
+from toolgate.gateway.config.build import build_toolset, delivery_config, search_settings
+from toolgate.gateway.config.model import parse_config
 
 SERVERS = {
     "crm": {"command": "python", "args": ["crm.py"], "title": "Customer records"},

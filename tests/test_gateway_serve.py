@@ -37,7 +37,7 @@ from _fixtures.gateway import (
     toolgate_argv,
 )
 from _fixtures.mcp_servers import text, tool_names
-from toolgate.gateway.config import parse_config
+from toolgate.gateway.config.model import parse_config
 from toolgate.gateway.serve import Gateway
 
 

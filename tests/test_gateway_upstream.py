@@ -42,11 +42,11 @@ from _fixtures.gateway import INIT, MCP_HEADERS
 from _fixtures.mcp_servers import free_port, serve_http
 from _fixtures.npm_servers import NpmServers
 from toolgate.events import Event
-from toolgate.gateway import lane as lane_module
-from toolgate.gateway.backends import Timing
-from toolgate.gateway.config import parse_config
-from toolgate.gateway.edge import GuardedProtocol
-from toolgate.gateway.lane import Lane
+from toolgate.gateway.backends.backend import Timing
+from toolgate.gateway.config.model import parse_config
+from toolgate.gateway.ingress import fast_path as lane_module
+from toolgate.gateway.ingress.fast_path import Lane
+from toolgate.gateway.ingress.guard import GuardedProtocol
 from toolgate.gateway.serve import Gateway
 from toolgate.identity import Caller, IdentityResolver
 from toolgate.policy import Principal
@@ -657,7 +657,7 @@ def _qualname(task: asyncio.Task[Any]) -> str:
 #: the tasks of a backend connection (a restarted backend gets new ones) and the SSE
 #: library's one watcher per event loop
 _CONNECTION_TASKS = (
-    "toolgate.gateway.backends.Backend._forward",
+    "toolgate.gateway.backends.backend.Backend._forward",
     "mcp.client.stdio.",
     "mcp.shared.jsonrpc_dispatcher.JSONRPCDispatcher.run",
 )

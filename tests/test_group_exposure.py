@@ -19,10 +19,10 @@ from hypothesis import given, settings
 
 from toolgate.catalog import CallContext, Handler, ToolResult
 from toolgate.errors import GroupNotFound, PromptNotFound, ResourceNotFound, UnknownToolsets
-from toolgate.gateway.access import Relayed
-from toolgate.gateway.build import BackendTool, build_toolset, delivery_config
-from toolgate.gateway.config import GatewayConfig, parse_config
-from toolgate.gateway.exposure import (
+from toolgate.gateway.config.build import BackendTool, build_toolset, delivery_config
+from toolgate.gateway.config.model import GatewayConfig, parse_config
+from toolgate.gateway.relay.access import Relayed
+from toolgate.gateway.relay.exposure import (
     GroupExposure,
     Pattern,
     Placement,

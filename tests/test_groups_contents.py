@@ -25,10 +25,10 @@ from mcp.shared.exceptions import MCPError
 from _fixtures.mcp_servers import serve
 from toolgate.catalog import CallContext, Handler, ToolResult
 from toolgate.client import _RAW, GetGroupParams, GetGroupRequest, GroupsClientExtension
-from toolgate.gateway.access import Relayed
-from toolgate.gateway.build import BackendTool, build_toolset, delivery_config
-from toolgate.gateway.config import parse_config
-from toolgate.gateway.exposure import GroupExposure
+from toolgate.gateway.config.build import BackendTool, build_toolset, delivery_config
+from toolgate.gateway.config.model import parse_config
+from toolgate.gateway.relay.access import Relayed
+from toolgate.gateway.relay.exposure import GroupExposure
 from toolgate.groups_extension import GroupsExtension, GroupsServerExtension, bind_groups
 from toolgate.identity import Caller
 from toolgate.policy import Principal

@@ -15,8 +15,8 @@ from mcp_types import Icon
 from toolgate import Tool, ToolSet
 from toolgate.catalog import CallContext, Handler
 from toolgate.fastmcp import ToolgateMiddleware
-from toolgate.gateway.build import BackendTool, build_toolset
-from toolgate.gateway.config import parse_config
+from toolgate.gateway.config.build import BackendTool, build_toolset
+from toolgate.gateway.config.model import parse_config
 from toolgate.lowlevel import bind
 from toolgate.strategies import Delivery, DeliveryConfig
 from toolgate.strategies.base import LEGACY, Request

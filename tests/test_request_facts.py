@@ -14,7 +14,7 @@ from mcp.shared.exceptions import MCPError
 from _fixtures.core import listing
 from toolgate import BudgetExceeded, Group, GroupNotFound, Principal, Tool, ToolSet
 from toolgate.client import GroupsClient, GroupsClientExtension
-from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
+from toolgate.gateway.ops.dashboard.sessions import SessionRecorder, record_sessions
 from toolgate.groups_extension import bind_groups
 from toolgate.identity import Caller
 from toolgate.lowlevel import bind

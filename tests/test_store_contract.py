@@ -496,7 +496,7 @@ async def test_a_store_with_only_the_four_primitives_keeps_a_toolsets_sessions()
 
 
 async def test_the_dashboard_lists_no_sessions_of_a_store_that_keeps_no_records() -> None:
-    from toolgate.gateway.dashboard.sessions import SessionRecorder, session_rows
+    from toolgate.gateway.ops.dashboard.sessions import SessionRecorder, session_rows
 
     ts = ToolSet(store=PrimitivesOnly())
     await SessionRecorder(ts).seen("s", Principal("alice"), protocol=None, strategy="catalog")

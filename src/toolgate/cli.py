@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if args.command == "serve":
-            from toolgate.gateway.config import load_config
+            from toolgate.gateway.config.model import load_config
             from toolgate.gateway.serve import serve
 
             configure_logging(args.log_level or "info")
@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
         if args.command == "inspect":
-            from toolgate.gateway.inspect import run_inspect
+            from toolgate.gateway.commands.inspect import run_inspect
 
             configure_logging("error")
             fmt = args.format or ("table" if sys.stdout.isatty() else "json")
@@ -159,17 +159,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 run_inspect(args.config, principal=args.principal, fmt=fmt, search=args.search)
             )
         if args.command == "check":
-            from toolgate.gateway.check import run_check
+            from toolgate.gateway.commands.check import run_check
 
             configure_logging("error")
             return asyncio.run(run_check(args.config, offline=args.offline))
         if args.command == "init":
-            from toolgate.gateway.init import run_init
+            from toolgate.gateway.commands.init import run_init
 
             configure_logging("error")
             return asyncio.run(run_init(args.source, args.output, force=args.force))
         if args.command == "schema":
-            from toolgate.gateway.config import json_schema
+            from toolgate.gateway.config.model import json_schema
 
             text = json.dumps(json_schema(), indent=2) + "\n"
             if args.output is None:

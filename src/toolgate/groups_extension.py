@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import mcp_types as mt
 from fastmcp.server.extensions import MethodBinding as FastMCPMethodBinding
 from fastmcp.server.extensions import ServerExtension
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.extension import Extension
 from mcp.server.extension import MethodBinding as SDKMethodBinding
 from mcp.shared.exceptions import MCPError
@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from toolgate.errors import ConfigError, ToolgateError
 from toolgate.identity import IdentityFn, IdentityResolver
-from toolgate.request import Live, LiveConnections, RequestFacts, request_facts
+from toolgate.request import Context, Live, LiveConnections, RequestFacts, request_facts
 from toolgate.strategies import Delivery
 from toolgate.strategies.base import GROUPS_EXTENSION, Request
 from toolgate.strategies.groups import GROUPS_LIST_CHANGED, GroupsStrategy
@@ -33,7 +33,6 @@ from toolgate.wire import PageParams, cursor_of, mcp_error
 
 SETTINGS: Mapping[str, Any] = {"listChanged": True}
 
-Context = ServerRequestContext[Any, Any]
 FactsOf = Callable[[Context], Awaitable[RequestFacts]]
 """An adapter's own reading of a request (``Binding.facts``, ``ToolgateMiddleware.facts``)."""
 Identity = IdentityResolver | IdentityFn | None

@@ -18,7 +18,6 @@ import mcp_types as mt
 from mcp.server import MCPServer, NotificationOptions, Server
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import HandlerEntry
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
@@ -28,6 +27,7 @@ from toolgate.catalog import CallContext, Tool, ToolResult
 from toolgate.errors import ToolgateError
 from toolgate.identity import BearerTokens, Caller, IdentityFn, IdentityResolver
 from toolgate.request import (
+    Context,
     LiveConnections,
     RequestFacts,
     caller_of,
@@ -52,7 +52,6 @@ from toolgate.wire import (
 
 logger = logging.getLogger("toolgate.lowlevel")
 
-Context = ServerRequestContext[Any, Any]
 #: (facts, binding, its strategy and request) of the request this task is serving
 _REQUEST: ContextVar[tuple[RequestFacts, Binding, tuple[Strategy, Request]] | None] = ContextVar(
     "toolgate.binding_request", default=None

@@ -27,9 +27,10 @@ from starlette.routing import Mount, Route
 
 from toolgate.catalog import CallContext, Handler
 from toolgate.events import EventBus
-from toolgate.gateway.build import BackendTool, build_toolset, principal_from
-from toolgate.gateway.config import GatewayConfig, parse_config
-from toolgate.gateway.dashboard import (
+from toolgate.gateway.config.build import BackendTool, build_toolset
+from toolgate.gateway.config.identity import principal_from
+from toolgate.gateway.config.model import GatewayConfig, parse_config
+from toolgate.gateway.ops.dashboard import (
     DashboardSource,
     SessionRecorder,
     dashboard_app,

@@ -31,7 +31,7 @@ from _fixtures.mcp_servers import Notes, serve_http
 from toolgate import CallContext, Flow, Group, Policy, Principal, Tool, ToolSet
 from toolgate.client import GroupsClientExtension
 from toolgate.fastmcp import ToolgateMiddleware
-from toolgate.gateway.config import parse_config
+from toolgate.gateway.config.model import parse_config
 from toolgate.gateway.serve import Gateway
 from toolgate.groups_extension import bind_groups
 from toolgate.lowlevel import bind

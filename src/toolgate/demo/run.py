@@ -25,7 +25,7 @@ from toolgate.demo.db import Database
 from toolgate.demo.shop.schema import SHOP_SCHEMA
 from toolgate.demo.tracker.schema import TRACKER_SCHEMA
 from toolgate.errors import ConfigError
-from toolgate.gateway.config import GatewayConfig, parse_config
+from toolgate.gateway.config.model import GatewayConfig, parse_config
 from toolgate.gateway.serve import Gateway, serve
 from toolgate.tokens import TokenCounter, best_counter, wire_text
 

@@ -16,56 +16,47 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from mcp.server import Server
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import x_mcp_header_map
 from starlette.applications import Starlette
-from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Mount
-from starlette.types import Scope
 
 from toolgate.catalog import CallContext, Handler, Tool, ToolResult
 from toolgate.errors import ConfigError, StoreUnavailable
 from toolgate.events import EventBus, JsonlSink, LoggingSink
-from toolgate.gateway.access import PrimitiveAccess
-from toolgate.gateway.backends import Backend, Timing, make_backends, running
-from toolgate.gateway.build import (
+from toolgate.gateway.backends.backend import Backend, Timing, make_backends, running
+from toolgate.gateway.config.build import (
     BackendTool,
     BuildReport,
     build_toolset,
     delivery_config,
-    principal_from,
 )
-from toolgate.gateway.config import GatewayConfig
-from toolgate.gateway.exposure import BackendAudience, GroupExposure
-from toolgate.gateway.lane import Lane
-from toolgate.gateway.lane import install as install_lane
-from toolgate.gateway.listen import Listen
-from toolgate.gateway.relay import Relay, attach
-from toolgate.gateway.session_cap import ClientOf, SessionCap
-from toolgate.gateway.upstream import Upstream
-from toolgate.identity import BearerTokens, IdentityResolver
+from toolgate.gateway.config.identity import identity_of
+from toolgate.gateway.config.model import GatewayConfig
+from toolgate.gateway.ingress.app import http_app, server_options
+from toolgate.gateway.ingress.fast_path import Lane
+from toolgate.gateway.ops.health import gateway_metrics, ops_routes
+from toolgate.gateway.relay.access import PrimitiveAccess
+from toolgate.gateway.relay.calls import Upstream
+from toolgate.gateway.relay.exposure import BackendAudience, GroupExposure
+from toolgate.gateway.relay.listen import Listen
+from toolgate.gateway.relay.primitives import Relay, attach
 from toolgate.lowlevel import Binding, bind
-from toolgate.policy import TrustLadder
-from toolgate.request import Live, LiveConnections, RequestFacts
+from toolgate.request import Context, Live, LiveConnections, RequestFacts
 from toolgate.state.base import StateStore
 from toolgate.state.memory import MemoryStore
 from toolgate.state.open import is_store_path, open_store
 from toolgate.strategies import Addon, Delivery
-from toolgate.strategies.base import is_stateless
 from toolgate.toolset import ToolSet
 
 logger = logging.getLogger("toolgate.gateway")
 
-Context = ServerRequestContext[Any, Any]
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 LIST_CHANGED = "notifications/tools/list_changed"
 #: An optional app served beside ``/mcp``: given the built gateway, the bind host and the
 #: extra allowed host names, the routes to add at the root of the HTTP app (none: off).
@@ -81,31 +72,10 @@ def event_bus(cfg: GatewayConfig) -> EventBus:
     if events.jsonl:
         bus.add_sink(JsonlSink(cfg.resolve(events.jsonl)))
     if events.otel:
-        from toolgate.gateway.otel import OtelSink
+        from toolgate.gateway.ops.otel import OtelSink
 
         bus.add_sink(OtelSink())
     return bus
-
-
-def identity_of(cfg: GatewayConfig) -> IdentityResolver:
-    """Bearer tokens by SHA-256 and/or OAuth JWTs when configured (unknown or missing
-    token: HTTP 401); otherwise every request is the configured default principal."""
-    tg = cfg.toolgate
-    ladder = TrustLadder(tuple(tg.identity.trust_levels))
-    static = IdentityResolver()
-    if tg.identity.tokens:
-        tokens = {
-            digest: principal_from(
-                who, ladder, f"toolgate.identity.tokens.{digest[:12]}", authenticated=True
-            )
-            for digest, who in tg.identity.tokens.items()
-        }
-        static = BearerTokens(tokens)
-    if tg.identity.oauth is not None:  # JWT access tokens; static tokens keep working
-        from toolgate.gateway.ops import oauth_identity
-
-        return oauth_identity(cfg, static)
-    return static
 
 
 def mount_webmcp(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> Sequence[BaseRoute]:
@@ -118,19 +88,17 @@ def mount_webmcp(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> S
 
 def mount_ops(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> Sequence[BaseRoute]:
     """``/healthz``, ``/readyz``, ``/metrics`` and the OAuth protected-resource metadata
-    (``toolgate.gateway.ops``)."""
-    from toolgate.gateway.ops import ops_routes
-
+    (``toolgate.gateway.ops.health``)."""
     return ops_routes(gateway, allowed_hosts=[*allowed_hosts, host])
 
 
 def mount_dashboard(
     gateway: Gateway, host: str, allowed_hosts: Sequence[str]
 ) -> Sequence[BaseRoute]:
-    """``/dashboard`` (``toolgate.gateway.dashboard``) when ``toolgate.dashboard.enabled``."""
+    """``/dashboard`` (``toolgate.gateway.ops.dashboard``) when ``toolgate.dashboard.enabled``."""
     if not gateway.cfg.toolgate.dashboard.enabled:
         return []
-    from toolgate.gateway.dashboard import DashboardSource, dashboard_app
+    from toolgate.gateway.ops.dashboard import DashboardSource, dashboard_app
 
     source = DashboardSource.from_gateway(gateway)
     return [Mount("/dashboard", dashboard_app(source, allowed_hosts=[*allowed_hosts, host]))]
@@ -177,11 +145,8 @@ class Gateway:
             store = open_store(url, idle_ttl=tg.idle_ttl)
         self.store = store
         self.identity = identity_of(cfg)
-        # -- ops: Prometheus metrics from events (toolgate.gateway.ops)
-        from toolgate.gateway.ops import gateway_metrics
-
+        # Prometheus metrics from events (toolgate.gateway.ops.health)
         self.metrics = gateway_metrics(self)
-        # -- end ops
         self.timing = timing or Timing.from_env()
         self.backends: dict[str, Backend] = make_backends(
             cfg, timing=self.timing, on_tools=self._tools_changed, errlog=errlog
@@ -321,7 +286,7 @@ class Gateway:
         )
         self.upstream.install(self.server, facts=self._facts, audience=audience, events=self.events)
         # who each session is, in the store: the dashboard lists it, WebMCP adds to it
-        from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions
+        from toolgate.gateway.ops.dashboard.sessions import SessionRecorder, record_sessions
 
         self.recorder = SessionRecorder(toolset)
         self.server.middleware.append(record_sessions(self.binding, self.recorder))
@@ -476,62 +441,16 @@ class Gateway:
             logger.info("stdin closed; stopping the backends")
 
     def http_app(self, *, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Starlette:
-        """The streamable HTTP app (``/mcp``). Local binds get the SDK's DNS-rebinding
+        """The streamable HTTP app (``/mcp`` and the optional apps in ``apps``) behind the
+        ingress (``toolgate.gateway.ingress.app``). Local binds get DNS-rebinding
         protection (foreign ``Host`` → 421, foreign ``Origin`` → 403); other binds must
         name the host names clients use in ``allowed_hosts``."""
         binding = self.binding
         if binding is None:
             raise RuntimeError("build() the gateway before asking for its HTTP app")
-        names = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
-        if host not in (*LOCAL_HOSTS, "0.0.0.0", "::"):
-            names.append(host)
-        hosts = [h for n in names for h in (n, f"{n}:*")]
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=hosts,
-            allowed_origins=[f"http://{h}" for h in hosts] + [f"https://{h}" for h in hosts],
-        )
-        from toolgate.gateway.ops import auth_options
-
-        tg = self.cfg.toolgate
-        auth = auth_options(self.cfg, self.identity)
-        app = binding.streamable_http_app(
-            host=host,
-            transport_security=security,
-            # a transport session ends when its store state would: idle for idle_ttl
-            session_idle_timeout=tg.idle_ttl,
-            max_sessions=tg.http.max_sessions,
-            **auth,
-        )
-        self.lane = install_lane(binding.server)
-        for mount in self.apps:
-            app.router.routes.extend(mount(self, host, allowed_hosts))
-        app.add_middleware(
-            SessionCap,
-            per_client=tg.http.max_sessions_per_client,
-            idle_timeout=tg.idle_ttl,
-            client_of=client_of(self.identity, verified="token_verifier" in auth),
-            stateless=is_stateless,
-        )
-        return self.guarded(app, host=host, allowed_hosts=allowed_hosts)
-
-    def guarded(self, app: Starlette, *, host: str, allowed_hosts: Sequence[str]) -> Starlette:
-        """``app`` behind the HTTP edge (``toolgate.gateway.edge``): Host/Origin on every
-        route, one credential, bounded and checked bodies (``toolgate.http``)."""
-        from toolgate.gateway.edge import Edge, EdgeLimits, allowed_names, bearer_admits
-
-        limits = self.cfg.toolgate.http
-        tokens = self.identity
-        app.add_middleware(
-            Edge,
-            names=allowed_names(host, allowed_hosts),
-            origins=limits.allowed_origins,
-            limits=EdgeLimits(limits.max_body_bytes, limits.max_json_depth, limits.body_timeout),
-            admits=(
-                bearer_admits(lambda token: tokens.principal_for(token) is not None)
-                if isinstance(tokens, BearerTokens) and tokens.anonymous is None
-                else None
-            ),
+        routes = [r for mount in self.apps for r in mount(self, host, allowed_hosts)]
+        app, self.lane = http_app(
+            binding, self.cfg, self.identity, routes=routes, host=host, allowed_hosts=allowed_hosts
         )
         return app
 
@@ -557,50 +476,6 @@ def _nothing_to_check(name: str) -> None:
     return None
 
 
-def client_of(identity: IdentityResolver, *, verified: bool) -> ClientOf:
-    """Who a request comes from, for the per-client session bound: the principal of a
-    configured bearer token; the credential itself when the HTTP layer verifies tokens
-    before a session opens (OAuth, ``verified``); otherwise the client's address, so
-    made-up credentials cannot buy a caller more sessions."""
-
-    def client(scope: Scope, headers: Headers) -> str:
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        if token and scheme.lower() == "bearer":
-            if isinstance(identity, BearerTokens):
-                principal = identity.principal_for(token)
-                if principal is not None:
-                    return f"principal:{principal.id}"
-            elif verified:
-                return f"credential:{hashlib.sha256(token.encode()).hexdigest()}"
-        address = scope.get("client")
-        return f"address:{address[0] if address else 'unknown'}"
-
-    return client
-
-
-def server_options(cfg: GatewayConfig, *, host: str, port: int) -> dict[str, Any]:
-    """``uvicorn.Config`` keywords: the bind, and the connection limits of
-    ``toolgate.http`` (header deadline, keep-alive, open connections, header size)."""
-    from toolgate.gateway.edge import guarded_protocol
-
-    limits = cfg.toolgate.http
-    return {
-        "host": host,
-        "port": port,
-        "log_level": "warning",
-        "lifespan": "on",
-        "access_log": False,
-        "http": guarded_protocol(
-            header_timeout=limits.header_timeout,
-            max_connections=limits.max_connections,
-            max_header_bytes=limits.max_header_bytes,
-        ),
-        "timeout_keep_alive": limits.keep_alive_timeout,
-        # uvicorn answers 503 once connections reach this; the protocol closes past it
-        "limit_concurrency": limits.max_connections + 1,
-    }
-
-
 async def serve(
     cfg: GatewayConfig,
     *,
@@ -623,7 +498,6 @@ __all__ = [
     "Gateway",
     "GatewayApp",
     "event_bus",
-    "identity_of",
     "mount_dashboard",
     "mount_webmcp",
     "serve",

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from toolgate.errors import ConfigError, ToolgateError
-from toolgate.gateway.build import principal_from
-from toolgate.gateway.check import Snapshot, snapshot
-from toolgate.gateway.config import GatewayConfig, PrincipalConfig, load_config
-from toolgate.gateway.exposure import Placement
+from toolgate.gateway.commands.check import Snapshot, snapshot
+from toolgate.gateway.config.identity import principal_from
+from toolgate.gateway.config.model import GatewayConfig, PrincipalConfig, load_config
+from toolgate.gateway.relay.exposure import Placement
 from toolgate.policy import Principal, TrustLadder
 from toolgate.strategies.base import LEGACY
 from toolgate.tokens import TokenCounter, best_counter, wire_text

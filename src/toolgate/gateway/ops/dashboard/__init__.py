@@ -5,9 +5,9 @@
 imports ``build``, ``check``, ``config`` and ``inspect``, never ``serve``.
 """
 
-from toolgate.gateway.dashboard.app import DashboardSource, dashboard_app
-from toolgate.gateway.dashboard.events import EventRing
-from toolgate.gateway.dashboard.sessions import SessionRecorder, record_sessions, session_rows
+from toolgate.gateway.ops.dashboard.app import DashboardSource, dashboard_app
+from toolgate.gateway.ops.dashboard.events import EventRing
+from toolgate.gateway.ops.dashboard.sessions import SessionRecorder, record_sessions, session_rows
 
 __all__ = [
     "DashboardSource",

@@ -7,7 +7,7 @@ while calls to its tools (and requests for its prompts and resources) get a clea
 A stdio backend gets the environment its ``env``/``env_passthrough`` give it; its stderr
 goes to the log line by line, and its last lines go into the error when it fails; its
 requests, log messages and elicitation completions go to its ``peer``
-(``toolgate.gateway.upstream``). Edge layer: imports ``mcp`` (client side) and the core's
+(``toolgate.gateway.relay.calls``). Edge layer: imports ``mcp`` (client side) and the core's
 value types.
 """
 
@@ -43,9 +43,16 @@ from pydantic import BaseModel
 from toolgate import __version__
 from toolgate.catalog import ToolResult
 from toolgate.errors import RelayedError
-from toolgate.gateway.config import GatewayConfig, HttpServer, StdioServer
-from toolgate.gateway.hop import HeaderParams, Hop, SessionGone, Stateless, header_params, usable
-from toolgate.gateway.pool import SessionSeen, backend_http_client
+from toolgate.gateway.backends.http_calls import (
+    HeaderParams,
+    Hop,
+    SessionGone,
+    Stateless,
+    header_params,
+    usable,
+)
+from toolgate.gateway.backends.http_client import SessionSeen, backend_http_client
+from toolgate.gateway.config.model import GatewayConfig, HttpServer, StdioServer
 from toolgate.wire import result_from_mcp, tool_wire
 
 logger = logging.getLogger("toolgate.gateway")
@@ -193,7 +200,7 @@ PRIMITIVES = frozenset({"prompts", "resources", "templates"})
 class Peer(Protocol):
     """The gateway's side of what a backend sends to its client on its own: requests for
     input (sampling, elicitation, roots), log messages and the completion of a URL-mode
-    elicitation. ``toolgate.gateway.upstream`` relays them to the client whose call they
+    elicitation. ``toolgate.gateway.relay.calls`` relays them to the client whose call they
     belong to."""
 
     async def ask(

@@ -14,11 +14,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp_types import CLIENT_INFO_META_KEY
 
 from toolgate.lowlevel import Binding
 from toolgate.policy import Principal
+from toolgate.request import Context
 from toolgate.state.base import SessionState
 from toolgate.state.listing import SessionInfo, SessionListing
 from toolgate.strategies.base import is_stateless
@@ -26,7 +27,6 @@ from toolgate.toolset import ToolSet
 
 logger = logging.getLogger("toolgate.dashboard")
 
-Context = ServerRequestContext[Any, Any]
 #: methods that say nothing about a session's activity
 _QUIET = ("initialize", "ping")
 #: ``Connection.state`` key: the session key whose record ends with this connection
@@ -143,7 +143,7 @@ def record_sessions(binding: Binding, recorder: SessionRecorder) -> Any:
                 session.principal,
                 protocol=ctx.protocol_version,
                 strategy=strategy.name,
-                client=client_of(ctx),
+                client=client_software(ctx),
             )
             if facts.legacy:  # a 2026-07-28 "connection" lasts one request
                 forget_on_close(ctx, session.key, recorder)
@@ -152,7 +152,7 @@ def record_sessions(binding: Binding, recorder: SessionRecorder) -> Any:
     return middleware
 
 
-def client_of(ctx: Context) -> tuple[str | None, str | None]:
+def client_software(ctx: Context) -> tuple[str | None, str | None]:
     """The client's name and version: ``clientInfo`` from ``initialize`` (legacy) or
     from the request's ``_meta`` (2026-07-28); ``(None, None)`` when it gave none."""
     params = ctx.session.client_params

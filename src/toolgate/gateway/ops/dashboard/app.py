@@ -34,15 +34,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolgate.errors import ConfigError
 from toolgate.events import EventBus
-from toolgate.gateway.build import BuildReport
-from toolgate.gateway.check import Snapshot
-from toolgate.gateway.config import GatewayConfig
-from toolgate.gateway.dashboard.auth import COOKIE, OperatorAuth
-from toolgate.gateway.dashboard.chart import Bar, bar_chart
-from toolgate.gateway.dashboard.events import EventFilter, EventRing, RingEvent
-from toolgate.gateway.dashboard.sessions import session_rows
-from toolgate.gateway.edge import host_name
-from toolgate.gateway.inspect import describe, parse_principal
+from toolgate.gateway.commands.check import Snapshot
+from toolgate.gateway.commands.inspect import describe, parse_principal
+from toolgate.gateway.config.build import BuildReport
+from toolgate.gateway.config.model import GatewayConfig
+from toolgate.gateway.ingress.guard import host_name
+from toolgate.gateway.ops.dashboard.auth import COOKIE, OperatorAuth
+from toolgate.gateway.ops.dashboard.chart import Bar, bar_chart
+from toolgate.gateway.ops.dashboard.events import EventFilter, EventRing, RingEvent
+from toolgate.gateway.ops.dashboard.sessions import session_rows
 from toolgate.policy import Principal
 from toolgate.state.base import StateStore
 from toolgate.strategies import Delivery
@@ -56,7 +56,7 @@ HERE = Path(__file__).parent
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 EVENT_PREFIXES = ("tool.", "group.", "budget.")
 Listed = Callable[[], Mapping[str, Sequence[Mapping[str, Any]]]]
-#: ``toolgate.gateway.ops.readiness``'s answer: ``status`` and ``backends``
+#: ``toolgate.gateway.ops.health.readiness``'s answer: ``status`` and ``backends``
 Health = Callable[[], Mapping[str, Any]]
 
 
@@ -89,7 +89,7 @@ class DashboardSource:
     @classmethod
     def from_gateway(cls, gateway: Any) -> DashboardSource:
         """From a built ``toolgate.gateway.serve.Gateway``."""
-        from toolgate.gateway.ops import readiness
+        from toolgate.gateway.ops.health import readiness
 
         return cls(gateway.cfg, gateway.delivery, gateway.listed, lambda: readiness(gateway))
 

@@ -17,7 +17,8 @@ from toolgate.catalog import ALWAYS, BY_GROUP, Group, Handler, Tool
 from toolgate.errors import ConfigError, RegistrationError, ToolgateError
 from toolgate.events import EventBus
 from toolgate.flow import Flow
-from toolgate.gateway.config import GatewayConfig, PolicyConfig
+from toolgate.gateway.config.identity import oauth_identity, principal_from
+from toolgate.gateway.config.model import GatewayConfig, PolicyConfig
 from toolgate.policy import Policy, Principal, RateLimit, TrustLadder
 from toolgate.search import HYBRID_WEIGHT, SearchSettings
 from toolgate.state.base import StateStore
@@ -132,23 +133,6 @@ def _policy(p: PolicyConfig, key: str, ladder: TrustLadder, report: BuildReport)
     )
 
 
-def principal_from(
-    cfg_principal: Any, ladder: TrustLadder, key: str, *, authenticated: bool
-) -> Principal:
-    try:
-        ladder.check(cfg_principal.trust)
-    except ConfigError as exc:
-        raise ConfigError(f"{key}.trust: {exc.message}", key=f"{key}.trust") from None
-    return Principal(
-        id=cfg_principal.id,
-        trust=cfg_principal.trust,
-        agent_class=cfg_principal.agent_class,
-        scope=tuple(cfg_principal.scope),
-        attributes=dict(cfg_principal.attributes),
-        authenticated=authenticated,
-    )
-
-
 def build_toolset(
     cfg: GatewayConfig,
     listed: Mapping[str, Sequence[Mapping[str, Any]]],
@@ -191,8 +175,6 @@ def build_toolset(
         except ConfigError as exc:
             report.errors.append(exc)
     if tg.identity.oauth is not None:  # trust level, resource URL: what serve would refuse
-        from toolgate.gateway.ops import oauth_identity
-
         try:
             oauth_identity(cfg)
         except ConfigError as exc:

@@ -47,7 +47,7 @@ from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.transport_context import TransportContext
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from toolgate.gateway.pool import SessionSeen
+from toolgate.gateway.backends.http_client import SessionSeen
 
 #: set while the hop hands on what a backend sent on a call's own response stream
 _ON_CALL_STREAM: ContextVar[bool] = ContextVar("toolgate.hop.on_call_stream", default=False)

@@ -142,7 +142,7 @@ class GroupConfig(_Model):
     instructions: str | None = None
     show_deactivator: bool = True
     tools: list[str] = Field(default_factory=list)
-    #: globs on prompt names, optionally ``server:glob`` (see ``toolgate.gateway.exposure``)
+    #: globs on prompt names, optionally ``server:glob`` (see ``toolgate.gateway.relay.exposure``)
     prompts: list[PrimitivePattern] = Field(default_factory=list)
     #: globs on resource URIs and URI templates, optionally ``server:glob``
     resources: list[PrimitivePattern] = Field(default_factory=list)
@@ -320,6 +320,9 @@ class HttpConfig(_Model):
     #: credential the gateway accepts) or, without one, one address
     max_sessions: int = Field(10_000, ge=1)
     max_sessions_per_client: int = Field(32, ge=1)
+    #: ``tools/call`` served on the SDK's kernel without its session transport (the
+    #: ingress's fast path); off, every request takes the SDK's transport
+    fast_path: bool = True
 
 
 class ToolgateConfig(_Model):
@@ -519,10 +522,6 @@ def config_error(problems: list[tuple[str, str]], source: str) -> ConfigError:
         key=problems[0][0],
         problems=[{"key": key, "message": msg} for key, msg in problems],
     )
-
-
-def _from_validation(exc: ValidationError, source: str) -> ConfigError:
-    return config_error([_problem(e) for e in exc.errors(include_url=False)], source)
 
 
 def parse_config(

@@ -19,11 +19,13 @@ from typing import Any, NoReturn
 import mcp_types as mt
 from mcp import InvalidUriTemplate, UriTemplate
 from mcp.server import Server
-from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from toolgate.errors import PromptNotFound, ResourceNotFound, ToolgateError
-from toolgate.gateway.access import (
+from toolgate.gateway.backends.backend import Backend
+from toolgate.gateway.config.build import BuildReport
+from toolgate.gateway.config.model import GatewayConfig
+from toolgate.gateway.relay.access import (
     KINDS,
     FactsOf,
     OpenAccess,
@@ -31,17 +33,13 @@ from toolgate.gateway.access import (
     PrimitiveKind,
     Relayed,
 )
-from toolgate.gateway.backends import Backend
-from toolgate.gateway.build import BuildReport
-from toolgate.gateway.config import GatewayConfig
 from toolgate.lowlevel import advertise_list_changed
-from toolgate.request import Live, LiveConnections, RequestFacts
+from toolgate.request import Context, Live, LiveConnections, RequestFacts
 from toolgate.view import paginate
 from toolgate.wire import PageParams, cursor_of, mcp_error
 
 logger = logging.getLogger("toolgate.gateway")
 
-Context = ServerRequestContext[Any, Any]
 
 RESOURCE_UPDATED = "notifications/resources/updated"
 

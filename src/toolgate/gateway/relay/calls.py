@@ -33,17 +33,16 @@ from pydantic import ValidationError
 from toolgate.catalog import CallContext, ToolResult
 from toolgate.errors import ToolgateError
 from toolgate.events import EventBus
-from toolgate.gateway.access import Audience, FactsOf
-from toolgate.gateway.backends import Backend
-from toolgate.gateway.hop import on_call_stream
+from toolgate.gateway.backends.backend import Backend
+from toolgate.gateway.backends.http_calls import on_call_stream
+from toolgate.gateway.relay.access import Audience, FactsOf
 from toolgate.lowlevel import REQUEST_CONTEXT
-from toolgate.request import RequestFacts
+from toolgate.request import Context, RequestFacts
 from toolgate.strategies.base import is_stateless
 from toolgate.wire import call_result_wire, error_as_result, raise_or_result
 
 logger = logging.getLogger("toolgate.gateway")
 
-Context = ServerRequestContext[Any, Any]
 #: severity-ascending, as the SDK's ``LoggingLevel`` literal declares them
 LEVELS: tuple[mt.LoggingLevel, ...] = get_args(mt.LoggingLevel)
 #: how long a finished 2026-07-28 call waits for the client to come back for its result

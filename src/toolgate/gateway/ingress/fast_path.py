@@ -36,7 +36,7 @@ from mcp.server._streamable_http_modern import (
 )
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.lowlevel import Server
 from mcp.server.runner import (
     ServerRunner,
@@ -71,12 +71,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from toolgate.gateway.edge import LEAVING, Leaving
+from toolgate.gateway.ingress.guard import LEAVING, Leaving
+from toolgate.request import Context
 
 logger = logging.getLogger("toolgate.gateway")
 _M = TypeVar("_M", bound=pydantic.BaseModel)
 
-Context = ServerRequestContext[Any, Any]
 #: the methods the lane serves; every other message goes to the SDK
 LANE_METHODS = frozenset({"tools/call"})
 #: ids of the lane's requests to clients: strings the SDK never mints (its ids are numbers)

@@ -19,8 +19,8 @@ from mcp.server import Server
 from mcp.server.subscriptions import ListenHandler, ServerEvent
 from mcp.shared.subscriptions import event_from_wire
 
-from toolgate.gateway.relay import Context, FactsOf, Relay
-from toolgate.request import LiveConnections
+from toolgate.gateway.relay.primitives import FactsOf, Relay
+from toolgate.request import Context, LiveConnections
 
 logger = logging.getLogger("toolgate.gateway")
 

@@ -21,10 +21,10 @@ from toolgate.catalog import CallContext, Handler, ToolResult
 from toolgate.docs import ToolDocs
 from toolgate.errors import ConfigError, RegistrationError
 from toolgate.events import EventBus
-from toolgate.gateway.access import Relayed
-from toolgate.gateway.build import BackendTool, BuildReport, build_toolset, delivery_config
-from toolgate.gateway.config import GatewayConfig, load_config
-from toolgate.gateway.exposure import Placement, unmatched_warnings
+from toolgate.gateway.config.build import BackendTool, BuildReport, build_toolset, delivery_config
+from toolgate.gateway.config.model import GatewayConfig, load_config
+from toolgate.gateway.relay.access import Relayed
+from toolgate.gateway.relay.exposure import Placement, unmatched_warnings
 from toolgate.state.memory import MemoryStore
 from toolgate.strategies import Delivery
 from toolgate.toolset import ToolSet
@@ -68,8 +68,8 @@ async def snapshot(
     failures: dict[str, str] = {}
     if not offline and cfg.mcp_servers:
         # starts MCP clients: import on use
-        from toolgate.gateway.backends import connect_all
-        from toolgate.gateway.relay import namespace
+        from toolgate.gateway.backends.backend import connect_all
+        from toolgate.gateway.relay.primitives import namespace
 
         if errlog is None:
             # backends' own start-up chatter would mix with the one-per-line errors

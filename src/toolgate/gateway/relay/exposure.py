@@ -16,8 +16,8 @@ from fnmatch import fnmatchcase
 
 from toolgate.catalog import DEFAULT_GROUP
 from toolgate.errors import PromptNotFound, ResourceNotFound, ToolgateError
-from toolgate.gateway.access import KINDS, PatternKind, PrimitiveAccess, Relayed
-from toolgate.gateway.config import GatewayConfig
+from toolgate.gateway.config.model import GatewayConfig
+from toolgate.gateway.relay.access import KINDS, PatternKind, PrimitiveAccess, Relayed
 from toolgate.request import RequestFacts
 from toolgate.state.base import EMPTY
 from toolgate.strategies import Delivery

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from toolgate.errors import ConfigError
-from toolgate.gateway.backends import Backend, Timing
-from toolgate.gateway.config import json_schema, parse_config
+from toolgate.gateway.backends.backend import Backend, Timing
+from toolgate.gateway.config.model import json_schema, parse_config
 
 Host = Literal["mcpServers", "vscode", "codex"]
 DESCRIPTION_CHARS = 300  # a group description is one line an agent reads in list_groups

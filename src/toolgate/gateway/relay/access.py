@@ -1,6 +1,6 @@
 """Who may see and use the prompts and resources the gateway relays: ``PrimitiveAccess``.
 
-The relay (``toolgate.gateway.relay``) gathers each backend's prompts, resources and
+The relay (``toolgate.gateway.relay.primitives``) gathers each backend's prompts, resources and
 resource templates under their exposed names, then asks a ``PrimitiveAccess`` which of
 them a request may list and whether it may use one. ``OpenAccess`` admits everything;
 group-based access (``prompts:`` / ``resources:`` patterns in groups) implements the

@@ -1,0 +1,141 @@
+"""Health, readiness and metrics over HTTP: ``/healthz``, ``/readyz`` and ``/metrics``.
+
+Reads a running gateway through ``ServedGateway``, the little of it operations need,
+so nothing here imports ``toolgate.gateway.serve``. Operations layer: imports
+Starlette, the ingress's OAuth routes and the metrics sink.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from toolgate.events import EventBus
+from toolgate.gateway.backends.backend import Backend
+from toolgate.gateway.config.model import GatewayConfig
+from toolgate.gateway.ingress.auth import metadata_routes
+from toolgate.identity import IdentityResolver
+from toolgate.lowlevel import Binding
+from toolgate.oauth import OAuthResolver
+from toolgate.toolset import ToolSet
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+    from toolgate.gateway.ops.metrics import Live, Metrics
+
+
+class ServedGateway(Protocol):
+    """What operations read of a running gateway (``toolgate.gateway.serve.Gateway``)."""
+
+    cfg: GatewayConfig
+    events: EventBus
+    identity: IdentityResolver
+    metrics: Metrics | None
+    binding: Binding | None
+
+    @property
+    def server(self) -> Server[Any]: ...
+    @property
+    def backends(self) -> Mapping[str, Backend]: ...
+    @property
+    def toolset(self) -> ToolSet: ...
+
+
+def live(gateway: ServedGateway) -> Live:
+    """Backends up, open HTTP sessions and catalog size, read now."""
+    from toolgate.gateway.ops.metrics import Live
+
+    manager = getattr(gateway.server, "_session_manager", None)
+    sessions = getattr(manager, "_server_instances", None) or {}
+    tools = len(gateway.toolset.catalog.tools) if gateway.binding is not None else 0
+    return Live({n: b.up for n, b in gateway.backends.items()}, len(sessions), tools)
+
+
+def gateway_metrics(gateway: ServedGateway) -> Metrics | None:
+    """The gateway's ``Metrics`` sink on its event bus (None when disabled)."""
+    if not gateway.cfg.toolgate.metrics.enabled:
+        return None
+    from toolgate.gateway.ops.metrics import Metrics
+
+    def known_tool(name: str) -> bool:
+        return gateway.binding is not None and gateway.toolset.catalog.tool(name) is not None
+
+    metrics = Metrics(known_tool=known_tool, live=lambda: live(gateway))
+    gateway.events.add_sink(metrics)
+    if isinstance(gateway.identity, OAuthResolver):
+        gateway.identity.on_refused = metrics.auth_refused
+    return metrics
+
+
+def readiness(gateway: ServedGateway) -> dict[str, Any]:
+    """What ``/readyz`` answers: ``ready`` when the catalog is built and at least one
+    backend is up; ``status`` is ``ok``, ``degraded`` (some down) or ``unavailable``."""
+    backends = {
+        name: {"status": b.status, "up": b.up, "tools": len(b.tools), "error": b.last_error}
+        for name, b in sorted(gateway.backends.items())
+    }
+    up = sum(1 for b in gateway.backends.values() if b.up)
+    built = gateway.binding is not None
+    if built and up == len(backends):
+        status = "ok"
+    elif built and up:
+        status = "degraded"
+    else:
+        status = "unavailable"
+    return {
+        "ready": status != "unavailable",
+        "status": status,
+        "backends": backends,
+        "tools": len(gateway.toolset.catalog.tools) if built else 0,
+    }
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def ops_routes(gateway: ServedGateway, *, allowed_hosts: Sequence[str] = ()) -> list[Route]:
+    """``/healthz`` (the process answers), ``/readyz`` (backends, JSON; 503 when not
+    ready, or with ``?strict`` when any backend is down) and ``/metrics``. A foreign
+    ``Host`` gets 421, as on ``/mcp`` (DNS rebinding); ``allowed_hosts`` adds names."""
+    from toolgate.gateway.ingress.guard import allowed_names, host_name
+
+    hosts = allowed_names("127.0.0.1", allowed_hosts)
+
+    def guarded(endpoint: Endpoint) -> Endpoint:
+        async def checked(request: Request) -> Response:
+            if host_name(request.headers.get("host", "")) not in hosts:
+                return PlainTextResponse("Invalid Host header", 421)
+            return await endpoint(request)
+
+        return checked
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        body = readiness(gateway)
+        strict = "strict" in request.query_params
+        ok = body["status"] == "ok" if strict else body["ready"]
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    routes = [
+        Route("/healthz", guarded(healthz), methods=["GET"]),
+        Route("/readyz", guarded(readyz), methods=["GET"]),
+    ]
+    metrics = gateway.metrics
+    if metrics is not None:
+        from toolgate.gateway.ops.metrics import CONTENT_TYPE
+
+        async def scrape(request: Request) -> Response:
+            return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+        routes.append(Route("/metrics", guarded(scrape), methods=["GET"]))
+    return [*routes, *metadata_routes(gateway.cfg)]
+
+
+__all__ = ["ServedGateway", "gateway_metrics", "live", "ops_routes", "readiness"]
