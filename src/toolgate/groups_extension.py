@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from toolgate.errors import ConfigError, ToolgateError
+from toolgate.fastmcp_internals import sdk_server
 from toolgate.identity import IdentityFn, IdentityResolver
 from toolgate.request import Context, Live, LiveConnections, RequestFacts, request_facts
 from toolgate.strategies import Delivery
@@ -313,4 +314,4 @@ class GroupsServerExtension(ServerExtension):
 
     def _bind(self, server: Any) -> None:
         super()._bind(server)
-        _install(server._mcp_server, self.endpoint)
+        _install(sdk_server(server), self.endpoint)

@@ -34,6 +34,7 @@ from toolgate.request import (
     request_facts,
     session_key,
 )
+from toolgate.sdk_internals import lowlevel_of, registered_tools
 from toolgate.strategies import Addon, Delivery, DeliveryConfig
 from toolgate.strategies.base import Request, Strategy
 from toolgate.toolset import ToolSet
@@ -243,12 +244,12 @@ def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> None:
     """Register an ``MCPServer``'s own tools as root tools of ``toolset`` (a tool the
     toolset already names keeps the toolset's definition). They still run through
     the MCPServer's ``tools/call`` handler, with the live request context."""
-    entry = mcp_server._lowlevel_server.get_request_handler("tools/call")
+    entry = lowlevel_of(mcp_server).get_request_handler("tools/call")
     if entry is None:
         return
     handler = entry.handler
     adopted = []
-    for info in mcp_server._tool_manager.list_tools():
+    for info in registered_tools(mcp_server):
         if toolset.catalog.tool(info.name) is not None:
             continue
 
@@ -299,7 +300,7 @@ def bind(
     if isinstance(server, MCPServer):
         # The SDK's Extension API cannot replace tools/list; its lowlevel server can.
         _adopt_tools(server, toolset)
-        lowlevel: Server[Any] = server._lowlevel_server
+        lowlevel: Server[Any] = lowlevel_of(server)
     elif isinstance(server, Server):
         lowlevel = server
     else:

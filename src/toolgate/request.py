@@ -23,6 +23,7 @@ from mcp.server.context import ServerRequestContext
 
 from toolgate.identity import Caller, IdentityFn, IdentityResolver, resolve_principal
 from toolgate.policy import Confirmer, ConfirmRequest, Principal
+from toolgate.sdk_internals import connection_of
 from toolgate.strategies import Delivery, parse_toolsets
 from toolgate.strategies.base import Request, Strategy, is_stateless
 
@@ -114,7 +115,7 @@ async def request_facts(
 def session_key(ctx: Context) -> str:
     """The legacy-protocol session key: the streamable-HTTP session id, else a key
     minted once per connection (stdio, in-memory); equal to FastMCP's session id."""
-    connection = ctx.session._connection
+    connection = connection_of(ctx)
     key = connection.state.get(_SESSION_KEY)
     if key is None:
         headers = getattr(ctx.request, "headers", None) or {}

@@ -26,6 +26,7 @@ from toolgate.catalog import CallContext, ToolResult
 from toolgate.errors import RegistrationError, ToolgateError
 from toolgate.fastmcp.confirm import InputRequired, RoundTripConfirmer
 from toolgate.fastmcp.importer import FastMCPTools, from_fastmcp_result, to_fastmcp_result
+from toolgate.fastmcp_internals import has_foreign_extension, sdk_context, sdk_server
 from toolgate.groups_extension import GroupsServerExtension, serves_groups
 from toolgate.identity import Caller, ClaimsIdentity, IdentityFn, IdentityResolver
 from toolgate.policy import Confirmer
@@ -154,9 +155,7 @@ class ToolgateMiddleware(Middleware):
     def _add_groups_extension(self, server: FastMCP[Any]) -> None:
         if self.groups_extension is not None or not serves_groups(self.delivery):
             return
-        if GROUPS_EXTENSION in server._extensions and (
-            GROUPS_EXTENSION not in server._auto_extensions
-        ):
+        if has_foreign_extension(server, GROUPS_EXTENSION):
             logger.warning(
                 "toolgate: FastMCP server %r already has a %s extension; toolgate's is "
                 "not installed",
@@ -174,7 +173,7 @@ class ToolgateMiddleware(Middleware):
         if self.server is not None:
             raise RegistrationError("A ToolgateMiddleware serves one FastMCP server")
         self.server = server
-        sdk = server._mcp_server
+        sdk = sdk_server(server)
         # Right after FastMCP's root middleware: its request context (auth token, HTTP
         # request) is bound, and a failure here is still observed by on_message.
         from fastmcp.server.low_level import FastMCPServerMiddleware
@@ -293,7 +292,7 @@ class ToolgateMiddleware(Middleware):
         if fctx is None or rc is None:
             return await call_next(context)
         await self._ready(fctx.fastmcp)
-        items, _ = await self._list(rc._srctx, None)
+        items, _ = await self._list(sdk_context(rc), None)
         models = self._tool_models(items)
         return [
             _WireTool(name=m.name, parameters=dict(m.input_schema), wire_model=m) for m in models
@@ -309,7 +308,7 @@ class ToolgateMiddleware(Middleware):
         if fctx is None or rc is None:
             return await call_next(context)  # server code calling its own tool
         await self._ready(fctx.fastmcp)
-        ctx = rc._srctx
+        ctx = sdk_context(rc)
         message = context.message
         name = message.name
         facts = await self.facts(ctx)
@@ -364,7 +363,7 @@ class ToolgateMiddleware(Middleware):
         if fctx is None or rc is None or not self.delivery.addons:
             return theirs
         await self._ready(fctx.fastmcp)
-        _, req = await self.request_for(rc._srctx)
+        _, req = await self.request_for(sdk_context(rc))
         try:
             ours = await self.delivery.list_resources(req)
         except ToolgateError as exc:
@@ -382,7 +381,7 @@ class ToolgateMiddleware(Middleware):
         if fctx is None or rc is None or not self.delivery.addons:
             return await call_next(context)
         await self._ready(fctx.fastmcp)
-        _, req = await self.request_for(rc._srctx)
+        _, req = await self.request_for(sdk_context(rc))
         try:
             text = await self.delivery.read_resource(req, str(context.message.uri))
         except ToolgateError as exc:

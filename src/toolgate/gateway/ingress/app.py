@@ -8,7 +8,9 @@ handed.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
+from importlib.metadata import version
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -31,7 +33,10 @@ from toolgate.gateway.ingress.guard import (
 from toolgate.gateway.ingress.session_cap import ClientOf, SessionCap
 from toolgate.identity import BearerTokens, IdentityResolver
 from toolgate.lowlevel import Binding
+from toolgate.sdk_internals import MISSING, fast_path_available
 from toolgate.strategies.base import is_stateless
+
+logger = logging.getLogger("toolgate.gateway")
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -68,7 +73,15 @@ def http_app(
         max_sessions=tg.http.max_sessions,
         **auth,
     )
-    lane = install_lane(binding.server) if tg.http.fast_path else None
+    lane = None
+    if tg.http.fast_path and not fast_path_available():
+        logger.warning(
+            "the fast path for tools/call is off: this MCP SDK (%s) lacks %s",
+            version("mcp"),
+            ", ".join(MISSING),
+        )
+    elif tg.http.fast_path:
+        lane = install_lane(binding.server)
     app.router.routes.extend(routes)
     app.add_middleware(
         SessionCap,

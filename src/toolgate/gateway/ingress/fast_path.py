@@ -14,13 +14,12 @@ cannot vouch for, goes on to the SDK untouched. Edge layer: imports ``mcp``,
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import itertools
 import logging
 import math
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -28,22 +27,11 @@ import anyio
 import mcp_types as mt
 import pydantic
 import pydantic_core
-from mcp.server._streamable_http_modern import (
-    _SSE_HEADERS,
-    _SSE_PING_INTERVAL,
-    _mcp_param_rejection,
-    _SingleExchangeDispatchContext,
-)
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.lowlevel import Server
-from mcp.server.runner import (
-    ServerRunner,
-    _has_modern_envelope,
-    aclose_shielded,
-    modern_error_data,
-)
+from mcp.server.runner import ServerRunner, aclose_shielded, modern_error_data
 from mcp.server.streamable_http import (
     MCP_SESSION_ID_HEADER,
     StreamableHTTPServerTransport,
@@ -73,6 +61,19 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolgate.gateway.ingress.guard import LEAVING, Leaving
 from toolgate.request import Context
+from toolgate.sdk_internals import (
+    SSE_HEADERS,
+    SSE_PING_INTERVAL,
+    SingleExchangeDispatchContext,
+    connection_of,
+    has_exit_callbacks,
+    has_modern_envelope,
+    holding,
+    lifespan_state,
+    live_transports,
+    mcp_param_rejection,
+    session_owner,
+)
 
 logger = logging.getLogger("toolgate.gateway")
 _M = TypeVar("_M", bound=pydantic.BaseModel)
@@ -81,7 +82,7 @@ _M = TypeVar("_M", bound=pydantic.BaseModel)
 LANE_METHODS = frozenset({"tools/call"})
 #: ids of the lane's requests to clients: strings the SDK never mints (its ids are numbers)
 ASK_PREFIX = "toolgate-lane-"
-#: an SSE comment sent every ``_SSE_PING_INTERVAL`` seconds a call says nothing
+#: an SSE comment sent every ``SSE_PING_INTERVAL`` seconds a call says nothing
 _PING = b": ping\r\n\r\n"
 _END: Any = object()  # the end of a call's stream
 
@@ -135,7 +136,7 @@ class LaneCall:
         self._token = progress_token_from_params(params)
         self.message_metadata = ServerMessageMetadata(request_context=request)
         self.cancel_requested = anyio.Event()
-        headers = [*_SSE_HEADERS, _session_header(session)]
+        headers = [*SSE_HEADERS, _session_header(session)]
         self.response = _Response(send, headers, name=f"lane-stream:{request_id}")
         self.closed = False  # the handler is done: nothing more goes out for it
         self.ended = False  # the session ended under the call
@@ -261,7 +262,7 @@ class Lane:
     async def learn(self, ctx: Context, call_next: CallNext) -> HandlerResult:
         """``ServerMiddleware``: remember each streamable-HTTP session's connection once
         it is initialized, and forget it when it closes."""
-        connection: Connection = ctx.session._connection
+        connection = connection_of(ctx)
         key = connection.session_id
         if key is not None and key not in self.sessions and connection.initialize_accepted:
             runner = ServerRunner(self.server, connection, ctx.lifespan_context)
@@ -312,12 +313,12 @@ class Lane:
         if key is None:
             return None
         session = self.sessions.get(key)
-        transport = self.manager._server_instances.get(key)
+        transport = live_transports(self.manager).get(key)
         if session is None or transport is None or transport.is_terminated:
             return None
         user = scope.get("user")
         requestor = authorization_context(user) if isinstance(user, AuthenticatedUser) else None
-        if requestor != self.manager._session_owners.get(key):
+        if requestor != session_owner(self.manager, key):
             return None
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER.encode(), b"").decode("latin-1")
         if version != session.connection.protocol_version:
@@ -349,7 +350,7 @@ class Lane:
             return False
         if message["id"] in session.calls:
             return False  # a duplicate id: the SDK's answer to it is the one to give
-        async with _holding(transport):
+        async with holding(transport):
             await self._serve(message, params, session, scope, send)
         return True
 
@@ -379,7 +380,7 @@ class Lane:
         when there is none to give (the client cancelled it, or is gone)."""
         answer: dict[str, Any] | None = None
         try:
-            if _has_modern_envelope(params):
+            if has_modern_envelope(params):
                 raise MCPError(
                     code=mt.INVALID_REQUEST,
                     message="this connection serves the handshake protocol era; requests "
@@ -417,8 +418,8 @@ class Lane:
             await self.app(scope, _replay(body, more, receive), send)
             return
         req, connection = checked
-        response = _Response(send, _SSE_HEADERS, name=f"lane-stream:{req.id}")
-        dctx = _SingleExchangeDispatchContext(
+        response = _Response(send, SSE_HEADERS, name=f"lane-stream:{req.id}")
+        dctx = SingleExchangeDispatchContext(
             transport=TransportContext(
                 kind="streamable-http", can_send_request=False, headers=request.headers
             ),
@@ -428,7 +429,7 @@ class Lane:
         )
         dctx.sink = cast(Any, _Sink(response))
         self.served += 1
-        lifespan = self.manager._lifespan_state
+        lifespan = lifespan_state(self.manager)
         task = asyncio.current_task()
         left = False
 
@@ -493,8 +494,8 @@ class Lane:
         req = JSONRPCRequest.model_construct(
             jsonrpc="2.0", id=message["id"], method=message["method"], params=params
         )
-        lifespan = self.manager._lifespan_state
-        if await _mcp_param_rejection(self.server, request, req, verdict, lifespan) is not None:
+        lifespan = lifespan_state(self.manager)
+        if await mcp_param_rejection(self.server, request, req, verdict, lifespan) is not None:
             return None
         connection = Connection.from_envelope(
             verdict.protocol_version,
@@ -535,7 +536,7 @@ class _Response:
     """A call's HTTP response, written as the call goes, from the task that runs it: the
     answer alone as the whole response when nothing went before it (``end``'s
     ``alone``); else an SSE stream begun by the first event, or by a ping after
-    ``_SSE_PING_INTERVAL`` of quiet (as the SDK's transport keeps a stream alive),
+    ``SSE_PING_INTERVAL`` of quiet (as the SDK's transport keeps a stream alive),
     written by a task of its own so it goes on whatever the call is doing."""
 
     def __init__(self, send: Send, headers: list[tuple[bytes, bytes]], *, name: str) -> None:
@@ -546,7 +547,7 @@ class _Response:
         self.writer: asyncio.Task[None] | None = None  # writes the SSE stream
         self.gone = False  # the client's stream is gone (a write failed, or it left)
         self.quiet: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(
-            _SSE_PING_INTERVAL, self.put, None
+            SSE_PING_INTERVAL, self.put, None
         )
 
     def put(self, event: bytes | None) -> None:
@@ -591,7 +592,7 @@ class _Response:
 
     async def _write(self, out: asyncio.Queue[Any]) -> None:
         """The SSE stream: each event queued, a ping for each quiet
-        ``_SSE_PING_INTERVAL``, until ``_END``."""
+        ``SSE_PING_INTERVAL``, until ``_END``."""
         try:
             await self.send({"type": "http.response.start", "status": 200, "headers": self.headers})
             while (item := await _next(out)) is not _END:
@@ -621,7 +622,7 @@ class _Sink:
 async def _next(out: asyncio.Queue[Any]) -> Any:
     """The next event, ``_END``, or ``None`` when a ping is due."""
     try:
-        async with asyncio.timeout(_SSE_PING_INTERVAL):
+        async with asyncio.timeout(SSE_PING_INTERVAL):
             return await out.get()
     except TimeoutError:
         return None
@@ -629,7 +630,7 @@ async def _next(out: asyncio.Queue[Any]) -> Any:
 
 async def _serve_one(
     server: Server[Any],
-    dctx: _SingleExchangeDispatchContext,
+    dctx: SingleExchangeDispatchContext,
     method: str,
     params: Mapping[str, Any] | None,
     *,
@@ -643,7 +644,7 @@ async def _serve_one(
     try:
         return await runner.on_request(dctx, method, params)
     finally:
-        if connection.exit_stack._exit_callbacks:  # type: ignore[attr-defined]
+        if has_exit_callbacks(connection):
             await aclose_shielded(connection)
 
 
@@ -765,24 +766,6 @@ def _replay(body: bytes, more: bool, receive: Receive) -> Receive:
         return await receive()
 
     return replay
-
-
-@contextlib.asynccontextmanager
-async def _holding(transport: StreamableHTTPServerTransport) -> AsyncIterator[None]:
-    """A request in flight holds its session, as the SDK's transport counts one: the
-    idle countdown stops while any is served and restarts when the last completes."""
-    scope, idle = transport.idle_scope, transport._idle_timeout
-    if scope is None or idle is None:
-        yield
-        return
-    transport._requests_in_flight += 1
-    scope.deadline = math.inf
-    try:
-        yield
-    finally:
-        transport._requests_in_flight -= 1
-        if not transport._requests_in_flight:
-            scope.deadline = anyio.current_time() + idle
 
 
 def install(server: Server[Any]) -> Lane:

@@ -21,6 +21,7 @@ from toolgate.gateway.ingress.auth import metadata_routes
 from toolgate.identity import IdentityResolver
 from toolgate.lowlevel import Binding
 from toolgate.oauth import OAuthResolver
+from toolgate.sdk_internals import live_transports, session_manager
 from toolgate.toolset import ToolSet
 
 if TYPE_CHECKING:
@@ -50,8 +51,8 @@ def live(gateway: ServedGateway) -> Live:
     """Backends up, open HTTP sessions and catalog size, read now."""
     from toolgate.gateway.ops.metrics import Live
 
-    manager = getattr(gateway.server, "_session_manager", None)
-    sessions = getattr(manager, "_server_instances", None) or {}
+    manager = session_manager(gateway.server)
+    sessions = live_transports(manager) if manager is not None else {}
     tools = len(gateway.toolset.catalog.tools) if gateway.binding is not None else 0
     return Live({n: b.up for n, b in gateway.backends.items()}, len(sessions), tools)
 

@@ -1,0 +1,38 @@
+"""FastMCP's private names that toolgate reads, in one place and nowhere else.
+
+The SDK request context behind FastMCP's own, a server's extension registry and the SDK
+server inside a ``FastMCP``. ``tests/test_sdk_internals.py`` checks each on live objects
+and fails naming FastMCP's version and the missing name. Adapter layer: imports nothing
+of FastMCP at run time; it reads attributes of the objects it is handed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the private attributes read below, as ``owner.attribute``
+PRIVATE_ATTRIBUTES = (
+    "RequestContext._srctx",
+    "FastMCP._extensions",
+    "FastMCP._auto_extensions",
+    "FastMCP._mcp_server",
+)
+
+
+def sdk_context(request_context: Any) -> Any:
+    """The SDK's ``ServerRequestContext`` behind FastMCP's request context."""
+    return request_context._srctx
+
+
+def has_foreign_extension(server: Any, name: str) -> bool:
+    """Whether a FastMCP server already has an extension ``name`` that it did not add
+    by itself."""
+    return name in server._extensions and name not in server._auto_extensions
+
+
+def sdk_server(server: Any) -> Any:
+    """The SDK's low-level ``Server`` inside a ``FastMCP`` server."""
+    return server._mcp_server
+
+
+__all__ = ["PRIVATE_ATTRIBUTES", "has_foreign_extension", "sdk_context", "sdk_server"]

@@ -1,0 +1,177 @@
+"""The MCP SDK's private names that toolgate reads, in one place and nowhere else.
+
+Everything toolgate takes from the SDK beyond its public API goes through this module:
+a connection behind a request context, the streamable-HTTP session manager's sessions
+and owners, a transport's idle countdown, and the pieces of the SDK's 2026-07-28 entry
+that the gateway's fast path runs (``toolgate.gateway.ingress.fast_path``). ``MISSING``
+names what this installed SDK lacks; ``tests/test_sdk_internals.py`` fails on it, naming
+the SDK's version, and the fast path switches itself off rather than break. Adapter
+layer: imports ``mcp`` only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import math
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import anyio
+from mcp import ClientSession
+from mcp.server.connection import Connection
+from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+#: (module, name) of each private module-level name the fast path runs: its 2026-07-28
+#: envelope checks and single-exchange dispatch, and the SSE framing of the SDK's transport
+FAST_PATH_NAMES: tuple[tuple[str, str], ...] = (
+    ("mcp.server._streamable_http_modern", "_SSE_HEADERS"),
+    ("mcp.server._streamable_http_modern", "_SSE_PING_INTERVAL"),
+    ("mcp.server._streamable_http_modern", "_mcp_param_rejection"),
+    ("mcp.server._streamable_http_modern", "_SingleExchangeDispatchContext"),
+    ("mcp.server.runner", "_has_modern_envelope"),
+)
+#: (class, attribute) of each private attribute read below, checked on the classes
+#: (instance attributes are checked by the tests on live objects)
+PRIVATE_ATTRIBUTES: tuple[tuple[type[Any], str], ...] = (
+    (ClientSession, "_on_notify"),
+    (ClientSession, "_on_request"),
+)
+
+
+def _load(module: str, name: str) -> Any:
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+_loaded = {name: _load(module, name) for module, name in FAST_PATH_NAMES}
+#: what this SDK lacks of the names above, as ``module.name``
+MISSING: tuple[str, ...] = tuple(
+    f"{module}.{name}" for module, name in FAST_PATH_NAMES if _loaded[name] is None
+) + tuple(f"{cls.__name__}.{attr}" for cls, attr in PRIVATE_ATTRIBUTES if not hasattr(cls, attr))
+
+SSE_HEADERS: list[tuple[bytes, bytes]] = _loaded["_SSE_HEADERS"] or []
+SSE_PING_INTERVAL: float = _loaded["_SSE_PING_INTERVAL"] or 15.0
+mcp_param_rejection: Any = _loaded["_mcp_param_rejection"]
+SingleExchangeDispatchContext: Any = _loaded["_SingleExchangeDispatchContext"]
+has_modern_envelope: Any = _loaded["_has_modern_envelope"]
+
+
+def fast_path_available() -> bool:
+    """Whether every private name the fast path runs is in this SDK."""
+    return not MISSING
+
+
+# -- requests and connections -------------------------------------------------------------
+
+
+def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection:
+    """The connection a request came on (its session id, negotiated version, state)."""
+    connection: Connection = ctx.session._connection
+    return connection
+
+
+def has_exit_callbacks(connection: Connection) -> bool:
+    """Whether anything was put on the connection's exit stack (the SDK closes it then)."""
+    return bool(connection.exit_stack._exit_callbacks)  # type: ignore[attr-defined]
+
+
+# -- the streamable-HTTP session manager ----------------------------------------------------
+
+
+def live_transports(manager: StreamableHTTPSessionManager) -> Mapping[str, Any]:
+    """The manager's open legacy sessions: session id → its transport."""
+    transports: Mapping[str, Any] = manager._server_instances
+    return transports
+
+
+def session_owner(manager: StreamableHTTPSessionManager, key: str) -> Any:
+    """Who opened session ``key`` (the SDK's authorization context), if anyone."""
+    return manager._session_owners.get(key)
+
+
+def lifespan_state(manager: StreamableHTTPSessionManager) -> Any:
+    """The server's lifespan state, as the manager hands it to each request."""
+    return manager._lifespan_state
+
+
+def session_manager(server: Any) -> StreamableHTTPSessionManager | None:
+    """The session manager of a low-level ``Server`` whose HTTP app was built, if any."""
+    manager: StreamableHTTPSessionManager | None = getattr(server, "_session_manager", None)
+    return manager
+
+
+@contextlib.asynccontextmanager
+async def holding(transport: StreamableHTTPServerTransport) -> AsyncIterator[None]:
+    """A request in flight holds its session, as the SDK's transport counts one: the
+    idle countdown stops while any is served and restarts when the last completes."""
+    scope, idle = transport.idle_scope, transport._idle_timeout
+    if scope is None or idle is None:
+        yield
+        return
+    transport._requests_in_flight += 1
+    scope.deadline = math.inf
+    try:
+        yield
+    finally:
+        transport._requests_in_flight -= 1
+        if not transport._requests_in_flight:
+            scope.deadline = anyio.current_time() + idle
+
+
+# -- the client session ----------------------------------------------------------------------
+
+
+async def client_notified(
+    session: ClientSession, dctx: Any, method: str, params: Mapping[str, Any] | None
+) -> None:
+    """Hand a notification a backend sent to ``session``'s own notification handling."""
+    await session._on_notify(dctx, method, params)
+
+
+async def client_asked(
+    session: ClientSession, dctx: Any, method: str, params: Mapping[str, Any] | None
+) -> Any:
+    """Hand a request a backend sent to ``session``'s own request handling; its answer."""
+    return await session._on_request(dctx, method, params)
+
+
+# -- the high-level server ---------------------------------------------------------------------
+
+
+def lowlevel_of(mcp_server: Any) -> Any:
+    """The low-level ``Server`` inside an ``MCPServer``."""
+    return mcp_server._lowlevel_server
+
+
+def registered_tools(mcp_server: Any) -> list[Any]:
+    """An ``MCPServer``'s own registered tools."""
+    tools: list[Any] = mcp_server._tool_manager.list_tools()
+    return tools
+
+
+__all__ = [
+    "FAST_PATH_NAMES",
+    "MISSING",
+    "SSE_HEADERS",
+    "SSE_PING_INTERVAL",
+    "SingleExchangeDispatchContext",
+    "client_asked",
+    "client_notified",
+    "connection_of",
+    "fast_path_available",
+    "has_exit_callbacks",
+    "has_modern_envelope",
+    "holding",
+    "lifespan_state",
+    "live_transports",
+    "lowlevel_of",
+    "mcp_param_rejection",
+    "registered_tools",
+    "session_manager",
+    "session_owner",
+]

@@ -1,0 +1,104 @@
+"""The frameworks' private names toolgate reads are all there, on live objects.
+
+``toolgate.sdk_internals`` (the MCP SDK) and ``toolgate.fastmcp_internals`` (FastMCP)
+are the only modules that read a framework's private names. When a framework release
+drops one, these tests fail naming the framework's version and the missing name, and
+nothing else in the source reads a private name of theirs (checked here too).
+"""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import version
+from pathlib import Path
+
+import fastmcp
+import pytest
+from fastmcp.server.context import Context as FastMCPContext
+from mcp.server import MCPServer, ServerRequestContext
+
+from _fixtures.paths import PROJECT_ROOT
+from toolgate import sdk_internals
+from toolgate.fastmcp_internals import (
+    PRIVATE_ATTRIBUTES,
+    has_foreign_extension,
+    sdk_context,
+    sdk_server,
+)
+from toolgate.sdk_internals import lowlevel_of, registered_tools, session_manager
+
+SRC = PROJECT_ROOT / "src" / "toolgate"
+
+
+def _missing(framework: str, names: list[str]) -> str:
+    return f"{framework} {version(framework)} lacks {', '.join(names)}"
+
+
+def test_the_sdk_has_every_private_name_the_fast_path_runs() -> None:
+    assert sdk_internals.MISSING == (), _missing("mcp", list(sdk_internals.MISSING))
+    assert sdk_internals.fast_path_available()
+
+
+async def test_the_sdk_objects_carry_the_private_attributes_read() -> None:
+    server: MCPServer = MCPServer("probe")
+
+    @server.tool()
+    def ping() -> str:
+        return "pong"
+
+    lowlevel = lowlevel_of(server)
+    assert lowlevel.get_request_handler("tools/call") is not None
+    assert [t.name for t in registered_tools(server)] == ["ping"]
+    lowlevel.streamable_http_app()
+    manager = session_manager(lowlevel)
+    assert manager is not None, _missing("mcp", ["Server._session_manager"])
+    missing = [
+        f"StreamableHTTPSessionManager.{name}"
+        for name in ("_server_instances", "_session_owners", "_lifespan_state")
+        if not hasattr(manager, name)
+    ]
+    assert not missing, _missing("mcp", missing)
+
+
+async def test_fastmcp_objects_carry_the_private_attributes_read() -> None:
+    server = fastmcp.FastMCP("probe")
+    missing = [
+        name
+        for name in PRIVATE_ATTRIBUTES
+        if name.startswith("FastMCP.") and not hasattr(server, name.split(".", 1)[1])
+    ]
+    assert not missing, _missing("fastmcp", missing)
+    assert sdk_server(server) is not None
+    assert has_foreign_extension(server, "io.example/none") is False
+    seen: list[object] = []
+
+    @server.tool()
+    def probe(ctx: FastMCPContext) -> str:
+        rc = ctx.request_context
+        assert rc is not None
+        seen.append(sdk_context(rc))
+        return "ok"
+
+    async with fastmcp.Client(server) as client:
+        await client.call_tool("probe", {})
+    assert len(seen) == 1
+    assert isinstance(seen[0], ServerRequestContext), _missing("fastmcp", ["RequestContext._srctx"])
+
+
+PRIVATE_MCP = re.compile(r"\b(from|import) (mcp|fastmcp)[\w.]*\._\w")
+PRIVATE_ATTRIBUTE = re.compile(
+    r"\.(_connection|_server_instances|_session_owners|_lifespan_state|_idle_timeout"
+    r"|_requests_in_flight|_exit_callbacks|_on_notify|_on_request|_lowlevel_server"
+    r"|_tool_manager|_srctx|_mcp_server|_auto_extensions|_session_manager)\b"
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in SRC.rglob("*.py") if not p.name.endswith("_internals.py")),
+    ids=lambda p: str(p.relative_to(SRC)),
+)
+def test_no_other_module_reads_a_framework_private_name(path: Path) -> None:
+    text = path.read_text()
+    found = PRIVATE_MCP.findall(text) + PRIVATE_ATTRIBUTE.findall(text)
+    assert not found, f"{path.name} reads {found}: go through toolgate.sdk_internals"
