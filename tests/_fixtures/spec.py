@@ -32,16 +32,21 @@ from toolgate import CallContext, Flow, Group, Policy, Principal, Tool, ToolSet
 from toolgate.client import GroupsClientExtension
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.gateway.config.model import parse_config
+from toolgate.gateway.ingress.app import server_options
 from toolgate.gateway.serve import Gateway
 from toolgate.groups_extension import bind_groups
 from toolgate.lowlevel import bind
 from toolgate.strategies import DeliveryConfig
 from toolgate.strategies.lazy import LazyDescriptions
 
-AdapterName = Literal["lowlevel", "fastmcp", "gateway"]
+AdapterName = Literal["lowlevel", "fastmcp", "gateway", "gateway-http", "gateway-http-sdk"]
 Era = Literal["legacy", "2026"]
 ClientKind = Literal["sdk", "fastmcp"]
 ADAPTERS: tuple[AdapterName, ...] = ("lowlevel", "fastmcp", "gateway")
+#: the gateway's real HTTP app (uvicorn with the gateway's own protocol, the guard, the
+#: session cap), with its fast path for ``tools/call`` and without it: the shared
+#: scenarios run over both, so the two paths answer alike
+HTTP_ADAPTERS: tuple[AdapterName, ...] = ("gateway-http", "gateway-http-sdk")
 ERAS: tuple[Era, ...] = ("legacy", "2026")
 PROTOCOL: dict[Era, str] = {"legacy": "2025-11-25", "2026": "2026-07-28"}
 #: every client library on every era, for tests that compare answers across them
@@ -208,6 +213,7 @@ def gateway_config(
     hidden_tool_errors: str = "hint",
     lazy: bool = False,
     principal: Principal = DEFAULT_PRINCIPAL,
+    fast_path: bool = True,
 ) -> dict[str, Any]:
     groups = {
         name: {**g, "tools": [f"spec:{t.name}" for t in SPEC if name in t.groups]}
@@ -240,6 +246,7 @@ def gateway_config(
                 }
             },
             "events": {"logging": False},
+            "http": {"fast_path": fast_path},
         },
     }
 
@@ -329,7 +336,7 @@ class Served:
     """One adapter serving the catalog; ``connect`` opens as many clients as a test needs."""
 
     adapter: AdapterName
-    target: Any  # what the in-memory client connects to
+    target: Any  # what the client connects to: a server in memory, or a URL
     toolset: ToolSet
 
     @asynccontextmanager
@@ -435,7 +442,7 @@ async def serve_fastmcp(options: Options) -> AsyncIterator[Served]:
 
 
 @asynccontextmanager
-async def serve_gateway(options: Options) -> AsyncIterator[Served]:
+async def _gateway(options: Options, *, fast_path: bool = True) -> AsyncIterator[Gateway]:
     async with serve_http(backend_server().streamable_http_app()) as url:
         cfg = parse_config(
             gateway_config(
@@ -445,18 +452,49 @@ async def serve_gateway(options: Options) -> AsyncIterator[Served]:
                 hidden_tool_errors=options.hidden_tool_errors,
                 lazy=options.lazy,
                 principal=options.principal,
+                fast_path=fast_path,
             )
         )
         gateway = Gateway(cfg)
         try:
             async with gateway.running():
                 assert gateway.report.errors == []
-                yield Served("gateway", gateway.server, gateway.toolset)
+                yield gateway
         finally:
             await gateway.close()
 
 
-SERVERS = {"lowlevel": serve_lowlevel, "fastmcp": serve_fastmcp, "gateway": serve_gateway}
+@asynccontextmanager
+async def serve_gateway(options: Options) -> AsyncIterator[Served]:
+    async with _gateway(options) as gateway:
+        yield Served("gateway", gateway.server, gateway.toolset)
+
+
+@asynccontextmanager
+async def _serve_gateway_http(options: Options, *, fast_path: bool) -> AsyncIterator[Served]:
+    async with _gateway(options, fast_path=fast_path) as gateway:
+        app = gateway.http_app()
+        protocol = server_options(gateway.cfg, host="127.0.0.1", port=0)["http"]
+        async with serve_http(app, http=protocol) as url:
+            yield Served("gateway-http" if fast_path else "gateway-http-sdk", url, gateway.toolset)
+        assert (gateway.lane is not None) is fast_path
+
+
+def serve_gateway_http(options: Options) -> AbstractAsyncContextManager[Served]:
+    return _serve_gateway_http(options, fast_path=True)
+
+
+def serve_gateway_http_sdk(options: Options) -> AbstractAsyncContextManager[Served]:
+    return _serve_gateway_http(options, fast_path=False)
+
+
+SERVERS = {
+    "lowlevel": serve_lowlevel,
+    "fastmcp": serve_fastmcp,
+    "gateway": serve_gateway,
+    "gateway-http": serve_gateway_http,
+    "gateway-http-sdk": serve_gateway_http_sdk,
+}
 
 
 @dataclass(frozen=True)
@@ -480,7 +518,8 @@ class Adapter:
         return self.name
 
 
-@pytest.fixture(params=ADAPTERS)
+@pytest.fixture(params=(*ADAPTERS, *HTTP_ADAPTERS))
 def adapter(request: pytest.FixtureRequest) -> Adapter:
-    """Each of the three ways of serving the SPEC catalog (see the module docstring)."""
+    """Each way of serving the SPEC catalog (see the module docstring), the gateway also
+    over its real HTTP app with and without its fast path."""
     return Adapter(request.param)
