@@ -175,12 +175,6 @@ class Delivery:
             return self.strategies["catalog"]
         return self.strategies[s]
 
-    @property
-    def list_can_change(self) -> bool:
-        """Whether to advertise ``tools.listChanged``: always, because tools registered
-        at run time (or a gateway backend's changes) change every strategy's list."""
-        return True
-
     def request(
         self,
         *,
