@@ -5,6 +5,7 @@ the agent loop end to end, and the example gateway config through ``toolgate che
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import subprocess
@@ -223,6 +224,80 @@ async def test_lowlevel_example_serves_over_stdio() -> None:
     async with Client(params, mode="legacy") as client:
         assert "files_activate" in await names(client)
         assert text(await client.call_tool("ping", {})) == "pong"
+
+
+# -- examples/custom_strategy.py -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_custom_strategy_example_lists_every_tool_in_one_line_and_describes_on_demand(
+    mode: str,
+) -> None:
+    from custom_strategy import build
+
+    async with Client(build(), mode=mode) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        described = await client.call_tool("describe_tools", {"tools": ["km_to_miles"]})
+        miles = await client.call_tool("km_to_miles", {"km": 10})
+    assert sorted(listed) == ["celsius_to_fahrenheit", "describe_tools", "km_to_miles"]
+    assert listed["km_to_miles"].description == "Convert kilometres to miles."
+    assert listed["km_to_miles"].input_schema == {"type": "object", "additionalProperties": True}
+    full = described.structured_content["km_to_miles"]
+    assert full["description"] == "Convert kilometres to miles. Rounded to three decimals."
+    assert full["inputSchema"]["required"] == ["km"]
+    assert text(miles) == "6.214"
+
+
+async def test_custom_strategy_example_serves_over_stdio() -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(EXAMPLES / "custom_strategy.py")], env=venv_env()
+    )
+    async with Client(params, mode="legacy") as client:
+        assert "describe_tools" in await names(client)
+        assert text(await client.call_tool("celsius_to_fahrenheit", {"celsius": 100})) == "212.0"
+
+
+async def test_custom_strategy_example_runs_the_gateway_with_its_strategy_registered(
+    tmp_path: Path,
+) -> None:
+    config = json.loads(GATEWAY_CONFIG.read_text())
+    config["toolgate"]["strategy"] = "summaries"
+    for server in config["mcpServers"].values():  # the backends beside the example config
+        server["args"] = [str(GATEWAY_CONFIG.parent / a) for a in server["args"]]
+    path = tmp_path / "toolgate.json"
+    path.write_text(json.dumps(config))
+    plain = subprocess.run(
+        [*toolgate_command(), "check", "--offline", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=venv_env(),
+    )
+    assert (plain.returncode, plain.stderr) == (
+        1,
+        f"{path}: toolgate.strategy: unknown strategy 'summaries'; "
+        "known: auto, list_changed, catalog, groups, search, flat\n",
+    )
+    launcher = [sys.executable, str(EXAMPLES / "custom_strategy.py"), "toolgate"]
+    params = StdioServerParameters(
+        command=launcher[0],
+        args=[*launcher[1:], "serve", str(path), "--log-level", "error"],
+        env=venv_env(),
+    )
+    async with Client(params, mode="legacy") as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        miles = await client.call_tool("units_km_to_miles", {"km": 10})
+    assert sorted(listed) == [
+        "describe_tools",
+        "todo_add",
+        "todo_list",
+        "units_celsius_to_fahrenheit",
+        "units_km_to_miles",
+        "units_whoami",
+        "whoami",
+    ]
+    assert listed["todo_add"].input_schema == {"type": "object", "additionalProperties": True}
+    assert text(miles) == "6.214"
 
 
 # -- examples/agent_loop.py ----------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Delivery: which strategy serves a request, and the calls adapters make.
 
-``Delivery`` owns one strategy per name over a single ``ToolSet``, picks one per
-request (``auto``: groups-extension clients get ``groups``, the legacy protocol gets
+``Delivery`` builds one strategy per name its config's registry holds
+(``toolgate.strategies.registry``) over a single ``ToolSet``, picks one per request
+(``auto``: groups-extension clients get ``groups``, the legacy protocol gets
 ``list_changed``, 2026-07-28 gets ``catalog``), derives the session key, and pages
 ``tools/list``. Delivery layer: imports the strategies and the core, no MCP imports.
 """
@@ -25,22 +26,21 @@ from toolgate.strategies.base import (
     emit_selection,
     is_stateless,
 )
-from toolgate.strategies.catalog import CatalogStrategy
-from toolgate.strategies.flat import FlatStrategy
-from toolgate.strategies.groups import GroupsStrategy
 from toolgate.strategies.lazy import ToolDescriptions
 from toolgate.strategies.list_changed import ListChangedStrategy
-from toolgate.strategies.search import DEFAULT_FULL_RESULTS, SearchStrategy, ToolSearch
+from toolgate.strategies.registry import StrategyInputs, StrategyRegistry, default_registry
+from toolgate.strategies.search import DEFAULT_FULL_RESULTS, ToolSearch
 from toolgate.strategies.toolsets import ToolsetsStrategy
 from toolgate.toolset import ToolSet
 from toolgate.view import Page, paginate
 
-STRATEGY_NAMES = ("auto", "list_changed", "catalog", "groups", "search", "flat")
-
 
 @dataclass(frozen=True)
 class DeliveryConfig:
-    """How tools reach clients (the ``toolgate`` config block's delivery keys)."""
+    """How tools reach clients (the ``toolgate`` config block's delivery keys).
+
+    ``strategy`` is ``auto`` or a name ``registry`` holds (by default the built-ins and
+    whatever was registered in ``default_registry``)."""
 
     strategy: str = "auto"
     meta_tools: str = "menu"  # "menu" | "activators"
@@ -52,13 +52,11 @@ class DeliveryConfig:
     #: activators style: "always" lists every in-scope group's activator (tmcp);
     #: "reachable" only those that can succeed now (the parent is active)
     activators: str = "always"
+    #: the strategies ``strategy`` may name, and how ``Delivery`` builds each
+    registry: StrategyRegistry = default_registry
 
     def __post_init__(self) -> None:
-        if self.strategy not in STRATEGY_NAMES:
-            raise ConfigError(
-                f"strategy must be one of {', '.join(STRATEGY_NAMES)}, got {self.strategy!r}",
-                key="strategy",
-            )
+        self.registry.check(self.strategy)
         if self.meta_tools not in ("menu", "activators"):
             raise ConfigError(
                 f"meta_tools must be 'menu' or 'activators', got {self.meta_tools!r}",
@@ -90,11 +88,12 @@ class Delivery:
         config: DeliveryConfig | None = None,
         *,
         addons: Sequence[Addon] = (),
-        strategies: Mapping[str, Strategy] | None = None,
     ) -> None:
         self.toolset = toolset
         self.config = config or DeliveryConfig()
         self.addons = tuple(addons)
+        # the registry may have lost a name since the config was checked
+        self.config.registry.check(self.config.strategy)
         wants_search = self.config.search or self.config.strategy == "search"
         if self.config.search and not any(isinstance(a, ToolSearch) for a in self.addons):
             self.addons += (ToolSearch(self.config.search_full_results),)
@@ -103,30 +102,14 @@ class Delivery:
             self.addons += (ToolDescriptions(toolset),)
         if wants_search:
             toolset.search_index  # noqa: B018 -- fail now (ConfigError) without the search extra
-        names = self.config.names
-        built: dict[str, Strategy] = {
-            "list_changed": ListChangedStrategy(
-                toolset,
-                style="activators" if self.config.meta_tools == "activators" else "menu",
-                names=names,
-                addons=self.addons,
-                grouped_list="full" if self.config.grouped_list == "full" else "summary",
-                activators="reachable" if self.config.activators == "reachable" else "always",
-            ),
-            "catalog": CatalogStrategy(toolset, names=names, addons=self.addons),
-            "flat": FlatStrategy(toolset, names=names, addons=self.addons),
-            "groups": GroupsStrategy(toolset, names=names, addons=self.addons),
-            "search": SearchStrategy(
-                toolset,
-                names=names,
-                addons=self.addons,
-                full_results=self.config.search_full_results,
-            ),
+        # every registered strategy, built once: ``choose`` picks among them per request
+        inputs = StrategyInputs(toolset, self.config, self.addons)
+        registry = self.config.registry
+        self.strategies: dict[str, Strategy] = {
+            name: registry.build(name, inputs) for name in registry.names
         }
-        built.update(strategies or {})
-        self.strategies = built
         #: per-request views (``toolsets``), offered by every configuration
-        self.toolsets = ToolsetsStrategy(toolset, names=names, addons=self.addons)
+        self.toolsets = ToolsetsStrategy(toolset, names=self.config.names, addons=self.addons)
         self._reserve()
 
     def _reserve(self) -> None:
@@ -136,7 +119,7 @@ class Delivery:
         for s in self._in_use():
             names.update(s.reserved_names())
         cat.reserve(sorted(names), "delivery")
-        lc = self.strategies["list_changed"]
+        lc = self.strategies["list_changed"]  # a registry holds every built-in
         in_use = {s.name for s in self._in_use()}
         if isinstance(lc, ListChangedStrategy) and "list_changed" in in_use:
             suffixes = lc.activator_suffixes()
@@ -146,20 +129,17 @@ class Delivery:
     def _in_use(self) -> list[Strategy]:
         s = self.config.strategy
         if s == "auto":
-            keys = ["list_changed", "catalog"] + (["groups"] if "groups" in self.strategies else [])
+            keys = ["list_changed", "catalog", "groups"]
         elif s == "groups":
             keys = ["groups", "catalog" if self.config.groups_fallback == "catalog" else "flat"]
         else:
             keys = [s]
-        missing = [k for k in keys if k not in self.strategies]
-        if missing:
-            raise ConfigError(f"strategy {missing[0]!r} is not available in this installation")
         return [self.strategies[k] for k in keys]
 
     # -- choosing ----------------------------------------------------------------------
     def choose(self, protocol: str | None, extensions: frozenset[str]) -> Strategy:
         s = self.config.strategy
-        wants_groups = GROUPS_EXTENSION in extensions and "groups" in self.strategies
+        wants_groups = GROUPS_EXTENSION in extensions
         if s == "auto":
             if wants_groups:
                 return self.strategies["groups"]
@@ -174,12 +154,6 @@ class Delivery:
             # 2026-07-28 forbids tools/list varying as a side effect of other requests.
             return self.strategies["catalog"]
         return self.strategies[s]
-
-    @property
-    def list_can_change(self) -> bool:
-        """Whether to advertise ``tools.listChanged``: always, because tools registered
-        at run time (or a gateway backend's changes) change every strategy's list."""
-        return True
 
     def request(
         self,

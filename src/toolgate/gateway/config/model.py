@@ -36,6 +36,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from toolgate.errors import ConfigError
 from toolgate.policy import DEFAULT_TRUST_LEVELS
+from toolgate.strategies.registry import default_registry
 from toolgate.strategies.search import DEFAULT_FULL_RESULTS
 
 
@@ -325,10 +326,26 @@ class HttpConfig(_Model):
     fast_path: bool = True
 
 
+def _known_strategy(name: str) -> str:
+    """``auto`` or a strategy ``default_registry`` holds when the config is read."""
+    problem = default_registry.problem(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return name
+
+
+def _strategy_choices(schema: dict[str, Any]) -> None:
+    # when the schema is generated, not when this module is imported: strategies
+    # registered since then are in it
+    schema["enum"] = list(default_registry.choices)
+
+
 class ToolgateConfig(_Model):
     """The ``toolgate`` block (DESIGN §6). Every key has a default."""
 
-    strategy: Literal["auto", "list_changed", "catalog", "groups", "search", "flat"] = "auto"
+    strategy: Annotated[str, AfterValidator(_known_strategy)] = Field(
+        "auto", json_schema_extra=_strategy_choices
+    )
     meta_tools: Literal["menu", "activators"] = "menu"
     separator: Literal[".", "_", "-"] = "."
     initial_groups: list[str] = Field(default_factory=list)
