@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from toolgate.errors import ConfigError, RegistrationError
 from toolgate.strategies.base import Addon, MetaNames, Strategy
@@ -23,13 +23,30 @@ from toolgate.strategies.list_changed import ListChangedStrategy
 from toolgate.strategies.search import SearchStrategy
 from toolgate.toolset import ToolSet
 
-if TYPE_CHECKING:
-    from toolgate.strategies.delivery import DeliveryConfig
-
 #: not a strategy but a choice among the built-ins per request (``Delivery.choose``)
 AUTO = "auto"
 STRATEGY_NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 MAX_STRATEGY_NAME = 64
+
+
+class DeliverySettings(Protocol):
+    """What a factory reads of a ``DeliveryConfig`` (``toolgate.strategies.delivery``),
+    named here so the registry does not import the module that builds from it."""
+
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def meta_tools(self) -> str: ...
+    @property
+    def names(self) -> MetaNames: ...
+    @property
+    def grouped_list(self) -> str: ...
+    @property
+    def activators(self) -> str: ...
+    @property
+    def search(self) -> bool: ...
+    @property
+    def search_full_results(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -38,7 +55,7 @@ class StrategyInputs:
     and the add-ons every strategy of it carries (search, ``describe_tools``, lazy)."""
 
     toolset: ToolSet
-    config: DeliveryConfig
+    config: DeliverySettings
     addons: tuple[Addon, ...]
 
     @property
