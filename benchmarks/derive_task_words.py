@@ -1,4 +1,4 @@
-"""Derive ``toolgate.search.TASK_WORDS`` from the development half of MetaTool.
+"""Derive ``toolgate.search.analysis.TASK_WORDS`` from the development half of MetaTool.
 
 A task word is one that queries use often but that says nothing about which tool they
 need: across the development queries containing it, the gold tools are spread like
