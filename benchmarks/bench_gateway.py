@@ -8,6 +8,7 @@ errors, and the TCP connections the gateway holds to the backend (``ss``); then 
 same for each peer relay (``PEERS``; with ``--clients 0``, their overhead only). With
 ``--profile FILE`` the gateway runs under cProfile and its profile is written to FILE.
 Writes its section of ``benchmarks/RESULTS.md`` unless ``--no-write``.
+``--no-fast-path`` serves with ``toolgate.http.fast_path`` off (not written).
 Run: ``.venv/bin/python benchmarks/bench_gateway.py [--clients 100] [--duration 30]``.
 """
 
@@ -291,6 +292,11 @@ async def main() -> None:
     parser.add_argument(
         "--no-peers", action="store_true", help="skip the peer relays (measured after the gateway)"
     )
+    parser.add_argument(
+        "--no-fast-path",
+        action="store_true",
+        help="serve with toolgate.http.fast_path off: every request through the SDK's transport",
+    )
     args = parser.parse_args()
     global ERA
     ERA = args.era
@@ -301,6 +307,9 @@ async def main() -> None:
     peers: dict[str, tuple[str, dict[str, float]]] = {}
     backend_url = f"http://127.0.0.1:{backend_port}/mcp"
     config = gateway_config(backend_url, args.clients)
+    if args.no_fast_path:
+        config["toolgate"]["http"]["fast_path"] = False
+        args.no_write = True  # the written section describes the gateway as it ships
     (tmp / "toolgate.json").write_text(json.dumps(config))
     env = {**os.environ}
     procs: list[subprocess.Popen[bytes]] = []
