@@ -36,8 +36,8 @@ from toolgate.catalog import (
     HookContext,
     Tool,
     ToolResult,
-    to_result,
 )
+from toolgate.catalog.handler import to_result
 from toolgate.errors import (
     BudgetExceeded,
     ConfigError,
