@@ -21,7 +21,7 @@ from toolgate.activation import (
     requested,
 )
 from toolgate.catalog import Group, Handler, HookContext, Tool
-from toolgate.errors import BudgetExceeded
+from toolgate.errors import BudgetExceeded, HookFailed
 from toolgate.policy import Confirmer, Principal
 from toolgate.state.base import EMPTY, SessionState
 from toolgate.toolset.dispatch import CallOutcome, dispatch, maybe_await
@@ -234,8 +234,7 @@ class Session:
                 await self._run_hook(groups[d], "deactivate")
             await self._run_hook(groups[n], action)
         except Exception as exc:
-            what = "Activation" if action == "activate" else "Deactivation"
-            return GroupError(n, "hook_failed", f"{what} hook of group {n!r} failed: {exc}")
+            return GroupError.of(n, HookFailed(n, action, exc))
         return step
 
     def _emit_surfaced(self, before: View, after: View) -> None:
