@@ -1,9 +1,8 @@
-"""``Catalog``: everything that exists, validated at registration and versioned.
+"""``Catalog``: everything that exists, validated at registration, versioned.
 
-Registration checks everything at the call that is wrong (names, parents, cycles,
-duplicates, wire-name collisions, reserved meta-tool names, unknown stages) and raises
-a typed error. Every change bumps ``version``; derived indexes are rebuilt lazily per
-version. Model layer: imports the catalog's specs, flow and errors; never MCP.
+Registration raises a typed error at the wrong call (names, parents, cycles, duplicates,
+wire-name collisions, reserved names, unknown stages); each change bumps ``version`` and
+indexes follow it lazily. Model layer: imports the specs, flow and errors; never MCP.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """What every delivery strategy shares: requests, replies, meta-tools, add-ons.
 
-A strategy turns a session's view into what a client sees — a list of tool
-definitions and the results of calls — as plain dicts. Adapters translate those to
-MCP types. Delivery layer: imports the core, ``strategies.arguments`` and
-``strategies.detail``; never ``mcp`` or ``fastmcp``.
+A strategy turns a session's view into what a client sees (tool definitions and call
+results) as plain dicts; adapters translate those to MCP types. Delivery layer: imports
+the core, ``strategies.arguments`` and ``strategies.detail``; never ``mcp`` or ``fastmcp``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``Session``: one client's handle on a ``ToolSet``: its state, its list, its changes.
 
-Activation is planned over the view (``toolgate.activation``) and applied in one store
-mutation with its budget check, hooks and events; calls go through
-``toolgate.toolset.dispatch``. Orchestration: imports the core; ``ToolSet`` as a type only.
+Group changes are planned over the view (``toolgate.activation``) and applied in one
+store mutation with budgets, hooks and events; a call goes to ``toolset.dispatch``.
+Orchestration: imports the core and ``toolset.dispatch``; ``ToolSet`` as a type only.
 """
 
 from __future__ import annotations

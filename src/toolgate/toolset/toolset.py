@@ -1,9 +1,8 @@
 """``ToolSet``: one catalog served to many sessions.
 
-Owns the catalog, the store, the event bus, the view cache and the budgets; checks
-start-up configuration and builds the errors a refused call gets. ``Session``
-(``toolgate.toolset.session``) is one client's handle on it. Orchestration: imports
-the core and planning below it; no MCP, no strategies.
+Owns the catalog, store, event bus, view cache and budgets; checks start-up configuration
+and builds the error a refused call gets. Orchestration: imports the core and
+``toolset.session`` (``Session``, one client's handle on it); no MCP, no strategies.
 """
 
 from __future__ import annotations
