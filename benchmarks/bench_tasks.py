@@ -46,12 +46,12 @@ from bench_groups import CATALOG, GROUPS, group_of  # noqa: E402
 from search_eval import RESULTS, write_section  # noqa: E402
 
 from _fixtures.gateway import HttpGateway, toolgate_argv  # noqa: E402
-from toolgate.client import (  # noqa: E402
+from toolgate.client import session_options  # noqa: E402
+from toolgate.client.extension import (  # noqa: E402
     GetGroupParams,
     GetGroupRequest,
     ListGroupsParams,
     ListGroupsRequest,
-    session_options,
 )
 from toolgate.tokens import TokenCounter, best_counter  # noqa: E402
 

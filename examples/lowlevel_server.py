@@ -22,7 +22,8 @@ from mcp.server import Server
 
 from toolgate import HookContext, Policy, Principal, ToolSet, group, subgroup, tool
 from toolgate.groups_extension import bind_groups
-from toolgate.lowlevel import BearerTokens, Binding, bind
+from toolgate.identity import BearerTokens
+from toolgate.lowlevel import Binding, bind
 from toolgate.strategies import DeliveryConfig
 
 NOTES: dict[str, str] = {"todo": "buy milk"}

@@ -30,7 +30,12 @@ from _fixtures.spec import (
     Wire,
 )
 from toolgate import Principal
-from toolgate.client import GetGroupParams, GetGroupRequest, ListGroupsParams, ListGroupsRequest
+from toolgate.client.extension import (
+    GetGroupParams,
+    GetGroupRequest,
+    ListGroupsParams,
+    ListGroupsRequest,
+)
 
 ROOT = ["cart_add", "ping", "status", "wipe"]
 META_TOOLS = ["call_tool", "describe_tools", "list_groups"]  # describe_tools: second level

@@ -37,7 +37,7 @@ from _fixtures.spec import (
     spec_toolset,
 )
 from toolgate import Principal, Session, Tool, ToolHidden, ToolNotFound, ToolSet
-from toolgate.strategies.base import summary_wire
+from toolgate.strategies.detail import summary_wire
 
 T = TypeVar("T")
 META_TOOLS = {

@@ -18,13 +18,8 @@ from mcp.shared.exceptions import MCPError
 
 from _fixtures.mcp_servers import serve
 from test_groups_extension import build_toolset, connect, fastmcp_app, serve_tools
-from toolgate.client import (
-    GetGroupParams,
-    GroupsClient,
-    ListGroupsParams,
-    ToolNames,
-    session_options,
-)
+from toolgate.client import GroupsClient, ToolNames, session_options
+from toolgate.client.extension import GetGroupParams, ListGroupsParams
 from toolgate.strategies import Delivery, DeliveryConfig
 
 MODES = ["legacy", "auto"]

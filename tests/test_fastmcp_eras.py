@@ -33,7 +33,8 @@ from _fixtures.mcp_servers import (
 from servers.fastmcp_github import build
 from toolgate import CallContext, Group, Principal, Tool, ToolSet
 from toolgate.catalog import Handler
-from toolgate.fastmcp import ClaimsIdentity, ToolgateMiddleware
+from toolgate.fastmcp import ToolgateMiddleware
+from toolgate.identity import ClaimsIdentity
 from toolgate.strategies import DeliveryConfig
 
 CATALOG_LIST = [

@@ -25,10 +25,10 @@ from mcp.shared.exceptions import MCPError
 from _fixtures.mcp_servers import raw_request, serve_http
 from data.lazy.tracker import COMMENT_SCHEMA, DOCS, tracker_toolset
 from toolgate import Group, Tool, ToolSet, in_group
-from toolgate.client import (
+from toolgate.client import GroupsClientExtension
+from toolgate.client.extension import (
     GetGroupParams,
     GetGroupRequest,
-    GroupsClientExtension,
     ListGroupsParams,
     ListGroupsRequest,
 )

@@ -657,7 +657,8 @@ async def test_group_prompts_and_resources_follow_the_callers_scope(era: Era) ->
     ``memos``, bob's holds nothing, and ``groups/get`` carries the group's members."""
     from _fixtures.gateway import ALICE_TOKEN, BOB_TOKEN, sha256
     from _fixtures.mcp_servers import serve_http
-    from toolgate.client import _RAW, GetGroupParams, GetGroupRequest, GroupsClientExtension
+    from toolgate.client import GroupsClientExtension
+    from toolgate.client.extension import RAW, GetGroupParams, GetGroupRequest
     from toolgate.gateway.config.model import parse_config
     from toolgate.gateway.serve import Gateway
 
@@ -698,7 +699,7 @@ async def test_group_prompts_and_resources_follow_the_callers_scope(era: Era) ->
             extension = [GroupsClientExtension()]
             async with fastmcp.Client(transport, mode=mode, extensions=extension) as client:
                 request = GetGroupRequest(params=GetGroupParams(name="memos"))
-                contents = dict(await client.session.send_request(request, _RAW))["contents"]
+                contents = dict(await client.session.send_request(request, RAW))["contents"]
     finally:
         await gateway.close()
     assert "only_alpha" in seen["alice"][0]

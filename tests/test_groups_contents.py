@@ -24,7 +24,8 @@ from mcp.shared.exceptions import MCPError
 
 from _fixtures.mcp_servers import serve
 from toolgate.catalog import CallContext, Handler, ToolResult
-from toolgate.client import _RAW, GetGroupParams, GetGroupRequest, GroupsClientExtension
+from toolgate.client import GroupsClientExtension
+from toolgate.client.extension import RAW, GetGroupParams, GetGroupRequest
 from toolgate.gateway.config.build import BackendTool, build_toolset, delivery_config
 from toolgate.gateway.config.model import parse_config
 from toolgate.gateway.relay.access import Relayed
@@ -146,7 +147,7 @@ def connect(url: str, mode: str, principal: str | None = None) -> fastmcp.Client
 
 async def groups_get(client: Any, name: str) -> dict[str, Any]:
     req = GetGroupRequest(params=GetGroupParams(name=name))
-    result = dict(await client.session.send_request(req, _RAW))
+    result = dict(await client.session.send_request(req, RAW))
     return {k: v for k, v in result.items() if k not in ("resultType", "_meta")}
 
 

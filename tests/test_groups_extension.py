@@ -20,11 +20,11 @@ from mcp.shared.exceptions import MCPError
 
 from _fixtures.mcp_servers import serve, tool_names
 from toolgate.catalog import ALWAYS, Group, Tool
-from toolgate.client import (
-    _RAW,
+from toolgate.client import GroupsClientExtension
+from toolgate.client.extension import (
+    RAW,
     GetGroupParams,
     GetGroupRequest,
-    GroupsClientExtension,
     ListGroupsParams,
     ListGroupsRequest,
 )
@@ -176,12 +176,12 @@ def urls(servers: dict[str, tuple[str, ToolSet]]) -> dict[str, str]:
 
 async def groups_list(client: Any, cursor: str | None = None) -> dict[str, Any]:
     req = ListGroupsRequest(params=ListGroupsParams(cursor=cursor))
-    return dict(await client.session.send_request(req, _RAW))
+    return dict(await client.session.send_request(req, RAW))
 
 
 async def groups_get(client: Any, name: str) -> dict[str, Any]:
     req = GetGroupRequest(params=GetGroupParams(name=name))
-    return dict(await client.session.send_request(req, _RAW))
+    return dict(await client.session.send_request(req, RAW))
 
 
 def without_envelope(result: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,8 @@ from _fixtures.mcp_servers import serve_http
 from data.lazy.tracker import COMMENT_SCHEMA, DOCS, MALFORMED, tracker_toolset
 from toolgate import ConfigError, MemoryStore, Principal
 from toolgate.agent import system_prompt
-from toolgate.lowlevel import BearerTokens, Binding, bind
+from toolgate.identity import BearerTokens
+from toolgate.lowlevel import Binding, bind
 from toolgate.strategies.lazy import LazyDescriptions, workflow_text
 
 URI = "resource:///tool_descriptions"

@@ -18,7 +18,7 @@ import pytest
 from toolgate import CallContext, Group, Policy, Principal, Tool, ToolSet
 from toolgate.errors import UnknownToolsets
 from toolgate.strategies import Delivery, DeliveryConfig, parse_toolsets
-from toolgate.strategies.base import OPEN_SCHEMA, index_entry
+from toolgate.strategies.detail import OPEN_SCHEMA, index_entry
 
 LEGACY = "2025-11-25"
 STATELESS = "2026-07-28"

@@ -27,7 +27,8 @@ from _fixtures.gateway import sha256
 from _fixtures.mcp_servers import Notes, serve_http, tool_names
 from servers.lowlevel_demo import build_server, build_toolset
 from toolgate import ConfigError, Principal
-from toolgate.lowlevel import BearerTokens, bind
+from toolgate.identity import BearerTokens
+from toolgate.lowlevel import bind
 from toolgate.strategies import Addon, DeliveryConfig, Request
 
 SERVER_SCRIPT = str(Path(__file__).parent / "servers" / "lowlevel_demo.py")

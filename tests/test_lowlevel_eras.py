@@ -20,7 +20,7 @@ from _fixtures.gateway import sha256
 from _fixtures.mcp_servers import Notes, serve_http
 from servers.lowlevel_demo import build_server
 from toolgate import Principal
-from toolgate.lowlevel import BearerTokens
+from toolgate.identity import BearerTokens
 
 SERVER_SCRIPT = str(Path(__file__).parent / "servers" / "lowlevel_demo.py")
 CATALOG_LIST = [

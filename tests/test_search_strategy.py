@@ -21,7 +21,8 @@ from _fixtures.mcp_servers import Notes
 from toolgate import CallContext, Group, Policy, Principal, RegistrationError, Tool, ToolSet
 from toolgate.errors import ToolHidden
 from toolgate.fastmcp import ToolgateMiddleware
-from toolgate.lowlevel import Caller, bind
+from toolgate.identity import Caller
+from toolgate.lowlevel import bind
 from toolgate.search import SearchMode, SearchSettings
 from toolgate.strategies import Delivery, DeliveryConfig, Reply, Request, Strategy
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolgate.catalog import TOOL_NAME, Catalog, Tool, ToolDoc
+from toolgate.catalog import Catalog, Tool, ToolDoc
+from toolgate.catalog.tool import TOOL_NAME
 from toolgate.errors import ConfigError
 
 #: Every key a doc file may hold; anything else is a typo worth failing on.

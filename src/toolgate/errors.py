@@ -113,7 +113,14 @@ class BudgetExceeded(ToolgateError):
 
 
 class HookFailed(ToolgateError):
+    """A group's ``on_activate`` / ``on_deactivate`` hook (or a displaced group's
+    ``on_deactivate``) raised: ``group``, the one the request named, stays as it was."""
+
     code = "hook_failed"
+
+    def __init__(self, group: str, action: str, cause: Exception) -> None:
+        what = "Activation" if action == "activate" else "Deactivation"
+        super().__init__(f"{what} hook of group {group!r} failed: {cause}", group=group)
 
 
 class ToolNotFound(ToolgateError):

@@ -25,14 +25,12 @@ from starlette.applications import Starlette
 
 from toolgate.catalog import CallContext, Tool, ToolResult
 from toolgate.errors import ToolgateError
-from toolgate.identity import BearerTokens, Caller, IdentityFn, IdentityResolver
+from toolgate.identity import BearerTokens, IdentityFn, IdentityResolver
 from toolgate.request import (
     Context,
     LiveConnections,
     RequestFacts,
-    caller_of,
     request_facts,
-    session_key,
 )
 from toolgate.sdk_internals import lowlevel_of, registered_tools
 from toolgate.strategies import Addon, Delivery, DeliveryConfig
@@ -322,13 +320,7 @@ def bind(
 
 __all__ = [
     "REQUEST_CONTEXT",
-    "BearerTokens",
     "Binding",
-    "Caller",
-    "IdentityResolver",
-    "RequestFacts",
     "advertise_list_changed",
     "bind",
-    "caller_of",
-    "session_key",
 ]

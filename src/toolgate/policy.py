@@ -77,10 +77,6 @@ class Policy:
         if isinstance(self.allowed_classes, str):
             raise ConfigError("allowed_classes must be a list of class names, not a string")
 
-    @property
-    def is_default(self) -> bool:
-        return self == DEFAULT_POLICY
-
 
 DEFAULT_POLICY = Policy()
 

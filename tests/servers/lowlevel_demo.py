@@ -14,7 +14,8 @@ import anyio
 from mcp.server import MCPServer, Server
 
 from toolgate import CallContext, Group, Policy, Principal, Tool, ToolSet
-from toolgate.lowlevel import Binding, IdentityResolver, bind
+from toolgate.identity import IdentityResolver
+from toolgate.lowlevel import Binding, bind
 from toolgate.strategies import DeliveryConfig
 
 PATH_SCHEMA = {

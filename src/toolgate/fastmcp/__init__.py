@@ -16,13 +16,9 @@ from toolgate.fastmcp.wags import (
     GroupDefinition,
     GroupsMiddleware,
 )
-from toolgate.identity import Caller, ClaimsIdentity
-from toolgate.request import session_key
 
 __all__ = [
     "FASTMCP_CONTEXT",
-    "Caller",
-    "ClaimsIdentity",
     "DisableToolsResult",
     "EnableToolsResult",
     "FastMCPTools",
@@ -33,6 +29,5 @@ __all__ = [
     "caller_of",
     "from_fastmcp_result",
     "in_group",
-    "session_key",
     "to_fastmcp_result",
 ]

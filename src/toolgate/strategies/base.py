@@ -1,8 +1,8 @@
 """What every delivery strategy shares: requests, replies, meta-tools, add-ons.
 
-A strategy turns a session's view into what a client sees — a list of tool
-definitions and the results of calls — as plain dicts. Adapters translate those to
-MCP types. Delivery layer: imports the core, never ``mcp`` or ``fastmcp``.
+A strategy turns a session's view into what a client sees (tool definitions and call
+results) as plain dicts; adapters translate those to MCP types. Delivery layer: imports
+the core, ``strategies.arguments`` and ``strategies.detail``; never ``mcp`` or ``fastmcp``.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ import re
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from toolgate.activation import ChangeResult
 from toolgate.catalog import CallContext, Tool, ToolResult
-from toolgate.errors import MAX_GROUP_NAME, InvalidArguments, ToolgateError, json_type
+from toolgate.errors import InvalidArguments, ToolgateError
 from toolgate.policy import Confirmer
+from toolgate.strategies.arguments import CALL_SCHEMA, EMPTY_OBJECT, no_arguments, tool_name_arg
+from toolgate.strategies.detail import Detail, tool_entries
 from toolgate.tokens import wire_text
 from toolgate.toolset import CallOutcome, Session, ToolSet
 from toolgate.view import View
@@ -25,7 +27,6 @@ from toolgate.view import View
 LEGACY = "2025-11-25"
 STATELESS = "2026-07-28"
 GROUPS_EXTENSION = "io.modelcontextprotocol/groups"
-MAX_GROUPS_PER_REQUEST = 64
 
 ToolHandler = Callable[[Mapping[str, Any], CallContext], Any]
 
@@ -130,38 +131,6 @@ def groups_note(view: View) -> str:
     return "Groups: " + "; ".join(parts) + tail + "."
 
 
-def unexpected_arguments(
-    arguments: Mapping[str, Any], accepted: Sequence[str], tool: str | None = None
-) -> None:
-    """Raise ``InvalidArguments`` naming every argument not in ``accepted`` (and what is
-    accepted), and for arguments that are not a JSON object at all."""
-    if not isinstance(arguments, Mapping):
-        raise InvalidArguments(f"Arguments must be a JSON object, not {json_type(arguments)}")
-    extra = sorted(set(arguments) - set(accepted))
-    if not extra:
-        return
-    named = ", ".join(repr(short(str(k), 64)) for k in extra[:10])
-    more = f" and {len(extra) - 10} more" if len(extra) > 10 else ""
-    if accepted:
-        expected = "expected " + " and ".join(repr(k) for k in accepted)
-    else:
-        expected = f"{tool} takes no arguments" if tool else "it takes no arguments"
-    raise InvalidArguments(f"Unexpected argument(s): {named}{more}; {expected}")
-
-
-def no_arguments(tool: str, arguments: Mapping[str, Any]) -> None:
-    """A meta-tool without arguments refuses any, by name."""
-    unexpected_arguments(arguments, (), tool)
-
-
-def short(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, saying how long it was: an error message
-    never echoes a caller's 10 KB back."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text)} characters)"
-
-
 def structured(data: Mapping[str, Any], *, is_error: bool = False) -> ToolResult:
     """A meta-tool result: structured content plus the same JSON as compact text (the
     model reads every byte of it)."""
@@ -175,153 +144,6 @@ def error_result(message: str, **details: Any) -> ToolResult:
     return structured({"error": message, **details}, is_error=True)
 
 
-# -- two levels of detail ------------------------------------------------------------------
-Detail = Literal["names", "summary", "full"]
-DETAILS: tuple[Detail, ...] = ("names", "summary", "full")
-DETAIL_PROPERTY: Mapping[str, Any] = {
-    "type": "string",
-    "enum": list(DETAILS),
-    "default": "summary",
-    "description": "summary (default): one line per tool; full: whole definitions.",
-}
-
-
-def detail_arg(arguments: Mapping[str, Any], default: Detail = "summary") -> Detail:
-    """The ``detail`` argument of an opening meta-tool (raises InvalidArguments)."""
-    value = arguments.get("detail", default)
-    if not isinstance(value, str) or value not in DETAILS:
-        got = repr(short(value, 32)) if isinstance(value, str) else json_type(value)
-        raise InvalidArguments(
-            f"'detail' must be one of {', '.join(repr(d) for d in DETAILS)}, not {got}"
-        )
-    return value
-
-
-def index_entry(tool: Tool) -> str:
-    """A tool in a compact index, one line: its name, its required arguments and its
-    one-line summary, as ``issue_read(owner, repo, issue_number): Get an issue.``"""
-    required = tool.input_schema.get("required")
-    args = [str(r) for r in required] if isinstance(required, Sequence) else []
-    return f"{tool.name}({', '.join(args)}): {tool.summary_text}"
-
-
-def tool_entries(tools: Sequence[Tool], detail: Detail) -> list[Any]:
-    """``tools`` at ``detail``: names, compact index entries, or full definitions."""
-    if detail == "names":
-        return [t.name for t in tools]
-    if detail == "full":
-        return [t.wire() for t in tools]
-    return [index_entry(t) for t in tools]
-
-
-OPEN_SCHEMA: Mapping[str, Any] = {"type": "object", "additionalProperties": True}
-
-
-def summary_wire(wire: Mapping[str, Any], tool: Tool, *, minimal: bool = True) -> dict[str, Any]:
-    """A listed tool at the summary level: its one-line summary and an open object
-    schema, without icons (``title`` and ``_meta`` stay). ``minimal`` (lazy descriptions'
-    seed) also drops the output schema and annotations: a host then assumes the cautious
-    hints. Otherwise they stay, so a client still checks and unwraps structured results
-    and shows the hints; they are what the host acts on, and small."""
-    out = dict(wire)
-    out["description"] = tool.summary_text
-    out["inputSchema"] = dict(OPEN_SCHEMA)
-    for key in ("outputSchema", "annotations", "icons") if minimal else ("icons",):
-        out.pop(key, None)
-    return out
-
-
-def group_names_arg(
-    arguments: Mapping[str, Any], key: str = "groups", optional: Sequence[str] = ("detail",)
-) -> list[str]:
-    """Validate a meta-tool's list-of-group-names argument (raises InvalidArguments);
-    ``optional`` names the other arguments the meta-tool accepts."""
-    unexpected_arguments(arguments, (key, *optional))
-    if key not in arguments:
-        raise InvalidArguments(f"Missing required argument {key!r}: a list of group names")
-    value = arguments[key]
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise InvalidArguments(
-            f'{key!r} must be a list of group names, like ["issues"], not {json_type(value)}'
-        )
-    if not value:
-        raise InvalidArguments(f"{key!r} must name at least one group")
-    if len(value) > MAX_GROUPS_PER_REQUEST:
-        raise InvalidArguments(
-            f"{key!r} names {len(value)} groups; at most {MAX_GROUPS_PER_REQUEST} per request"
-        )
-    for item in value:
-        problem = group_name_problem(item)
-        if problem is not None:
-            raise InvalidArguments(f"{key!r} must contain group names: {problem}")
-    return list(value)
-
-
-def group_name_problem(value: Any) -> str | None:
-    """Why ``value`` cannot be a group name, or None. Too long is said with the limit,
-    never by echoing the value."""
-    if not isinstance(value, str):
-        return f"a group name is a string, not {json_type(value)}"
-    if not value:
-        return "a group name cannot be empty"
-    if len(value) > MAX_GROUP_NAME:
-        return f"group names are at most {MAX_GROUP_NAME} characters; got one of {len(value)}"
-    return None
-
-
-def tool_name_arg(arguments: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    """Validate ``call_tool``'s ``name`` and ``arguments``."""
-    unexpected_arguments(arguments, ("name", "arguments"))
-    name = arguments.get("name")
-    if not isinstance(name, str) or not name:
-        got = "an empty string" if name == "" else json_type(name)
-        raise InvalidArguments(f"'name' must be the name of a tool (a non-empty string), not {got}")
-    args = arguments.get("arguments", {})
-    if args is None:
-        args = {}
-    if not isinstance(args, Mapping):
-        raise InvalidArguments(
-            f"'arguments' must be a JSON object of the tool's arguments, not {json_type(args)}"
-        )
-    return name, args
-
-
-GROUPS_SCHEMA: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "groups": {
-            "type": "array",
-            "items": {"type": "string"},
-            "minItems": 1,
-            "description": "Names of the groups, as list_groups shows them.",
-        }
-    },
-    "required": ["groups"],
-    "additionalProperties": False,
-}
-OPEN_GROUPS_SCHEMA: Mapping[str, Any] = {
-    **GROUPS_SCHEMA,
-    "properties": {**GROUPS_SCHEMA["properties"], "detail": DETAIL_PROPERTY},
-}
-DETAIL_SCHEMA: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {"detail": DETAIL_PROPERTY},
-    "additionalProperties": False,
-}
-EMPTY_OBJECT: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {},
-    "additionalProperties": False,
-}
-CALL_SCHEMA: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "description": "The tool to run."},
-        "arguments": {"type": "object", "description": "The tool's arguments."},
-    },
-    "required": ["name"],
-    "additionalProperties": False,
-}
 READ_ONLY = {"readOnlyHint": True, "idempotentHint": True}
 
 

@@ -12,23 +12,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolgate.errors import GroupNotFound, InvalidArguments
-from toolgate.strategies.base import (
+from toolgate.strategies.arguments import (
     DETAIL_PROPERTY,
     OPEN_GROUPS_SCHEMA,
+    detail_arg,
+    group_name_problem,
+    group_names_arg,
+    unexpected_arguments,
+)
+from toolgate.strategies.base import (
     READ_ONLY,
-    Detail,
     MetaTool,
     Reply,
     Request,
     Strategy,
-    detail_arg,
     error_result,
-    group_name_problem,
-    group_names_arg,
     structured,
-    tool_entries,
-    unexpected_arguments,
 )
+from toolgate.strategies.detail import Detail, tool_entries
 from toolgate.view import View
 
 GET_GROUP_SCHEMA: Mapping[str, Any] = {

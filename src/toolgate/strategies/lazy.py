@@ -17,18 +17,9 @@ from urllib.parse import parse_qs, urlsplit
 from toolgate.catalog import Tool, ToolResult
 from toolgate.docs import ToolDocs
 from toolgate.errors import ConfigError, DescriptionRequired, InvalidArguments, json_type
-from toolgate.strategies.base import (
-    OPEN_SCHEMA,
-    READ_ONLY,
-    Addon,
-    MetaNames,
-    MetaTool,
-    Reply,
-    Request,
-    Strategy,
-    summary_wire,
-    unexpected_arguments,
-)
+from toolgate.strategies.arguments import unexpected_arguments
+from toolgate.strategies.base import READ_ONLY, Addon, MetaNames, MetaTool, Reply, Request, Strategy
+from toolgate.strategies.detail import summary_wire
 from toolgate.toolset import ToolSet
 
 SchemaMode = Literal["full", "minimal"]
@@ -324,4 +315,4 @@ class LazyDescriptions(ToolDescriptions):
         )
 
 
-__all__ = ["DEFAULT_URI", "OPEN_SCHEMA", "LazyDescriptions", "ToolDescriptions", "workflow_text"]
+__all__ = ["DEFAULT_URI", "LazyDescriptions", "ToolDescriptions", "workflow_text"]

@@ -15,23 +15,24 @@ from typing import Any, Literal
 from toolgate.activation import ChangeResult
 from toolgate.catalog import Tool
 from toolgate.errors import ConfigError
-from toolgate.strategies.base import (
+from toolgate.strategies.arguments import (
     GROUPS_SCHEMA,
     OPEN_GROUPS_SCHEMA,
+    detail_arg,
+    group_names_arg,
+    no_arguments,
+)
+from toolgate.strategies.base import (
     Addon,
-    Detail,
     MetaNames,
     MetaTool,
     Reply,
     Request,
     Strategy,
-    detail_arg,
     few_words,
-    group_names_arg,
-    no_arguments,
     structured,
-    summary_wire,
 )
+from toolgate.strategies.detail import Detail, summary_wire
 from toolgate.toolset import ToolSet
 from toolgate.view import View
 

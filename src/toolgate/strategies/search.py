@@ -14,22 +14,20 @@ from typing import Any
 from toolgate.catalog import Tool
 from toolgate.errors import ConfigError, InvalidArguments, json_type
 from toolgate.search import MAX_LIMIT, SearchHit
+from toolgate.strategies.arguments import DETAIL_PROPERTY, detail_arg
 from toolgate.strategies.base import (
-    DETAIL_PROPERTY,
     READ_ONLY,
     Addon,
-    Detail,
     MetaNames,
     MetaTool,
     Reply,
     Request,
     Strategy,
-    detail_arg,
     emit_selection,
-    index_entry,
     structured,
 )
 from toolgate.strategies.catalog import CatalogStrategy
+from toolgate.strategies.detail import Detail, index_entry
 from toolgate.toolset import ToolSet
 
 DEFAULT_LIMIT = 5

@@ -1,0 +1,206 @@
+"""A tool call, start to end: the checks before it, the run, the stage it leads to.
+
+The view's verdict first (visible implies dispatchable), then describe-before-call,
+argument validation, the rate limit and confirmation; a successful call may move the
+session to its next stage. Orchestration: imports the core; reads the session through
+``CallingSession``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from toolgate.catalog import CallContext, Catalog, Handler, Tool, ToolResult
+from toolgate.catalog.handler import to_result
+from toolgate.errors import (
+    ConfirmationRefused,
+    DescriptionRequired,
+    RateLimited,
+    RegistrationError,
+    RelayedError,
+    ToolgateError,
+)
+from toolgate.policy import Confirmer, ConfirmRequest, Principal
+from toolgate.state.base import SessionState, StateStore
+from toolgate.view import Surfacing, View
+
+
+class CallingToolset(Protocol):
+    """What a call reads of its ``ToolSet``."""
+
+    @property
+    def catalog(self) -> Catalog: ...
+    @property
+    def store(self) -> StateStore: ...
+    @property
+    def describe_before_call(self) -> bool: ...
+    @property
+    def description_required(self) -> Callable[[str], DescriptionRequired]: ...
+    def view(self, principal: Principal, state: SessionState) -> View: ...
+    def validate_arguments(self, tool: Tool, arguments: Mapping[str, Any]) -> str | None: ...
+    def hidden_error(self, s: Surfacing, stage: str) -> ToolgateError: ...
+
+
+class CallingSession(Protocol):
+    """What a call reads of its ``Session`` (``toolgate.toolset.session``), named here so
+    this module does not import the one that calls it."""
+
+    @property
+    def toolset(self) -> CallingToolset: ...
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def principal(self) -> Principal: ...
+    async def state(self) -> SessionState: ...
+    def _emit(self, type_: str, **data: Any) -> None: ...
+    async def set_stage(self, stage: str, *, trigger: str | None = None) -> bool: ...
+
+
+logger = logging.getLogger("toolgate.toolset")
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """A finished call: its result, and what it changed for the session."""
+
+    result: ToolResult
+    stage_from: str | None = None
+    stage_to: str | None = None
+    visible_changed: bool = False
+    #: the tool ran, but its stage change could not be saved (the session stays in
+    #: ``stage_from``); the result is still the tool's, never a retryable failure
+    state_error: str | None = None
+
+    @property
+    def stage_changed(self) -> bool:
+        return self.stage_to is not None and self.stage_to != self.stage_from
+
+
+async def maybe_await(value: Any) -> Any:
+    """A handler's or hook's return value, awaited when it is awaitable."""
+    return await value if inspect.isawaitable(value) else value
+
+
+async def dispatch(
+    session: CallingSession,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    confirmer: Confirmer | None,
+    extras: Mapping[str, Any] | None,
+    handler: Handler | None,
+) -> CallOutcome:
+    """``session.call``: run ``name`` if the view shows it and every check passes."""
+    ts = session.toolset
+    state = await session.state()
+    view = ts.view(session.principal, state)
+    s = view.surfacing(name)
+    if not s.visible:
+        session._emit("tool.executed", tool=name, outcome="blocked", reason=str(s.reason))
+        raise ts.hidden_error(s, view.ctx.stage)
+    tool = s.tool
+    assert tool is not None
+    if (
+        ts.describe_before_call
+        and session.key is not None
+        # the session's own state: a cached view may carry an older ``described``
+        and name not in state.described
+    ):
+        # first: an undescribed call learns where the schema is, spends no rate-limit slot
+        session._emit("tool.executed", tool=name, outcome="blocked", reason="description-required")
+        raise ts.description_required(name)
+    args: Mapping[str, Any] = arguments if arguments is not None else {}
+    if not isinstance(args, Mapping):
+        return _refuse_args(session, name, "Arguments must be a JSON object")
+    # arguments first: a malformed call neither spends a rate-limit slot nor asks a human
+    problem = ts.validate_arguments(tool, args)
+    if problem is not None:
+        return _refuse_args(session, name, problem)
+    policy = tool.policy
+    if policy.rate_limit is not None:
+        bucket = f"{session.principal.id}\x1f{name}"
+        retry = await ts.store.rate_check(bucket, policy.rate_limit.max, policy.rate_limit.window_s)
+        if retry is not None:
+            session._emit("tool.executed", tool=name, outcome="blocked", reason="rate-limited")
+            raise RateLimited(name, retry)
+    if policy.decision == "confirm":
+        await _confirm(session, tool, args, confirmer)
+    run = handler or tool.handler
+    if run is None:
+        raise RegistrationError(f"Tool {name!r} has no handler", name=name)
+    ctx = CallContext(name, session.key, session.principal, extras or {})
+    started = time.perf_counter()
+    try:
+        result = to_result(await maybe_await(run(args, ctx)))
+    except Exception as exc:
+        if isinstance(exc, ToolgateError) and not isinstance(exc, RelayedError):
+            raise  # a refusal, not a call that ran
+        took = time.perf_counter() - started
+        session._emit(
+            "tool.executed", tool=name, outcome="error", reason=str(exc)[:200], duration_s=took
+        )
+        if isinstance(exc, RelayedError):
+            raise  # it ran elsewhere and failed: the caller hears that server's error
+        return CallOutcome(ToolResult.error(f"Tool {name!r} failed: {exc}"))
+    took = time.perf_counter() - started
+    if result.is_error:
+        session._emit(
+            "tool.executed",
+            tool=name,
+            outcome="error",
+            reason="tool reported error",
+            duration_s=took,
+        )
+        return CallOutcome(result)
+    session._emit("tool.executed", tool=name, outcome="success", duration_s=took)
+    stage = view.ctx.stage
+    nxt = ts.catalog.flow.next_stage(stage, name, tool.next_stage)
+    if nxt is None or nxt == stage:
+        return CallOutcome(result)
+    try:
+        changed = await session.set_stage(nxt, trigger=name)
+    except Exception as exc:
+        # The tool has run: a failure here must not read as a failed call, or a
+        # client's retry would repeat its side effect. Report the result; log this.
+        problem = exc.message if isinstance(exc, ToolgateError) else f"{exc}"
+        logger.error(
+            "tool %r ran, but moving session %r to stage %r failed: %s",
+            name,
+            session.key,
+            nxt,
+            problem,
+        )
+        return CallOutcome(result, stage_from=stage, state_error=problem)
+    return CallOutcome(result, stage_from=stage, stage_to=nxt, visible_changed=changed)
+
+
+def _refuse_args(session: CallingSession, name: str, message: str) -> CallOutcome:
+    session._emit("tool.executed", tool=name, outcome="error", reason="invalid-arguments")
+    return CallOutcome(ToolResult.error(message))
+
+
+async def _confirm(
+    session: CallingSession, tool: Tool, args: Mapping[str, Any], confirmer: Confirmer | None
+) -> None:
+    if confirmer is None:
+        session._emit("tool.executed", tool=tool.name, outcome="blocked", reason="no-confirmer")
+        raise ConfirmationRefused(
+            f"Tool {tool.name!r} needs a human's confirmation, and this client cannot "
+            "ask for it (no elicitation support). Nothing was run.",
+            tool=tool.name,
+        )
+    request = ConfirmRequest(
+        tool=tool.name,
+        arguments=dict(args),
+        principal=session.principal,
+        message=f"Allow {session.principal.id!r} to run {tool.name!r} with {dict(args)!r}?",
+    )
+    if not await confirmer.confirm(request):
+        session._emit("tool.executed", tool=tool.name, outcome="blocked", reason="declined")
+        raise ConfirmationRefused(
+            f"The user declined to run {tool.name!r}. Nothing was run.", tool=tool.name
+        )

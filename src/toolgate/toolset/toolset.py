@@ -1,0 +1,357 @@
+"""``ToolSet``: one catalog served to many sessions.
+
+Owns the catalog, store, event bus, view cache and budgets; checks start-up configuration
+and builds the error a refused call gets. Orchestration: imports the core and
+``toolset.session`` (``Session``, one client's handle on it); no MCP, no strategies.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from toolgate.catalog import Catalog, Group, Tool
+from toolgate.errors import (
+    ConfigError,
+    DescriptionRequired,
+    RegistrationError,
+    ToolgateError,
+    ToolHidden,
+    ToolNotFound,
+)
+from toolgate.events import EventBus
+from toolgate.flow import Flow
+from toolgate.policy import DEFAULT_TRUST_LEVELS, Principal, TrustLadder
+from toolgate.search import SearchIndex, SearchSettings
+from toolgate.state.base import EMPTY, SessionState, StateStore
+from toolgate.state.memory import MemoryStore
+from toolgate.tokens import TokenCounter, default_counter, estimate_tokens, wire_text
+from toolgate.toolset.session import Session
+from toolgate.view import DEFAULT_RULES, ReasonKind, Rule, Surfacing, View, ViewCache, compute_view
+
+HiddenToolErrors = str  # "hint" | "opaque"
+
+
+def plain_description_required(name: str) -> DescriptionRequired:
+    return DescriptionRequired(
+        f"Tool {name!r} requires fetching its description before use.", tool=name
+    )
+
+
+class ToolSet:
+    """One catalog served to many sessions.
+
+    >>> ts = ToolSet()
+    >>> ts.add_group(Group("files", "File operations"))
+    >>> ts.add_tool(Tool("read_file", "Read a file.", groups=("files",)))
+    """
+
+    def __init__(
+        self,
+        name: str = "toolgate",
+        *,
+        store: StateStore | None = None,
+        flow: Flow | None = None,
+        trust_levels: Sequence[str] = DEFAULT_TRUST_LEVELS,
+        initial_groups: Sequence[str] = (),
+        max_tools: int | None = None,
+        max_tokens: int | None = None,
+        token_counter: TokenCounter | None = None,
+        hidden_tool_errors: HiddenToolErrors = "hint",
+        page_size: int = 100,
+        namespace_tools: bool = False,
+        separator: str = ".",
+        rules: Sequence[Rule] = DEFAULT_RULES,
+        describe_before_call: bool = False,
+        default_principal: Principal | None = None,
+        events: EventBus | None = None,
+        clock: Callable[[], float] = time.time,
+        search: SearchSettings | None = None,
+    ) -> None:
+        if search is not None and not isinstance(search, SearchSettings):
+            raise ConfigError(f"search must be a SearchSettings, got {type(search).__name__}")
+        if hidden_tool_errors not in ("hint", "opaque"):
+            raise ConfigError(
+                f"hidden_tool_errors must be 'hint' or 'opaque', got {hidden_tool_errors!r}",
+                key="hidden_tool_errors",
+            )
+        if not isinstance(page_size, int) or page_size < 1:
+            raise ConfigError(f"page_size must be a positive integer, got {page_size!r}")
+        if separator not in (".", "_", "-"):
+            raise ConfigError(f"separator must be '.', '_' or '-', got {separator!r}")
+        for label, value in (("max_tools", max_tools), ("max_tokens", max_tokens)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{label} must be a positive integer, got {value!r}", key=label)
+        self.name = name
+        self.catalog = Catalog(flow)
+        self.store: StateStore = store if store is not None else MemoryStore(clock=clock)
+        self.ladder = TrustLadder(tuple(trust_levels))
+        self.initial_groups = tuple(initial_groups)
+        self.max_tools = max_tools
+        self.max_tokens = max_tokens
+        self.token_counter = token_counter or default_counter()
+        self.hidden_tool_errors = hidden_tool_errors
+        self.page_size = page_size
+        self.namespace_tools = namespace_tools
+        self.separator = separator
+        self.rules = tuple(rules)
+        self.describe_before_call = describe_before_call
+        #: builds the describe-before-call error; lazy descriptions replace it to say
+        #: exactly where the description is (``toolgate.strategies.lazy``)
+        self.description_required: Callable[[str], DescriptionRequired] = plain_description_required
+        self.default_principal = default_principal or Principal()
+        self.ladder.check(self.default_principal.trust)
+        self.events = events or EventBus()
+        self.clock = clock
+        self.views = ViewCache()
+        self._token_cache: dict[str, tuple[Tool, int]] = {}
+        self._validated_version = -1
+        self._validators: dict[str, tuple[Tool, Any]] = {}
+        self.search_settings = search or SearchSettings()
+        self._search_index: SearchIndex | None = None
+
+    # -- registration ----------------------------------------------------------------
+    def add_group(self, group: Group) -> Group:
+        self.catalog.add_group(group)
+        return group
+
+    def add_groups(self, groups: Iterable[Group]) -> None:
+        self.catalog.add_groups(groups)
+
+    def exclusive(self, *groups: str) -> None:
+        """At most one of ``groups`` may be active in a session."""
+        self.catalog.add_exclusion(groups)
+
+    def _check_policies(self, tools: Sequence[Tool]) -> None:
+        """A policy naming a trust level the ladder lacks is a configuration error
+        now, not a crash at the first listing."""
+        for t in tools:
+            if t.policy.min_trust is not None:
+                try:
+                    self.ladder.check(t.policy.min_trust)
+                except ConfigError as exc:
+                    raise ConfigError(
+                        f"Tool {t.name!r}: policy min_trust: {exc.message}", key="min_trust"
+                    ) from None
+
+    def add_tool(self, tool: Tool) -> Tool:
+        self._check_policies([tool])
+        self.catalog.add_tool(tool)
+        self.events.emit("tool.registered", tool=tool.name, groups=list(tool.groups))
+        return tool
+
+    def add_tools(self, tools: Iterable[Tool]) -> None:
+        batch = list(tools)
+        self._check_policies(batch)
+        self.catalog.add_tools(batch)
+        for t in batch:
+            self.events.emit("tool.registered", tool=t.name, groups=list(t.groups))
+
+    def remove_tool(self, name: str) -> Tool:
+        tool = self.catalog.remove_tool(name)
+        self.events.emit("tool.unregistered", tool=name)
+        return tool
+
+    def remove_group(self, name: str) -> Group:
+        return self.catalog.remove_group(name)
+
+    def set_flow(self, flow: Flow) -> None:
+        self.catalog.set_flow(flow)
+
+    def tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """Decorator: register a function as a tool (see ``toolgate.declare.tool``)."""
+        from toolgate.declare import tool_from_function
+
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_tool(tool_from_function(f, **options))
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def include(self, obj: Any, *, parent: str | None = None) -> None:
+        """Register a ``@group`` class instance (with its tools and child groups) or a
+        handler object whose methods carry ``@in_group`` / ``@tool`` marks."""
+        from toolgate.declare import declarations_of
+
+        groups, tools, exclusions = declarations_of(
+            obj, parent=parent, namespace=self.namespace_tools, separator=self.separator
+        )
+        known = set(self.catalog.groups)
+        # all-or-nothing: an exclusion naming a group that will not exist fails before
+        # anything is registered
+        for ex in exclusions:
+            for n in ex:
+                if n not in known and all(g.name != n for g in groups):
+                    raise RegistrationError(f"Exclusion set names unknown group {n!r}", name=n)
+        self.add_groups([g for g in groups if g.name not in known])
+        self.add_tools(tools)
+        for ex in exclusions:
+            self.exclusive(*ex)
+
+    # -- validation of start-up configuration ------------------------------------------
+    def validate(self) -> None:
+        """Check configuration that spans registrations: initial groups exist, respect
+        hierarchy and exclusion sets, and fit the budgets. Raises ``ConfigError``."""
+        if self._validated_version == self.catalog.version:
+            return
+        cat = self.catalog
+        seen: set[str] = set()
+        for g in self.initial_groups:
+            if g not in cat.groups:
+                raise ConfigError(f"initial_groups names unknown group {g!r}", key="initial_groups")
+            seen.add(g)
+        for g in self.initial_groups:
+            for a in cat.ancestors(g):
+                if a not in seen:
+                    raise ConfigError(
+                        f"initial group {g!r} needs its parent {a!r} in initial_groups too",
+                        key="initial_groups",
+                    )
+        for ex in cat.exclusions:
+            both = sorted(ex & seen)
+            if len(both) > 1:
+                raise ConfigError(
+                    f"initial_groups {both} are mutually exclusive", key="initial_groups"
+                )
+        widest = Principal(id="*", trust=self.ladder.levels[-1], scope=("*",))
+        view = compute_view(cat, widest, self.initial_state(), ladder=self.ladder, rules=self.rules)
+        problem = self.budget_problem(view)
+        if problem is not None:
+            self.events.emit(
+                "budget.exceeded", initial_groups=list(self.initial_groups), detail=problem
+            )
+            raise ConfigError(f"initial_groups exceed the budget: {problem}", key="initial_groups")
+        self._validated_version = cat.version
+
+    def initial_state(self) -> SessionState:
+        return replace(EMPTY, active=frozenset(self.initial_groups))
+
+    # -- views and tokens --------------------------------------------------------------
+    def view(self, principal: Principal, state: SessionState) -> View:
+        return self.views.get(self.catalog, principal, state, self.ladder, self.rules)
+
+    def tool_tokens(self, tool: Tool) -> int:
+        cached = self._token_cache.get(tool.name)
+        if cached is not None and cached[0] is tool:
+            return cached[1]
+        n = self.token_counter.count(wire_text(tool.wire()))
+        self._token_cache[tool.name] = (tool, n)
+        return n
+
+    def view_tokens(self, view: View) -> int:
+        return sum(self.tool_tokens(t) for t in view.visible)
+
+    @property
+    def has_budget(self) -> bool:
+        return self.max_tools is not None or self.max_tokens is not None
+
+    def estimate(self, view: View) -> dict[str, Any]:
+        """What ``view``'s visible tools cost in tokens, counted as budgets count them
+        (``self.token_counter`` over each ``tool.wire()``), per tool and per group
+        (root tools as ``"default"``), with outliers (see ``tokens.estimate_tokens``)."""
+        tools = view.visible
+        return estimate_tokens(
+            [t.wire() for t in tools],
+            self.token_counter,
+            groups_of={t.name: t.scope_groups for t in tools},
+        )
+
+    @property
+    def search_index(self) -> SearchIndex:
+        """The catalog's search index, created on first use; it follows the catalog's
+        version, re-analysing only the tools that changed; lexical or hybrid as
+        ``search_settings`` say. ``ConfigError`` when the ``search`` extra (or, for
+        hybrid, the ``semantic`` extra) is not installed."""
+        if self._search_index is None:
+            self._search_index = SearchIndex(self.catalog, self.search_settings)
+        return self._search_index
+
+    def budget_problem(
+        self, view: View, before: View | None = None, change: str = "the activation"
+    ) -> str | None:
+        if not self.has_budget:
+            return None  # don't compute a view nobody will measure
+        count = len(view.visible)
+        if self.max_tools is not None and count > self.max_tools:
+            have = len(before.visible) if before is not None else 0
+            return (
+                f"{count} tools would be visible, over max_tools={self.max_tools} "
+                f"({change} adds {count - have}; the budget leaves "
+                f"{max(self.max_tools - have, 0)})"
+            )
+        if self.max_tokens is not None:
+            tokens = self.view_tokens(view)
+            if tokens > self.max_tokens:
+                have = self.view_tokens(before) if before is not None else 0
+                return (
+                    f"{tokens} tokens would be visible ({self.token_counter.name}), over "
+                    f"max_tokens={self.max_tokens} ({change} adds {tokens - have}; "
+                    f"the budget leaves {max(self.max_tokens - have, 0)})"
+                )
+        return None
+
+    # -- sessions ----------------------------------------------------------------------
+    def session(
+        self, key: str | None, principal: Principal | None = None, *, all_groups: bool = False
+    ) -> Session:
+        """A handle on one session's state. ``key=None`` is an ephemeral session: it
+        sees the initial state and records nothing (stateless protocol, catalog mode).
+        ``all_groups=True`` treats every group as active (catalog and flat delivery:
+        discovery gating is not access control)."""
+        return Session(self, key, principal or self.default_principal, all_groups=all_groups)
+
+    async def close(self) -> None:
+        await self.store.close()
+        self.events.close()
+
+    # -- call helpers ------------------------------------------------------------------
+    def validate_arguments(self, tool: Tool, arguments: Mapping[str, Any]) -> str | None:
+        """A message describing why ``arguments`` don't fit the tool's input schema."""
+        import jsonschema
+
+        cached = self._validators.get(tool.name)
+        if cached is None or cached[0] is not tool:
+            cls = jsonschema.validators.validator_for(tool.input_schema)
+            cached = (tool, cls(tool.input_schema))
+            self._validators[tool.name] = cached
+        if cached[1].is_valid(arguments):  # the common case: stop at no error, sort nothing
+            return None
+        errors = sorted(cached[1].iter_errors(arguments), key=lambda e: list(e.path))
+        parts = []
+        for e in errors[:5]:
+            where = "/".join(str(p) for p in e.absolute_path) or "(root)"
+            parts.append(f"{where}: {e.message}")
+        return f"Invalid arguments for tool {tool.name!r}: " + "; ".join(parts)
+
+    def hidden_error(self, s: Surfacing, stage: str) -> ToolgateError:
+        """The error for calling a tool that is not visible (``stage``: the current one)."""
+        if s.is_unknown_to_principal or self.hidden_tool_errors == "opaque":
+            return ToolNotFound(s.name)
+        tool, kind, reason = s.tool, s.reason.kind, str(s.reason)
+        assert tool is not None
+        if kind is ReasonKind.STAGE_LOCKED:
+            need = list(s.reason.stages)
+            return ToolHidden(
+                f"Tool {s.name!r} is only available in stage {' or '.join(map(repr, need))}; "
+                f"this session is in stage {stage!r}.",
+                tool=s.name,
+                reason=reason,
+                stages=need,
+                current_stage=stage,
+            )
+        if kind is ReasonKind.GROUP_INACTIVE:
+            chain = min(([*reversed(self.catalog.ancestors(g)), g] for g in tool.groups), key=len)
+            return ToolHidden(
+                f"Tool {s.name!r} is not enabled. Enable group {chain[-1]!r} first"
+                + (f" (and its parents {chain[:-1]})" if len(chain) > 1 else "")
+                + ", then call it again.",
+                tool=s.name,
+                reason=reason,
+                groups=list(tool.groups),
+                enable=chain,
+            )
+        return ToolHidden(
+            f"Tool {s.name!r} is not available in the current state.", tool=s.name, reason=reason
+        )
