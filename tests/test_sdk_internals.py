@@ -89,7 +89,8 @@ PRIVATE_MCP = re.compile(r"\b(from|import) (mcp|fastmcp)[\w.]*\._\w")
 PRIVATE_ATTRIBUTE = re.compile(
     r"\.(_connection|_server_instances|_session_owners|_lifespan_state|_idle_timeout"
     r"|_requests_in_flight|_exit_callbacks|_on_notify|_on_request|_lowlevel_server"
-    r"|_tool_manager|_srctx|_mcp_server|_auto_extensions|_session_manager)\b"
+    r"|_tool_manager|_srctx|_mcp_server|_auto_extensions|_extensions|_session_manager)\b"
+    r"|getattr\([^,()]+, \"_[a-z]\w*\""
 )
 
 

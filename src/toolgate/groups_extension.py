@@ -27,6 +27,7 @@ from toolgate.errors import ConfigError, ToolgateError
 from toolgate.fastmcp_internals import sdk_server
 from toolgate.identity import IdentityFn, IdentityResolver
 from toolgate.request import Context, Live, LiveConnections, RequestFacts, request_facts
+from toolgate.sdk_internals import lowlevel_of
 from toolgate.strategies import Delivery
 from toolgate.strategies.base import GROUPS_EXTENSION, Request
 from toolgate.strategies.groups import GROUPS_LIST_CHANGED, GroupsStrategy
@@ -241,7 +242,7 @@ def bind_groups(
     see the principal and session tools see; else ``identity`` resolves the principal.
     ``contents``: the prompts and resources each group holds (``ContentsFor``).
     """
-    lowlevel = getattr(server, "_lowlevel_server", server)
+    lowlevel = lowlevel_of(server)
     endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts, contents=contents)
     for method, params_type, handler in endpoint.method_table():
         lowlevel.add_request_handler(method, params_type, handler)

@@ -23,7 +23,7 @@ from mcp.server.context import ServerRequestContext
 
 from toolgate.identity import Caller, IdentityFn, IdentityResolver, resolve_principal
 from toolgate.policy import Confirmer, ConfirmRequest, Principal
-from toolgate.sdk_internals import connection_of
+from toolgate.sdk_internals import connection_if_any, connection_of
 from toolgate.strategies import Delivery, parse_toolsets
 from toolgate.strategies.base import Request, Strategy, is_stateless
 
@@ -225,7 +225,7 @@ class LiveConnections:
 
     def remember(self, ctx: Context, facts: RequestFacts) -> Live | None:
         """Keep (or refresh) the connection behind ``ctx``; None when it has no channel."""
-        connection = getattr(ctx.session, "_connection", None)
+        connection = connection_if_any(ctx)
         if connection is None or not facts.legacy or not connection.has_standalone_channel:
             return None
         live = self._live.get(connection)

@@ -75,6 +75,13 @@ def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection:
     return connection
 
 
+def connection_if_any(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
+    """The connection a request came on, or ``None`` for a session that has none (a
+    FastMCP or test double session)."""
+    connection: Connection | None = getattr(ctx.session, "_connection", None)
+    return connection
+
+
 def has_exit_callbacks(connection: Connection) -> bool:
     """Whether anything was put on the connection's exit stack (the SDK closes it then)."""
     return bool(connection.exit_stack._exit_callbacks)  # type: ignore[attr-defined]
@@ -140,12 +147,19 @@ async def client_asked(
     return await session._on_request(dctx, method, params)
 
 
+def client_extensions(session: Any) -> Mapping[str, Any] | None:
+    """The extensions a client session declared, where this SDK keeps them; ``None``
+    when it does not (the caller then asks the server)."""
+    declared = getattr(session, "_extensions", None)
+    return declared if isinstance(declared, Mapping) else None
+
+
 # -- the high-level server ---------------------------------------------------------------------
 
 
 def lowlevel_of(mcp_server: Any) -> Any:
-    """The low-level ``Server`` inside an ``MCPServer``."""
-    return mcp_server._lowlevel_server
+    """The low-level ``Server`` inside an ``MCPServer``; a low-level ``Server`` itself."""
+    return getattr(mcp_server, "_lowlevel_server", mcp_server)
 
 
 def registered_tools(mcp_server: Any) -> list[Any]:
@@ -161,7 +175,9 @@ __all__ = [
     "SSE_PING_INTERVAL",
     "SingleExchangeDispatchContext",
     "client_asked",
+    "client_extensions",
     "client_notified",
+    "connection_if_any",
     "connection_of",
     "fast_path_available",
     "has_exit_callbacks",

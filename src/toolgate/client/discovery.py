@@ -24,6 +24,7 @@ from toolgate.client.extension import (
     ListGroupsRequest,
 )
 from toolgate.client.names import HelperNames, ToolNames
+from toolgate.sdk_internals import client_extensions
 
 MAX_PAGES = 1000
 Mode = Literal["groups", "meta", "flat"]
@@ -91,8 +92,8 @@ class GroupsDiscovery:
         probe decides (a server answers -32601 to clients that did not declare it)."""
         if not self.server_has_extension:
             return False
-        declared = getattr(self.session, "_extensions", None)
-        if isinstance(declared, Mapping):
+        declared = client_extensions(self.session)
+        if declared is not None:
             return GROUPS_EXTENSION in declared
         try:
             await self.session.send_request(ListGroupsRequest(params=ListGroupsParams()), RAW)

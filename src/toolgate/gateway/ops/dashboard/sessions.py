@@ -20,6 +20,7 @@ from mcp_types import CLIENT_INFO_META_KEY
 from toolgate.lowlevel import Binding
 from toolgate.policy import Principal
 from toolgate.request import Context
+from toolgate.sdk_internals import connection_if_any
 from toolgate.state.base import SessionState
 from toolgate.state.listing import SessionInfo, SessionListing
 from toolgate.strategies.base import is_stateless
@@ -172,7 +173,7 @@ def client_software(ctx: Context) -> tuple[str | None, str | None]:
 def forget_on_close(ctx: Context, key: str, recorder: SessionRecorder) -> None:
     """Forget session ``key`` when the connection behind ``ctx`` closes (client
     ``DELETE``, the SDK's idle timeout, end of stdio), once per connection."""
-    connection = getattr(ctx.session, "_connection", None)
+    connection = connection_if_any(ctx)
     if connection is None or connection.state.get(_FORGET_ON_CLOSE) == key:
         return
     connection.state[_FORGET_ON_CLOSE] = key
