@@ -1,8 +1,8 @@
 """Who may see and use the prompts and resources the gateway relays: ``PrimitiveAccess``.
 
-The relay (``toolgate.gateway.relay.primitives``) gathers each backend's prompts, resources and
-resource templates under their exposed names, then asks a ``PrimitiveAccess`` which of
-them a request may list and whether it may use one. ``OpenAccess`` admits everything;
+The relay (``relay.primitives``) gathers each backend's prompts, resources and resource
+templates under their exposed names (``relay.namespace``), then asks a ``PrimitiveAccess``
+which of them a request may list and whether it may use one. ``OpenAccess`` admits everything;
 group-based access (``prompts:`` / ``resources:`` patterns in groups) implements the
 same protocol. ``Audience`` says who may hear what a backend sends outside any call.
 Edge layer: imports the request kit and the core's errors.

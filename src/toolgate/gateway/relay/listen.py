@@ -4,7 +4,7 @@
 the client's filter, backlog bound, graceful close) and is the handler's bus: each stream
 joins ``LiveConnections`` beside the legacy sessions, and its resource URIs join the
 relay's subscribers, so one decision says who hears what on both eras. Edge layer:
-imports ``mcp``, the request kit and ``relay``.
+imports ``mcp``, the request kit and the primitives' ``Relay`` (``relay.primitives``).
 """
 
 from __future__ import annotations
