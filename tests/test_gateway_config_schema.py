@@ -191,6 +191,25 @@ def test_every_problem_is_reported_at_once_each_naming_its_key() -> None:
     )
 
 
+def test_a_key_named_like_a_server_kind_stays_in_the_key_path() -> None:
+    """``http`` is a key of the toolgate block and may name a server; pydantic's tags of
+    the server kinds, left out of the path, are not: a problem under it names it."""
+    found = problems_of(
+        {
+            "mcpServers": {"http": {"url": "ftp://x"}, "stdio": {"command": "x", "cwdd": "."}},
+            "toolgate": {"http": {"max_body_bytes": 5, "fast_pat": True}},
+        }
+    )
+    assert sorted(found) == sorted(
+        [
+            "mcpServers.http.url: must start with http:// or https://",
+            "mcpServers.stdio.cwdd: unknown key; did you mean 'cwd'?",
+            "toolgate.http.max_body_bytes: Input should be greater than or equal to 1024",
+            "toolgate.http.fast_pat: unknown key; did you mean 'fast_path'?",
+        ]
+    )
+
+
 def test_an_unknown_key_far_from_any_known_one_gets_no_suggestion() -> None:
     (problem,) = problems_of({"mcpServers": {}, "toolgate": {"zzzz": 1}})
     assert problem == "toolgate.zzzz: unknown key"

@@ -476,35 +476,49 @@ def _step(annotation: Any, part: int | str) -> Any:
     return None
 
 
-def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
-    """The keys the object at ``loc`` accepts (as written in a file)."""
+def _tagged(annotation: Any, part: int | str) -> Any:
+    """The member of the tagged union ``annotation`` whose tag is ``part``, if any:
+    pydantic names it in an error's ``loc`` between a value's key and its fields."""
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Annotated:
+        return _tagged(args[0], part)
+    if origin is typing.Union or origin is types.UnionType:
+        for arg in args:
+            if typing.get_origin(arg) is Annotated and any(
+                isinstance(m, Tag) and m.tag == part for m in typing.get_args(arg)[1:]
+            ):
+                return typing.get_args(arg)[0]
+    return None
+
+
+def _walk(loc: tuple[int | str, ...]) -> tuple[tuple[int | str, ...], Any]:
+    """``loc`` as written in a file (without union tags), and the annotation of the
+    value it leads to (None: one the models do not declare)."""
     annotation: Any = GatewayConfig
+    written: list[int | str] = []
     for part in loc:
-        if part in ("stdio", "http") and annotation is not None:
-            kind = StdioServer if part == "stdio" else HttpServer
-            if kind in _models_in(annotation):
-                annotation = kind
-                continue
-        annotation = _step(annotation, part)
-        if annotation is None:
-            return []
-    keys: list[str] = []
-    for model in _models_in(annotation):
-        keys += [info.alias or name for name, info in model.model_fields.items()]
-    return keys
+        member = _tagged(annotation, part)
+        if member is None:
+            written.append(part)
+        annotation = member if member is not None else _step(annotation, part)
+    return tuple(written), annotation
 
 
 def _problem(error: Any) -> tuple[str, str]:
     """``(key path, message)`` for one pydantic error."""
     raw: tuple[int | str, ...] = tuple(error["loc"])
-    loc = tuple(p for p in raw if p not in ("stdio", "http"))
+    loc, _ = _walk(raw)
     loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
     key = _key_path(loc) or "(top level)"
     msg = str(error["msg"]).removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         msg = "unknown key"
-        unknown = str(raw[-1])
-        close = difflib.get_close_matches(unknown, _known_keys(raw[:-1]), n=1, cutoff=0.6)
+        _, parent = _walk(raw[:-1])
+        known = [
+            info.alias or name for m in _models_in(parent) for name, info in m.model_fields.items()
+        ]
+        close = difflib.get_close_matches(str(raw[-1]), known, n=1, cutoff=0.6)
         if close:
             msg += f"; did you mean {close[0]!r}?"
     elif error["type"] == "missing":
