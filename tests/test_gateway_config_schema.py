@@ -21,10 +21,10 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from _fixtures.gateway import SERVERS, gateway_env, toolgate_argv
 from toolgate.errors import ConfigError
+from toolgate.gateway.config.env import expand_string
 from toolgate.gateway.config.model import (
     GatewayConfig,
     ToolgateConfig,
-    expand_string,
     json_schema,
     load_config,
     parse_config,

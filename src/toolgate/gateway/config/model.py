@@ -1,22 +1,19 @@
 """The gateway's configuration file: ``mcpServers`` plus a ``toolgate`` block.
 
 Parses JSON or TOML into validated pydantic models, after expanding ``${VAR}`` in the
-``mcpServers`` block from the environment. Every problem is reported at once, in one
-``ConfigError`` whose ``key`` is the dotted path of the first offending value and whose
-``problems`` lists them all (unknown keys with a "did you mean"). The models also give
-the config's JSON Schema (``toolgate schema``). Edge layer: reads files, imports the
-core for its value types, never starts anything.
+``mcpServers`` block from the environment (``env``). Every problem is reported at once
+(``problems``), in one ``ConfigError`` whose ``key`` is the dotted path of the first
+offending value. The models also give the config's JSON Schema (``toolgate schema``).
+Config layer: reads files, imports the core for its value types and ``env`` and
+``problems`` beside it, never starts anything.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
 import tomllib
-import types
-import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -35,6 +32,8 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from toolgate.errors import ConfigError
+from toolgate.gateway.config.env import expand_env
+from toolgate.gateway.config.problems import config_error, problem_of
 from toolgate.policy import DEFAULT_TRUST_LEVELS
 from toolgate.strategies.search import DEFAULT_FULL_RESULTS
 
@@ -428,116 +427,6 @@ def _server_kind_problem(spec: Any) -> str | None:
     return None
 
 
-def _key_path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + ("mcpServers" if part == "mcp_servers" else str(part))
-    return out
-
-
-# -- every problem at once, with "did you mean" -------------------------------------------
-
-
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The models an annotation can hold directly (through Optional, unions, Annotated)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    origin = typing.get_origin(annotation)
-    if origin is Annotated:
-        return _models_in(typing.get_args(annotation)[0])
-    if origin is typing.Union or origin is types.UnionType:
-        return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
-    return []
-
-
-def _step(annotation: Any, part: int | str) -> Any:
-    """The annotation of ``annotation[part]`` (a field, a dict value or a list item)."""
-    for model in _models_in(annotation):
-        for name, info in model.model_fields.items():
-            if part in (name, info.alias):
-                return info.annotation
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is Annotated:
-        return _step(args[0], part)
-    if origin is typing.Union or origin is types.UnionType:
-        for arg in args:
-            found = _step(arg, part)
-            if found is not None:
-                return found
-        return None
-    if origin is dict and isinstance(part, str):
-        return args[1]
-    if origin is list and isinstance(part, int):
-        return args[0]
-    return None
-
-
-def _tagged(annotation: Any, part: int | str) -> Any:
-    """The member of the tagged union ``annotation`` whose tag is ``part``, if any:
-    pydantic names it in an error's ``loc`` between a value's key and its fields."""
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is Annotated:
-        return _tagged(args[0], part)
-    if origin is typing.Union or origin is types.UnionType:
-        for arg in args:
-            if typing.get_origin(arg) is Annotated and any(
-                isinstance(m, Tag) and m.tag == part for m in typing.get_args(arg)[1:]
-            ):
-                return typing.get_args(arg)[0]
-    return None
-
-
-def _walk(loc: tuple[int | str, ...]) -> tuple[tuple[int | str, ...], Any]:
-    """``loc`` as written in a file (without union tags), and the annotation of the
-    value it leads to (None: one the models do not declare)."""
-    annotation: Any = GatewayConfig
-    written: list[int | str] = []
-    for part in loc:
-        member = _tagged(annotation, part)
-        if member is None:
-            written.append(part)
-        annotation = member if member is not None else _step(annotation, part)
-    return tuple(written), annotation
-
-
-def _problem(error: Any) -> tuple[str, str]:
-    """``(key path, message)`` for one pydantic error."""
-    raw: tuple[int | str, ...] = tuple(error["loc"])
-    loc, _ = _walk(raw)
-    loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
-    key = _key_path(loc) or "(top level)"
-    msg = str(error["msg"]).removeprefix("Value error, ")
-    if error["type"] == "extra_forbidden":
-        msg = "unknown key"
-        _, parent = _walk(raw[:-1])
-        known = [
-            info.alias or name for m in _models_in(parent) for name, info in m.model_fields.items()
-        ]
-        close = difflib.get_close_matches(str(raw[-1]), known, n=1, cutoff=0.6)
-        if close:
-            msg += f"; did you mean {close[0]!r}?"
-    elif error["type"] == "missing":
-        msg = "required key is missing"
-    elif error["type"] == "literal_error" and isinstance(error.get("input"), str | int | float):
-        msg += f", got {error['input']!r}"
-    return key, msg
-
-
-def config_error(problems: list[tuple[str, str]], source: str) -> ConfigError:
-    """One error carrying every ``(key, message)``: one line each, ``source: key: message``."""
-    lines = [f"{source}: {key}: {msg}" for key, msg in problems]
-    return ConfigError(
-        "\n".join(lines),
-        key=problems[0][0],
-        problems=[{"key": key, "message": msg} for key, msg in problems],
-    )
-
-
 def parse_config(
     data: Mapping[str, Any],
     *,
@@ -566,81 +455,11 @@ def parse_config(
     try:
         cfg = GatewayConfig.model_validate(dict(data))
     except ValidationError as exc:
-        problems += [_problem(e) for e in exc.errors(include_url=False)]
+        problems += [problem_of(e, GatewayConfig) for e in exc.errors(include_url=False)]
     if problems:
         raise config_error(problems, label)
     cfg.source = source
     return cfg
-
-
-# -- ${VAR} in mcpServers ------------------------------------------------------------------
-
-#: The server keys whose values are expanded, as Claude Code, Cursor and Windsurf do.
-EXPANDED_KEYS = ("command", "args", "env", "cwd", "url", "headers")
-_REFERENCE = re.compile(r"\$\$\{|\$\{([^{}]*)\}")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def expand_string(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
-    """``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` from ``environ``; ``$${`` is a
-    literal ``${``. Returns the text and the problems (unset or malformed references)."""
-    problems: list[str] = []
-
-    def one(match: re.Match[str]) -> str:
-        if match.group(0) == "$${":
-            return "${"
-        body = match.group(1)
-        name, sep, default = body.partition(":-")
-        name = name.removeprefix("env:")
-        if not _NAME.fullmatch(name):
-            problems.append(
-                f"${{{body}}} is not an environment variable reference "
-                "(write $${ for a literal ${)"
-            )
-            return match.group(0)
-        value = environ.get(name)
-        if sep and not value:
-            return default
-        if value is None:
-            problems.append(f"environment variable {name} is not set (referenced as ${{{body}}})")
-            return match.group(0)
-        return value
-
-    return _REFERENCE.sub(one, text), problems
-
-
-def expand_env(
-    data: Mapping[str, Any], environ: Mapping[str, str]
-) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """A copy of ``data`` with ``${VAR}`` expanded in each server's ``EXPANDED_KEYS``,
-    and the ``(key path, problem)`` of every reference that cannot be expanded."""
-    out = dict(data)
-    problems: list[tuple[str, str]] = []
-    servers = data.get("mcpServers")
-    if not isinstance(servers, Mapping):
-        return out, problems
-
-    def walk(value: Any, key: str) -> Any:
-        if isinstance(value, str):
-            text, found = expand_string(value, environ)
-            problems.extend((key, p) for p in found)
-            return text
-        if isinstance(value, list):
-            return [walk(v, f"{key}[{i}]") for i, v in enumerate(value)]
-        if isinstance(value, Mapping):
-            return {k: walk(v, f"{key}.{k}") for k, v in value.items()}
-        return value
-
-    expanded: dict[str, Any] = {}
-    for name, spec in servers.items():
-        if isinstance(spec, Mapping):
-            spec = {
-                k: walk(v, f"mcpServers.{name}.{k}") if k in EXPANDED_KEYS else v
-                for k, v in spec.items()
-            }
-        expanded[name] = spec
-    out["mcpServers"] = expanded
-    return out, problems
 
 
 # -- the JSON Schema ------------------------------------------------------------------------
