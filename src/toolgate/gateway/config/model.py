@@ -1,11 +1,7 @@
-"""The gateway's configuration file: ``mcpServers`` plus a ``toolgate`` block.
-
-Parses JSON or TOML into validated pydantic models, after expanding ``${VAR}`` in the
-``mcpServers`` block from the environment (``env``). Every problem is reported at once
-(``problems``), in one ``ConfigError`` whose ``key`` is the dotted path of the first
-offending value. The models also give the config's JSON Schema (``toolgate schema``).
-Config layer: reads files, imports the core for its value types and ``env`` and
-``problems`` beside it, never starts anything.
+"""The gateway's configuration file, ``mcpServers`` plus a ``toolgate`` block: its pydantic
+models, parsing JSON or TOML (``${VAR}`` expanded by ``env`` first; every problem reported
+at once in one ``ConfigError`` by ``problems``) and its JSON Schema (``toolgate schema``).
+Imports the core for its value types and ``env`` and ``problems``; never starts anything.
 """
 
 from __future__ import annotations

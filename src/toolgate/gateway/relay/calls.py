@@ -168,12 +168,10 @@ class CallRelay:
             progress = here.progress if here.wants_progress else None
             with self._in_flight(backend, here):
                 return await backend.call(tool, arguments, progress=progress, meta=call_meta(ctx))
+        meta, level = call_meta(ctx), requested_level(ctx)
         wants_progress = progress_token_from_params(ctx.params) is not None
-        parked = ParkedCall(
-            backend, tool, arguments, call_meta(ctx), requested_level(ctx), wants_progress
-        )
+        parked = ParkedCall(backend, tool, arguments, meta, level, wants_progress, call=call)
         if answers_input(ctx):
-            parked.call = call
             return await self.rounds.first(parked, ctx)
         # A client that can answer no request for input (it declared neither sampling,
         # elicitation nor roots) is refused each at once (``lacks``), so no round can end
@@ -191,18 +189,13 @@ class CallRelay:
         gets it as such a request (``Backend.stateless_form``), as it would from the
         client directly; its log level travels in its envelope, not held on the
         backend's session."""
-        backend, tool, arguments, level = (
-            parked.backend,
-            parked.tool,
-            parked.arguments,
-            parked.level,
-        )
+        backend, tool, level = parked.backend, parked.tool, parked.level
         report = parked.progress if parked.wants_progress else None
-        form = backend.stateless_form(tool, arguments, level) if stateless else None
+        form = backend.stateless_form(tool, parked.arguments, level) if stateless else None
         with self._in_flight(backend, parked):
             async with self.levels.holding(backend, parked, None if form is not None else level):
                 return await backend.call(
-                    tool, arguments, progress=report, meta=parked.meta, stateless=form
+                    tool, parked.arguments, progress=report, meta=parked.meta, stateless=form
                 )
 
     @contextlib.contextmanager
