@@ -21,10 +21,10 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from _fixtures.gateway import SERVERS, gateway_env, toolgate_argv
 from toolgate.errors import ConfigError
+from toolgate.gateway.config.env import expand_string
 from toolgate.gateway.config.model import (
     GatewayConfig,
     ToolgateConfig,
-    expand_string,
     json_schema,
     load_config,
     parse_config,
@@ -187,6 +187,25 @@ def test_every_problem_is_reported_at_once_each_naming_its_key() -> None:
             "toolgate.policies[0].min_trsut: unknown key; did you mean 'min_trust'?",
             "toolgate.identity.default.scpoe: unknown key; did you mean 'scope'?",
             "toolgate.separator: Input should be '.', '_' or '-', got '/'",
+        ]
+    )
+
+
+def test_a_key_named_like_a_server_kind_stays_in_the_key_path() -> None:
+    """``http`` is a key of the toolgate block and may name a server; pydantic's tags of
+    the server kinds, left out of the path, are not: a problem under it names it."""
+    found = problems_of(
+        {
+            "mcpServers": {"http": {"url": "ftp://x"}, "stdio": {"command": "x", "cwdd": "."}},
+            "toolgate": {"http": {"max_body_bytes": 5, "fast_pat": True}},
+        }
+    )
+    assert sorted(found) == sorted(
+        [
+            "mcpServers.http.url: must start with http:// or https://",
+            "mcpServers.stdio.cwdd: unknown key; did you mean 'cwd'?",
+            "toolgate.http.max_body_bytes: Input should be greater than or equal to 1024",
+            "toolgate.http.fast_pat: unknown key; did you mean 'fast_path'?",
         ]
     )
 

@@ -760,7 +760,7 @@ async def test_an_unknown_toolset_on_a_prompts_or_resources_list_is_a_clear_erro
 
 def test_a_uri_is_served_by_the_template_it_expands_and_a_broken_template_by_none() -> None:
     from toolgate.gateway.relay.access import Relayed as Item
-    from toolgate.gateway.relay.primitives import Namespace
+    from toolgate.gateway.relay.namespace import Namespace
 
     def template(uri_template: str) -> Item:
         return Item("template", "alpha", uri_template, uri_template)

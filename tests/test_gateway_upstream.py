@@ -627,7 +627,7 @@ async def test_a_2026_round_trip_driven_by_hand_and_a_spent_request_state(
             await session.call_tool(
                 "list_roots", {}, input_responses=answers, request_state=first.request_state
             )
-    assert served.gateway.upstream.parked == {}
+    assert served.gateway.calls.rounds.parked == {}
 
 
 # -- cancellation and faults ------------------------------------------------------------
@@ -695,7 +695,7 @@ async def test_a_cancelled_call_cancels_the_backend_request(served: Served, kind
         with contextlib.suppress(asyncio.CancelledError):
             await call
         await eventually(lambda: _marked(served) > before)
-    assert served.gateway.upstream.parked == {}
+    assert served.gateway.calls.rounds.parked == {}
 
 
 @pytest.mark.parametrize("kind", ["fastmcp-legacy", "fastmcp"])
@@ -715,7 +715,7 @@ async def test_a_client_that_leaves_mid_progress_cancels_the_backend_and_leaks_n
         await asyncio.wait_for(call, 10)
     await eventually(lambda: _marked(served) > before_marks)
     await eventually(lambda: not _others(before))
-    assert served.gateway.upstream.parked == {}
+    assert served.gateway.calls.rounds.parked == {}
 
 
 @pytest.mark.parametrize("ask", ["sampling", "elicitation"])
@@ -731,7 +731,7 @@ async def test_a_backend_that_dies_during_a_round_trip_gives_a_clear_error(
         text, error = await client.call("ask_then_die", {"ask": ask})
     assert error
     assert "'faulty'" in text and "unavailable" in text
-    assert gateway.upstream.parked == {}
+    assert gateway.calls.rounds.parked == {}
     await _faulty_up(served)
     # the backend's new connection has tasks of its own; nothing else may be left
     await eventually(lambda: not {t for t in _others(before) if not _reconnection(t)})
@@ -926,7 +926,7 @@ async def test_a_2026_retry_goes_on_with_its_call_not_a_new_one(scoped: Scoped, 
         ("a.list_roots", "success", None),
         ("a.list_roots", "blocked", "rate-limited"),
     ]
-    assert scoped.gateway.upstream.parked == {}
+    assert scoped.gateway.calls.rounds.parked == {}
 
 
 async def test_a_parked_call_is_answered_only_by_its_own_principal(scoped: Scoped) -> None:
@@ -951,7 +951,7 @@ async def test_a_parked_call_is_answered_only_by_its_own_principal(scoped: Scope
             await bob.call_tool(
                 "a.list_roots", {}, input_responses=bobs, request_state="v1.forged-state"
             )
-        assert len(scoped.gateway.upstream.parked) == 1
+        assert len(scoped.gateway.calls.rounds.parked) == 1
         hers: dict[str, mt.InputResponse] = {
             str(key): mt.ListRootsResult(roots=[mt.Root(uri="file:///alice")])
         }
@@ -963,7 +963,7 @@ async def test_a_parked_call_is_answered_only_by_its_own_principal(scoped: Scope
     assert forged.value.error.code == mt.INVALID_PARAMS
     assert "requestState" in forged.value.error.message
     assert isinstance(done, mt.CallToolResult) and _text(done) == "file:///alice"
-    assert scoped.gateway.upstream.parked == {}
+    assert scoped.gateway.calls.rounds.parked == {}
 
 
 # -- the fast path: the lane (legacy clients) and the hop (HTTP backends) ----------------
@@ -1080,7 +1080,7 @@ async def test_sampling_and_roots_by_the_fast_path_are_answered_by_the_calling_c
     # 2026-07-28: each call is two rounds, each a request the lane serves
     rounds = 2 if kind == "fastmcp" else 1
     assert _counts(hopped) == (lane + 2 * rounds, hop + 2)
-    assert hopped.gateway.upstream.parked == {}
+    assert hopped.gateway.calls.rounds.parked == {}
 
 
 @pytest.mark.parametrize("kind", ["session", "fastmcp-legacy"])
@@ -1229,17 +1229,17 @@ async def test_a_2026_call_is_parked_only_when_its_client_can_answer_the_backend
     the backend's request and nothing stays parked."""
     call, headers = _modern_call("slow_progress", {})
     call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
-    upstream = hopped.gateway.upstream
+    relay = hopped.gateway.calls
     before = _marked(hopped)
     async with httpx2.AsyncClient(timeout=20) as http:
         post = asyncio.create_task(http.post(hopped.url, json=call, headers=headers))
-        await eventually(lambda: upstream._calls.get("h"))
-        assert len(upstream.parked) == (1 if capabilities else 0)
+        await eventually(lambda: relay._running.get("h"))
+        assert len(relay.rounds.parked) == (1 if capabilities else 0)
         post.cancel()  # the client leaves
         with contextlib.suppress(asyncio.CancelledError):
             await post
     await eventually(lambda: _marked(hopped) > before)
-    await eventually(lambda: not upstream._calls.get("h") and not upstream.parked)
+    await eventually(lambda: not relay._running.get("h") and not relay.rounds.parked)
 
 
 @pytest.mark.parametrize("capabilities", [{}, {"sampling": {}}], ids=["none", "sampling"])

@@ -43,7 +43,7 @@ from toolgate.gateway.ingress.app import http_app, server_options
 from toolgate.gateway.ingress.fast_path import Lane
 from toolgate.gateway.ops.health import gateway_metrics, ops_routes
 from toolgate.gateway.relay.access import PrimitiveAccess
-from toolgate.gateway.relay.calls import Upstream
+from toolgate.gateway.relay.calls import CallRelay
 from toolgate.gateway.relay.exposure import BackendAudience, GroupExposure
 from toolgate.gateway.relay.listen import Listen
 from toolgate.gateway.relay.primitives import Relay, attach
@@ -160,7 +160,7 @@ class Gateway:
             ),
         )
         # progress, cancellation, logging, sampling/elicitation/roots: both ways
-        self.upstream = Upstream(self.backends)
+        self.calls = CallRelay(self.backends)
         #: the backends' prompts, resources and completions (``access``: who sees which;
         #: by default ``GroupExposure``, set by ``build()``: they follow their groups)
         self.relay = Relay(cfg, self.backends, access=access)
@@ -217,10 +217,10 @@ class Gateway:
         if handler is None:
             backend = self.backends[tool.server]
             name = tool.name
-            upstream = self.upstream
+            calls = self.calls
 
             async def handler(arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-                return await upstream.call(backend, name, arguments, ctx)
+                return await calls.call(backend, name, arguments, ctx)
 
             self._handlers[key] = handler
         return handler
@@ -284,7 +284,7 @@ class Gateway:
             access=lambda: self.relay.access,
             items=lambda: self.relay.namespace.items,
         )
-        self.upstream.install(self.server, facts=self._facts, audience=audience, events=self.events)
+        self.calls.install(self.server, facts=self._facts, audience=audience, events=self.events)
         # who each session is, in the store: the dashboard lists it, WebMCP adds to it
         from toolgate.gateway.ops.dashboard.sessions import SessionRecorder, record_sessions
 
@@ -428,7 +428,7 @@ class Gateway:
                     task.cancel()
                 self.listen.close()
                 await self.relay.close()
-                await self.upstream.close()
+                await self.calls.close()
         logger.info("backends stopped")
 
     async def serve_stdio(self) -> None:

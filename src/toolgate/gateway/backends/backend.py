@@ -413,7 +413,7 @@ class Backend:
     ) -> Stateless | None:
         """A call to ``tool`` as a 2026-07-28 request (log messages from ``level`` on),
         if the backend serves that protocol and lists the tool; else ``None``. For calls
-        that can be asked nothing, whose client speaks that protocol (``Upstream``): the
+        that can be asked nothing, whose client speaks that protocol (``CallRelay``): the
         backend gets them as it would from that client directly."""
         hop = self.hop
         if hop is None or not hop.stateless:

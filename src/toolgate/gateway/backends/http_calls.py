@@ -10,7 +10,7 @@ backend no longer knows (404) sends the call the SDK's way.
 
 A backend that also serves 2026-07-28 (``discover``) can take a call as a stateless
 request instead (``Stateless``): the envelope in its ``_meta``, the routing headers,
-no session; cancelled by closing its connection. ``Upstream`` sends that way the calls
+no session; cancelled by closing its connection. ``CallRelay`` sends that way the calls
 of 2026-07-28 clients that can be asked nothing, as they would reach the backend
 directly. Edge layer: imports ``mcp``, ``gateway.pool``.
 """

@@ -69,7 +69,7 @@ async def snapshot(
     if not offline and cfg.mcp_servers:
         # starts MCP clients: import on use
         from toolgate.gateway.backends.backend import connect_all
-        from toolgate.gateway.relay.primitives import namespace
+        from toolgate.gateway.relay.namespace import namespace
 
         if errlog is None:
             # backends' own start-up chatter would mix with the one-per-line errors

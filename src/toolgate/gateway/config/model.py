@@ -1,22 +1,15 @@
-"""The gateway's configuration file: ``mcpServers`` plus a ``toolgate`` block.
-
-Parses JSON or TOML into validated pydantic models, after expanding ``${VAR}`` in the
-``mcpServers`` block from the environment. Every problem is reported at once, in one
-``ConfigError`` whose ``key`` is the dotted path of the first offending value and whose
-``problems`` lists them all (unknown keys with a "did you mean"). The models also give
-the config's JSON Schema (``toolgate schema``). Edge layer: reads files, imports the
-core for its value types, never starts anything.
+"""The gateway's configuration file, ``mcpServers`` plus a ``toolgate`` block: its pydantic
+models, parsing JSON or TOML (``${VAR}`` expanded by ``env`` first; every problem reported
+at once in one ``ConfigError`` by ``problems``) and its JSON Schema (``toolgate schema``).
+Imports the core for its value types and ``env`` and ``problems``; never starts anything.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
 import tomllib
-import types
-import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -35,6 +28,8 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from toolgate.errors import ConfigError
+from toolgate.gateway.config.env import expand_env
+from toolgate.gateway.config.problems import config_error, problem_of
 from toolgate.policy import DEFAULT_TRUST_LEVELS
 from toolgate.strategies.registry import default_registry
 from toolgate.strategies.search import DEFAULT_FULL_RESULTS
@@ -445,102 +440,6 @@ def _server_kind_problem(spec: Any) -> str | None:
     return None
 
 
-def _key_path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + ("mcpServers" if part == "mcp_servers" else str(part))
-    return out
-
-
-# -- every problem at once, with "did you mean" -------------------------------------------
-
-
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The models an annotation can hold directly (through Optional, unions, Annotated)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    origin = typing.get_origin(annotation)
-    if origin is Annotated:
-        return _models_in(typing.get_args(annotation)[0])
-    if origin is typing.Union or origin is types.UnionType:
-        return [m for arg in typing.get_args(annotation) for m in _models_in(arg)]
-    return []
-
-
-def _step(annotation: Any, part: int | str) -> Any:
-    """The annotation of ``annotation[part]`` (a field, a dict value or a list item)."""
-    for model in _models_in(annotation):
-        for name, info in model.model_fields.items():
-            if part in (name, info.alias):
-                return info.annotation
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is Annotated:
-        return _step(args[0], part)
-    if origin is typing.Union or origin is types.UnionType:
-        for arg in args:
-            found = _step(arg, part)
-            if found is not None:
-                return found
-        return None
-    if origin is dict and isinstance(part, str):
-        return args[1]
-    if origin is list and isinstance(part, int):
-        return args[0]
-    return None
-
-
-def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
-    """The keys the object at ``loc`` accepts (as written in a file)."""
-    annotation: Any = GatewayConfig
-    for part in loc:
-        if part in ("stdio", "http") and annotation is not None:
-            kind = StdioServer if part == "stdio" else HttpServer
-            if kind in _models_in(annotation):
-                annotation = kind
-                continue
-        annotation = _step(annotation, part)
-        if annotation is None:
-            return []
-    keys: list[str] = []
-    for model in _models_in(annotation):
-        keys += [info.alias or name for name, info in model.model_fields.items()]
-    return keys
-
-
-def _problem(error: Any) -> tuple[str, str]:
-    """``(key path, message)`` for one pydantic error."""
-    raw: tuple[int | str, ...] = tuple(error["loc"])
-    loc = tuple(p for p in raw if p not in ("stdio", "http"))
-    loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
-    key = _key_path(loc) or "(top level)"
-    msg = str(error["msg"]).removeprefix("Value error, ")
-    if error["type"] == "extra_forbidden":
-        msg = "unknown key"
-        unknown = str(raw[-1])
-        close = difflib.get_close_matches(unknown, _known_keys(raw[:-1]), n=1, cutoff=0.6)
-        if close:
-            msg += f"; did you mean {close[0]!r}?"
-    elif error["type"] == "missing":
-        msg = "required key is missing"
-    elif error["type"] == "literal_error" and isinstance(error.get("input"), str | int | float):
-        msg += f", got {error['input']!r}"
-    return key, msg
-
-
-def config_error(problems: list[tuple[str, str]], source: str) -> ConfigError:
-    """One error carrying every ``(key, message)``: one line each, ``source: key: message``."""
-    lines = [f"{source}: {key}: {msg}" for key, msg in problems]
-    return ConfigError(
-        "\n".join(lines),
-        key=problems[0][0],
-        problems=[{"key": key, "message": msg} for key, msg in problems],
-    )
-
-
 def parse_config(
     data: Mapping[str, Any],
     *,
@@ -569,81 +468,11 @@ def parse_config(
     try:
         cfg = GatewayConfig.model_validate(dict(data))
     except ValidationError as exc:
-        problems += [_problem(e) for e in exc.errors(include_url=False)]
+        problems += [problem_of(e, GatewayConfig) for e in exc.errors(include_url=False)]
     if problems:
         raise config_error(problems, label)
     cfg.source = source
     return cfg
-
-
-# -- ${VAR} in mcpServers ------------------------------------------------------------------
-
-#: The server keys whose values are expanded, as Claude Code, Cursor and Windsurf do.
-EXPANDED_KEYS = ("command", "args", "env", "cwd", "url", "headers")
-_REFERENCE = re.compile(r"\$\$\{|\$\{([^{}]*)\}")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def expand_string(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
-    """``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` from ``environ``; ``$${`` is a
-    literal ``${``. Returns the text and the problems (unset or malformed references)."""
-    problems: list[str] = []
-
-    def one(match: re.Match[str]) -> str:
-        if match.group(0) == "$${":
-            return "${"
-        body = match.group(1)
-        name, sep, default = body.partition(":-")
-        name = name.removeprefix("env:")
-        if not _NAME.fullmatch(name):
-            problems.append(
-                f"${{{body}}} is not an environment variable reference "
-                "(write $${ for a literal ${)"
-            )
-            return match.group(0)
-        value = environ.get(name)
-        if sep and not value:
-            return default
-        if value is None:
-            problems.append(f"environment variable {name} is not set (referenced as ${{{body}}})")
-            return match.group(0)
-        return value
-
-    return _REFERENCE.sub(one, text), problems
-
-
-def expand_env(
-    data: Mapping[str, Any], environ: Mapping[str, str]
-) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """A copy of ``data`` with ``${VAR}`` expanded in each server's ``EXPANDED_KEYS``,
-    and the ``(key path, problem)`` of every reference that cannot be expanded."""
-    out = dict(data)
-    problems: list[tuple[str, str]] = []
-    servers = data.get("mcpServers")
-    if not isinstance(servers, Mapping):
-        return out, problems
-
-    def walk(value: Any, key: str) -> Any:
-        if isinstance(value, str):
-            text, found = expand_string(value, environ)
-            problems.extend((key, p) for p in found)
-            return text
-        if isinstance(value, list):
-            return [walk(v, f"{key}[{i}]") for i, v in enumerate(value)]
-        if isinstance(value, Mapping):
-            return {k: walk(v, f"{key}.{k}") for k, v in value.items()}
-        return value
-
-    expanded: dict[str, Any] = {}
-    for name, spec in servers.items():
-        if isinstance(spec, Mapping):
-            spec = {
-                k: walk(v, f"mcpServers.{name}.{k}") if k in EXPANDED_KEYS else v
-                for k, v in spec.items()
-            }
-        expanded[name] = spec
-    out["mcpServers"] = expanded
-    return out, problems
 
 
 # -- the JSON Schema ------------------------------------------------------------------------

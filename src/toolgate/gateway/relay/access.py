@@ -1,11 +1,8 @@
-"""Who may see and use the prompts and resources the gateway relays: ``PrimitiveAccess``.
-
-The relay (``toolgate.gateway.relay.primitives``) gathers each backend's prompts, resources and
-resource templates under their exposed names, then asks a ``PrimitiveAccess`` which of
-them a request may list and whether it may use one. ``OpenAccess`` admits everything;
-group-based access (``prompts:`` / ``resources:`` patterns in groups) implements the
-same protocol. ``Audience`` says who may hear what a backend sends outside any call.
-Edge layer: imports the request kit and the core's errors.
+"""Who may see and use what the gateway relays: ``PrimitiveAccess`` says which relayed
+prompts, resources and templates (``Relayed``) a request may list and use (``OpenAccess``:
+all; ``relay.exposure``: by the groups' ``prompts:`` / ``resources:`` patterns), and
+``Audience`` who may hear what a backend sends outside any call. Imports the request kit
+only: the seam the rest of the relay stands on.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""Which groups hold the prompts and resources a gateway relays, and who may see them.
-
-``Placement`` reads the ``prompts:`` / ``resources:`` patterns of the config's groups;
-``GroupExposure`` is the ``PrimitiveAccess`` that lists and admits a relayed prompt or
-resource under the same scope rule as the tools of its groups, deciding through the
-view's ``View.group``. ``BackendAudience`` says which requests' principals may hear what
-a backend sends outside any call. Edge layer: imports the config, the access seam, the
-delivery layer and the core; no MCP imports.
+"""Which groups hold the relayed prompts and resources, and who may see them: ``Placement``
+reads the groups' ``prompts:`` / ``resources:`` patterns; ``GroupExposure`` admits an item
+under the scope rule of its groups' tools (the view's ``View.group``); ``BackendAudience``
+says who hears a backend outside any call. Imports the config, the access seam, the
+delivery layer and the core; no MCP.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""``subscriptions/listen`` on the 2026-07-28 era: the gateway's notifications, fanned in.
-
-``Listen`` serves the request with the SDK's ``ListenHandler`` (acknowledgement, stamping,
-the client's filter, backlog bound, graceful close) and is the handler's bus: each stream
-joins ``LiveConnections`` beside the legacy sessions, and its resource URIs join the
-relay's subscribers, so one decision says who hears what on both eras. Edge layer:
-imports ``mcp``, the request kit and ``relay``.
+"""``subscriptions/listen`` on 2026-07-28: ``Listen`` serves it with the SDK's
+``ListenHandler`` (acknowledgement, stamping, the client's filter, backlog bound, graceful
+close) and is its bus: each stream joins ``LiveConnections`` beside the legacy sessions and
+its resource URIs the relay's subscribers, so one decision says who hears what on both
+eras. Imports ``mcp``, the request kit and ``relay.primitives``.
 """
 
 from __future__ import annotations
