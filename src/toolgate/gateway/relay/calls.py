@@ -38,6 +38,7 @@ from toolgate.gateway.relay.log_levels import LogLevels, requested_level
 from toolgate.gateway.relay.rounds import ParkedCall, Rounds
 from toolgate.lowlevel import REQUEST_CONTEXT
 from toolgate.request import Context
+from toolgate.sdk_internals import connection_of
 from toolgate.strategies.base import is_stateless
 
 logger = logging.getLogger("toolgate.gateway")
@@ -71,7 +72,7 @@ class SessionCall:
     def __init__(self, ctx: Context, levels: LogLevels) -> None:
         self.ctx = ctx
         self.levels = levels
-        self.connection: Any = ctx.session._connection
+        self.connection: Any = connection_of(ctx)
         self.origin: Hashable = id(self.connection)
 
     @property
@@ -102,7 +103,7 @@ class SessionCall:
 
     async def log(self, params: mt.LoggingMessageNotificationParams) -> None:
         ctx = self.ctx
-        if not self.levels.admits(ctx.session._connection, params.level):
+        if not self.levels.admits(connection_of(ctx), params.level):
             return
         await ctx.session.send_notification(
             mt.LoggingMessageNotification(params=params), related_request_id=ctx.request_id

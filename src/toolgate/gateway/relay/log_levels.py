@@ -20,6 +20,7 @@ from mcp.server.connection import allowed_log_levels
 from toolgate.gateway.backends.backend import Backend
 from toolgate.gateway.relay.access import Audience, FactsOf
 from toolgate.request import Context, RequestFacts
+from toolgate.sdk_internals import connection_of
 
 logger = logging.getLogger("toolgate.gateway")
 
@@ -73,7 +74,7 @@ class LogLevels:
         backend logs at the lowest level a session that hears it asked for, and the
         gateway filters per session."""
         facts = await self.facts(ctx) if self.facts is not None else None
-        connection = ctx.session._connection
+        connection = connection_of(ctx)
         new = connection not in self._levels
         self._levels[connection] = (params.level, facts)
         if new:

@@ -32,6 +32,7 @@ from toolgate.gateway.relay.access import (
 from toolgate.gateway.relay.namespace import Namespace, merged_instructions, namespace
 from toolgate.lowlevel import advertise_list_changed
 from toolgate.request import Context, Live, LiveConnections, RequestFacts
+from toolgate.sdk_internals import connection_of
 from toolgate.view import paginate
 from toolgate.wire import PageParams, cursor_of, mcp_error
 
@@ -259,7 +260,7 @@ class Relay:
     async def subscribe(self, ctx: Context, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
         """Subscribe this session to ``uri``; the gateway subscribes once per backend."""
         facts = await self._request_facts(ctx)
-        connection = ctx.session._connection
+        connection = connection_of(ctx)
         await self._join(facts, str(params.uri), connection)
         if connection not in self._watched:
             self._watched.add(connection)
@@ -323,7 +324,7 @@ class Relay:
     ) -> mt.EmptyResult:
         await self._request_facts(ctx)
         uri = str(params.uri)
-        connection = ctx.session._connection
+        connection = connection_of(ctx)
         for (name, subscribed), subscribers in list(self._subscribers.items()):
             if subscribed == uri and connection in subscribers:
                 subscribers.discard(connection)
