@@ -44,7 +44,7 @@ from _fixtures.gateway import (
 from _fixtures.gateway import MCP_HEADERS as MCP
 from _fixtures.mcp_servers import free_port
 from toolgate.gateway.backends.backend import Backend, Timing, unsendable
-from toolgate.gateway.config.model import StdioServer
+from toolgate.gateway.config.servers import StdioServer
 from toolgate.gateway.ingress.guard import guarded_protocol
 
 OPERATOR_TOKEN = "operator-secret-token"

@@ -319,7 +319,7 @@ def test_a_backends_stateless_form_follows_its_tool_list() -> None:
     has no stateless form (its call stays on the session), nor has any tool of a backend
     that does not serve 2026-07-28."""
     from toolgate.gateway.backends.backend import Backend
-    from toolgate.gateway.config.model import HttpServer
+    from toolgate.gateway.config.servers import HttpServer
 
     backend = Backend("b", HttpServer(url="http://127.0.0.1:9/mcp"))
     hop = Hop("http://127.0.0.1:9/mcp", {}, SessionSeen())

@@ -52,7 +52,8 @@ from toolgate.gateway.backends.http_calls import (
     usable,
 )
 from toolgate.gateway.backends.http_client import SessionSeen, backend_http_client
-from toolgate.gateway.config.model import GatewayConfig, HttpServer, StdioServer
+from toolgate.gateway.config.model import GatewayConfig
+from toolgate.gateway.config.servers import HttpServer, ServerSpec, StdioServer
 from toolgate.wire import result_from_mcp, tool_wire
 
 logger = logging.getLogger("toolgate.gateway")
@@ -231,7 +232,7 @@ class Backend:
     def __init__(
         self,
         name: str,
-        spec: StdioServer | HttpServer,
+        spec: ServerSpec,
         *,
         base_dir: Path | None = None,
         timing: Timing | None = None,
@@ -286,9 +287,7 @@ class Backend:
         return self.status == "up" and self.session is not None
 
     def describe(self) -> str:
-        if isinstance(self.spec, HttpServer):
-            return self.spec.url
-        return " ".join([self.spec.command, *self.spec.args])
+        return self.spec.describe()
 
     def unavailable(self) -> ToolResult:
         """The error result a call gets while the backend is down."""
@@ -691,6 +690,7 @@ class Backend:
                 if hop is not None:
                     await hop.close()
             return
+        assert isinstance(spec, StdioServer)  # the only other kind
         cwd = Path(spec.cwd).expanduser() if spec.cwd else self.base_dir
         if not cwd.is_absolute():
             cwd = self.base_dir / cwd

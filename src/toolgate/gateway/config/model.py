@@ -24,10 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
-    Discriminator,
     Field,
-    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -35,86 +32,19 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from toolgate.errors import ConfigError
+from toolgate.gateway.config.servers import (
+    EXPANDED_KEYS,
+    SERVER_SPECS,
+    STRICT,
+    ServerConfig,
+    server_kind_problem,
+)
 from toolgate.policy import DEFAULT_TRUST_LEVELS
 from toolgate.strategies.search import DEFAULT_FULL_RESULTS
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class _Backend(_Model):
-    """What every backend has: how long a call to one of its tools may take."""
-
-    timeout: float = Field(60.0, gt=0)
-    tool_timeouts: dict[str, float] = Field(default_factory=dict)
-
-    @field_validator("tool_timeouts")
-    @classmethod
-    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
-        for tool, seconds in v.items():
-            if seconds <= 0:
-                raise ValueError(f"the timeout of {tool!r} must be a positive number of seconds")
-        return v
-
-    def timeout_for(self, tool: str) -> float:
-        """Seconds a call to ``tool`` (the backend's own name) may take."""
-        return self.tool_timeouts.get(tool, self.timeout)
-
-
-class StdioServer(_Backend):
-    """A backend started as a subprocess speaking MCP over stdio."""
-
-    command: str
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    env_passthrough: list[str] = Field(
-        default_factory=list,
-        description="Names (or globs such as 'AWS_*') of the gateway's environment variables "
-        "this backend inherits, beyond HOME, LOGNAME, PATH, SHELL, TERM and USER; "
-        "'env' values win over them.",
-    )
-    cwd: str | None = None
-    prefix: str | None = None
-    title: str | None = None  # indexed for search with the server's key
-    type: Literal["stdio"] | None = None
-
-    @field_validator("env_passthrough")
-    @classmethod
-    def _passthrough(cls, v: list[str]) -> list[str]:
-        for name in v:
-            if not re.fullmatch(r"[A-Za-z0-9_*?\[\]!]+", name):
-                raise ValueError(f"{name!r} is not an environment variable name or glob")
-        return v
-
-
-class HttpServer(_Backend):
-    """A backend reached over streamable HTTP."""
-
-    url: str
-    headers: dict[str, str] = Field(default_factory=dict)
-    prefix: str | None = None
-    title: str | None = None  # indexed for search with the server's key
-    type: Literal["http", "streamable-http", "streamableHttp"] | None = None
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        if not v.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return v
-
-
-def _server_kind(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "http" if "url" in value else "stdio"
-    return "http" if isinstance(value, HttpServer) else "stdio"
-
-
-ServerConfig = Annotated[
-    Annotated[StdioServer, Tag("stdio")] | Annotated[HttpServer, Tag("http")],
-    Discriminator(_server_kind),
-]
+    model_config = STRICT
 
 
 def _primitive_pattern(pattern: str) -> str:
@@ -378,8 +308,6 @@ class ToolgateConfig(_Model):
 
 
 class GatewayConfig(_Model):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
     mcp_servers: dict[str, ServerConfig] = Field(alias="mcpServers")
     toolgate: ToolgateConfig = Field(default_factory=lambda: ToolgateConfig())
     schema_url: str | None = Field(
@@ -398,7 +326,7 @@ class GatewayConfig(_Model):
         servers = data.get("mcpServers")
         if isinstance(servers, Mapping):
             for name, spec in servers.items():
-                problem = _server_kind_problem(spec)
+                problem = server_kind_problem(spec)
                 if problem is not None:
                     raise ValueError(f"server {name!r} {problem}")
         return data
@@ -418,14 +346,6 @@ class GatewayConfig(_Model):
         spec = self.mcp_servers.get(server)
         prefix = spec.prefix if spec is not None else None
         return f"{prefix}{self.toolgate.separator}{name}" if prefix else name
-
-
-def _server_kind_problem(spec: Any) -> str | None:
-    if isinstance(spec, Mapping) and "command" in spec and "url" in spec:
-        return "has both 'command' and 'url'; pick one"
-    if isinstance(spec, Mapping) and "command" not in spec and "url" not in spec:
-        return "needs a 'command' (stdio) or a 'url' (HTTP)"
-    return None
 
 
 def _key_path(loc: tuple[int | str, ...]) -> str:
@@ -476,15 +396,18 @@ def _step(annotation: Any, part: int | str) -> Any:
     return None
 
 
+#: the spec model of each kind, by the tag pydantic puts in an error's location
+_KINDS = {spec.kind: spec for spec in SERVER_SPECS}
+
+
 def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
     """The keys the object at ``loc`` accepts (as written in a file)."""
     annotation: Any = GatewayConfig
     for part in loc:
-        if part in ("stdio", "http") and annotation is not None:
-            kind = StdioServer if part == "stdio" else HttpServer
-            if kind in _models_in(annotation):
-                annotation = kind
-                continue
+        kind = _KINDS.get(part) if isinstance(part, str) else None
+        if kind is not None and kind in _models_in(annotation):
+            annotation = kind
+            continue
         annotation = _step(annotation, part)
         if annotation is None:
             return []
@@ -497,7 +420,7 @@ def _known_keys(loc: tuple[int | str, ...]) -> list[str]:
 def _problem(error: Any) -> tuple[str, str]:
     """``(key path, message)`` for one pydantic error."""
     raw: tuple[int | str, ...] = tuple(error["loc"])
-    loc = tuple(p for p in raw if p not in ("stdio", "http"))
+    loc = tuple(p for p in raw if p not in _KINDS)
     loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
     key = _key_path(loc) or "(top level)"
     msg = str(error["msg"]).removeprefix("Value error, ")
@@ -543,7 +466,7 @@ def parse_config(
         # still validated: a server of neither kind is left out of pydantic's pass
         kept = {}
         for name, spec in servers.items():
-            problem = _server_kind_problem(spec)
+            problem = server_kind_problem(spec)
             if problem is None:
                 kept[name] = spec
             else:
@@ -561,8 +484,6 @@ def parse_config(
 
 # -- ${VAR} in mcpServers ------------------------------------------------------------------
 
-#: The server keys whose values are expanded, as Claude Code, Cursor and Windsurf do.
-EXPANDED_KEYS = ("command", "args", "env", "cwd", "url", "headers")
 _REFERENCE = re.compile(r"\$\$\{|\$\{([^{}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
