@@ -1,8 +1,7 @@
-"""The HTTP client the gateway talks to its streamable-HTTP backends with: one pooled
-keep-alive ``httpx2.AsyncClient`` per backend, whose transport finishes reading a
-response closed before its end (the SDK's client does that with every POST's SSE
-stream and 202), so its connection is reused instead of dropped, and notes the session
-the SDK's client holds (``SessionSeen``, for ``gateway.hop``). Edge layer: httpx2.
+"""The HTTP client the SDK's session with a streamable-HTTP backend runs on: one pooled
+keep-alive ``httpx2.AsyncClient`` per connection, whose responses closed early are read to
+their end so their connections are reused, and which notes the session the SDK's client
+holds (``SessionSeen``, for ``http_calls``). Imports ``httpx2``, nothing of the gateway.
 """
 
 from __future__ import annotations

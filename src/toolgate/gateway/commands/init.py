@@ -24,6 +24,7 @@ from typing import Any, Literal, TextIO
 
 from toolgate.errors import ConfigError
 from toolgate.gateway.backends.backend import Backend, Timing
+from toolgate.gateway.backends.supervision import connect
 from toolgate.gateway.config.model import json_schema, parse_config
 from toolgate.gateway.config.servers import EXPANDED_KEYS, SERVER_SPECS, server_kind_problem
 
@@ -212,7 +213,7 @@ async def _connect(server: ImportedServer, base_dir: Path, timing: Timing) -> No
     with open(os.devnull, "w") as devnull:
         backend = Backend(server.name, spec, base_dir=base_dir, timing=timing, errlog=devnull)
         try:
-            await backend.connect(watch=False)
+            await connect(backend, watch=False)
         except Exception as exc:
             server.error = backend.failure(exc)
             return
