@@ -11,14 +11,15 @@ from dataclasses import dataclass
 
 import anyio
 import httpx2
-from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 #: how long and how much a closed response may still be read to end its body cleanly;
 #: a server that streams on past this loses the connection, as before
 DRAIN_SECONDS = 0.5
 DRAIN_BYTES = 64 * 1024
-#: the SDK client's own timeouts (as its create_mcp_http_client sets them)
-TIMEOUT = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+#: 30 s to connect, write and wait in the pool; 300 s between two reads, so an SSE stream
+#: may go quiet for five minutes: the values the SDK's own client is made with
+#: (``create_mcp_http_client``), so the session behaves as it would there
+TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 
 class _DrainOnClose(httpx2.AsyncByteStream):
