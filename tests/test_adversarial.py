@@ -44,7 +44,8 @@ from _fixtures.gateway import (
 from _fixtures.gateway import MCP_HEADERS as MCP
 from _fixtures.mcp_servers import free_port
 from toolgate.gateway.backends.backend import Backend, Timing, unsendable
-from toolgate.gateway.config.model import StdioServer
+from toolgate.gateway.backends.supervision import supervise
+from toolgate.gateway.config.servers import StdioServer
 from toolgate.gateway.ingress.guard import guarded_protocol
 
 OPERATOR_TOKEN = "operator-secret-token"
@@ -292,7 +293,7 @@ async def test_a_backend_refuses_arguments_it_cannot_encode_without_losing_its_c
 ) -> None:
     spec = StdioServer(command=sys.executable, args=[str(SERVERS / "gw_adversary.py")])
     backend = Backend("adv", spec, base_dir=tmp_path, timing=Timing(start_timeout=20))
-    task = asyncio.create_task(backend.run())
+    task = asyncio.create_task(supervise(backend))
     try:
         await asyncio.wait_for(backend.ready.wait(), 30)
         pid = (await backend.call("pid", {})).content[0]["text"]

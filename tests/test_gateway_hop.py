@@ -1,37 +1,31 @@
-"""The hop's HTTP/1.1 and server-sent-events reading, piece by piece (``gateway.hop``):
-bodies chunked, sized or closed, events split anywhere and ended by any line break, and
-when the hop may reach a backend itself (no proxy in the way). The hop end to end, with
-real clients and a real backend, is in ``test_gateway_upstream.py``."""
+"""Calls by hand to an HTTP backend, piece by piece (``backends.http_calls``, ``http11``,
+``stateless``, ``http``): bodies chunked, sized or closed, events split anywhere and ended
+by any line break, and when calls may reach a backend by hand (no proxy in the way). The
+RFC 9112 rules on a real socket are in ``test_gateway_http11.py``; the calls end to end,
+with real clients and a real backend, in ``test_gateway_upstream.py``."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import mcp_types as mt
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from toolgate.gateway.backends.http_calls import (
-    Hop,
-    HopError,
-    Stateless,
-    _answer,
-    _Body,
-    _completed,
-    _Events,
-    _head,
-    _Reply,
-    header_params,
-    usable,
-)
+from toolgate.gateway.backends.http import HttpTransport, usable
+from toolgate.gateway.backends.http11 import Body, Events, Reader, Reply, ResponseError, read_head
+from toolgate.gateway.backends.http_calls import HttpCalls, _answer
 from toolgate.gateway.backends.http_client import SessionSeen
+from toolgate.gateway.backends.stateless import Stateless, completed, header_params
+from toolgate.gateway.config.servers import HttpServer
 
 
-def _reader(*pieces: bytes) -> asyncio.StreamReader:
-    reader = asyncio.StreamReader()
+def _reader(*pieces: bytes) -> Reader:
+    reader = Reader()
     for piece in pieces:
         reader.feed_data(piece)
     reader.feed_eof()
@@ -54,19 +48,19 @@ async def test_events_split_anywhere_with_any_line_break_are_read_whole() -> Non
         b"data: two\r\rdata: three\n\n"
     )
     expected = [b'{"a":\n1}', b"two", b"three"]
-    whole = await _all(_Events(_chunks(stream)))
-    bytewise = await _all(_Events(_chunks(*(stream[i : i + 1] for i in range(len(stream))))))
+    whole = await _all(Events(_chunks(stream)))
+    bytewise = await _all(Events(_chunks(*(stream[i : i + 1] for i in range(len(stream))))))
     assert whole == bytewise == expected
 
 
 async def test_an_event_cut_after_its_carriage_return_waits_for_its_line_feed() -> None:
     # "\r" ends one chunk, "\n" starts the next: one line break, not two (no empty event)
-    assert await _all(_Events(_chunks(b"data: x\r", b"\n\r\n"))) == [b"x"]
+    assert await _all(Events(_chunks(b"data: x\r", b"\n\r\n"))) == [b"x"]
 
 
 async def test_an_endless_line_is_refused() -> None:
-    with pytest.raises(HopError, match="too long"):
-        await _all(_Events(_chunks(b"data: " + b"x" * (64 * 1024 * 16 + 1))))
+    with pytest.raises(ResponseError, match="too long"):
+        await _all(Events(_chunks(b"data: " + b"x" * (64 * 1024 * 16 + 1))))
 
 
 @pytest.mark.parametrize(
@@ -87,24 +81,24 @@ async def test_bodies_chunked_sized_or_closed_are_read_to_their_end(
     reader = _reader(
         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n" + head + b"\r\n\r\n" + body
     )
-    status, headers = await _head(reader)
-    reply = _Reply(status, headers, (reader, None))  # type: ignore[arg-type]
+    status, headers, persistent = await read_head(reader)
+    reply = Reply(status, headers, (reader, None), persistent)  # type: ignore[arg-type]
     assert status == 200
-    assert b"".join([c async for c in _Body(reply)]) == b"hello world"
+    assert b"".join([c async for c in Body(reply)]) == b"hello world"
     assert reply.reusable is reusable
 
 
 async def test_a_sized_body_cut_short_is_an_error() -> None:
     reader = _reader(b"HTTP/1.1 200 OK\r\ncontent-length: 20\r\n\r\nshort")
-    status, headers = await _head(reader)
-    reply = _Reply(status, headers, (reader, None))  # type: ignore[arg-type]
-    with pytest.raises(HopError, match="mid-response"):
-        _ = [c async for c in _Body(reply)]
+    status, headers, persistent = await read_head(reader)
+    reply = Reply(status, headers, (reader, None), persistent)  # type: ignore[arg-type]
+    with pytest.raises(ResponseError, match="mid-response"):
+        _ = [c async for c in Body(reply)]
 
 
 async def test_what_is_not_http_is_refused() -> None:
-    with pytest.raises(HopError, match=r"not an HTTP/1\.1 response"):
-        await _head(_reader(b"SSH-2.0-OpenSSH\r\n\r\n"))
+    with pytest.raises(ResponseError, match=r"not an HTTP/1\.1 response"):
+        await read_head(_reader(b"SSH-2.0-OpenSSH\r\n\r\n"))
 
 
 def test_an_answer_is_the_result_or_the_error_for_its_own_id() -> None:
@@ -132,10 +126,25 @@ def test_the_hop_leaves_a_backend_behind_a_proxy_to_the_sdks_client(
     assert not usable("https://backend.example/mcp")
     monkeypatch.setenv("NO_PROXY", "backend.example")
     assert usable("https://backend.example/mcp")
+    # decided once, as a connection's transport is made
+    behind = HttpTransport(
+        "b", HttpServer(url="https://other.example/mcp"), base_dir=Path(), errlog=None
+    )
+    assert behind.direct is None
+
+
+async def test_calls_go_by_hand_only_on_a_session_the_backend_gave_an_id() -> None:
+    """A backend that gives its session no id (a stateless server) has its calls sent
+    through the SDK's session; nothing is sent to learn whether it serves 2026-07-28."""
+    spec = HttpServer(url="http://127.0.0.1:9/mcp")
+    transport = HttpTransport("b", spec, base_dir=Path(), errlog=None)
+    assert transport.direct is not None
+    await transport.started(None, timeout=1)  # type: ignore[arg-type]
+    assert transport.direct is None and not transport.stateless
 
 
 async def test_progress_for_the_call_reaches_the_caller_and_a_malformed_one_is_dropped() -> None:
-    hop = Hop("http://127.0.0.1:9/mcp", {}, SessionSeen())
+    hop = HttpCalls("http://127.0.0.1:9/mcp", {}, SessionSeen())
     heard: list[tuple[float, float | None, str | None]] = []
 
     async def report(progress: float, total: float | None, message: str | None) -> None:
@@ -162,13 +171,13 @@ async def test_a_stream_answered_midway_is_drained_from_where_it_was_left() -> N
         + events
         + b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n"
     )
-    status, headers = await _head(reader)
-    reply = _Reply(status, headers, (reader, None))  # type: ignore[arg-type]
-    body = _Body(reply)
-    assert await anext(_Events(body)) == b"answer"
+    status, headers, persistent = await read_head(reader)
+    reply = Reply(status, headers, (reader, None), persistent)  # type: ignore[arg-type]
+    body = Body(reply)
+    assert await anext(Events(body)) == b"answer"
     assert b"".join([chunk async for chunk in body]) == b""  # all of it came in one read
     assert reply.reusable
-    assert (await _head(reader))[0] == 202
+    assert (await read_head(reader))[0] == 202
 
 
 async def _answering(*responses: bytes) -> tuple[str, list[bytes], asyncio.Server]:
@@ -242,13 +251,13 @@ async def test_a_backend_serving_2026_is_told_apart_by_server_discover(
     response: bytes, stateless: bool
 ) -> None:
     url, heard, server = await _answering(response)
-    hop = Hop(url, {}, SessionSeen())
+    hop = HttpCalls(url, {}, SessionSeen())
     try:
-        await hop.discover(None, timeout=5)  # type: ignore[arg-type]
+        served = await hop.discover(None, timeout=5)  # type: ignore[arg-type]
     finally:
         await hop.close()
         server.close()
-    assert hop.stateless is stateless
+    assert served is stateless
     head, _, body = heard[0].partition(b"\r\n\r\n")
     assert b"mcp-protocol-version: 2026-07-28" in head and b"mcp-session-id" not in head
     sent = json.loads(body)
@@ -268,7 +277,7 @@ async def test_a_stateless_call_carries_the_envelope_and_the_headers_its_tool_as
     }
     answer = {"jsonrpc": "2.0", "id": "toolgate-hop-1", "result": result}
     url, heard, server = await _answering(_json_response("200 OK", answer))
-    hop = Hop(url, {"authorization": "Bearer t"}, SessionSeen())
+    hop = HttpCalls(url, {"authorization": "Bearer t"}, SessionSeen())
     params = header_params(schema)
     assert params is not None
     form = Stateless.of("region", params, {"region": "eu"}, {"name": "gw", "version": "1"}, "info")
@@ -308,26 +317,30 @@ def test_a_tool_whose_header_annotations_are_invalid_is_not_sent_stateless() -> 
 def test_a_backend_asking_a_stateless_call_for_input_is_its_error() -> None:
     asked = {"resultType": "input_required", "inputRequests": {"s": {"method": "sampling/x"}}}
     with pytest.raises(MCPError, match=r"asked for input \(s\)"):
-        _completed(asked)
+        completed(asked)
     plain = {"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": {}}}
-    assert _completed(plain) == {"content": []}
+    assert completed(plain) == {"content": []}
 
 
 def test_a_backends_stateless_form_follows_its_tool_list() -> None:
     """Which arguments travel as headers is read once per tool list, again when the list
     changes; a tool the backend does not list, or one whose annotations are invalid,
     has no stateless form (its call stays on the session), nor has any tool of a backend
-    that does not serve 2026-07-28."""
+    that does not serve 2026-07-28, or whose calls go the SDK's way (a proxy in between)."""
     from toolgate.gateway.backends.backend import Backend
-    from toolgate.gateway.config.model import HttpServer
 
-    backend = Backend("b", HttpServer(url="http://127.0.0.1:9/mcp"))
-    hop = Hop("http://127.0.0.1:9/mcp", {}, SessionSeen())
-    backend.hop = hop
+    spec = HttpServer(url="http://127.0.0.1:9/mcp")
+    backend = Backend("b", spec)
+    transport = backend.transport = HttpTransport("b", spec, base_dir=Path(), errlog=None)
+    assert transport.direct is not None
     plain = {"name": "t", "inputSchema": {"type": "object", "properties": {"r": {}}}}
     backend.tools = (plain,)
+    transport.stateless = True
+    assert backend.stateless_form("t", {"r": "x"}, None) is None  # not up
+    backend.status, backend.session = "up", cast(Any, object())
+    transport.stateless = False
     assert backend.stateless_form("t", {"r": "x"}, None) is None  # not discovered yet
-    hop.stateless = True
+    transport.stateless = True
     form = backend.stateless_form("t", {"r": "x"}, "debug")
     assert form is not None and "mcp-param-r" not in {k.lower() for k in form.headers}
     assert form.envelope["io.modelcontextprotocol/logLevel"] == "debug"
@@ -339,6 +352,10 @@ def test_a_backends_stateless_form_follows_its_tool_list() -> None:
     backend.tools = ({"name": "t", "inputSchema": invalid},)
     assert backend.stateless_form("t", {"r": {}}, None) is None
     assert backend.stateless_form("unlisted", {}, None) is None
+    backend.tools = (plain,)
+    assert backend.stateless_form("t", {"r": "x"}, None) is not None
+    transport.direct = None  # calls through the SDK's session: never stateless
+    assert backend.stateless_form("t", {"r": "x"}, None) is None
 
 
 async def test_a_stateless_call_past_its_deadline_closes_its_connection() -> None:
@@ -356,7 +373,7 @@ async def test_a_stateless_call_past_its_deadline_closes_its_connection() -> Non
 
     server = await asyncio.start_server(silent, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    hop = Hop(f"http://127.0.0.1:{port}/mcp", {}, SessionSeen())
+    hop = HttpCalls(f"http://127.0.0.1:{port}/mcp", {}, SessionSeen())
     form = Stateless.of("t", {}, {}, {"name": "gw", "version": "1"}, None)
     try:
         with pytest.raises(MCPError) as raised:

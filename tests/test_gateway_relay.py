@@ -717,7 +717,8 @@ async def test_the_gateway_hears_of_a_backends_tools_once_they_can_be_called() -
     told of them (and tells its clients) only once the backend is up, so a client that
     calls a tool it was just told of is never answered "unavailable"."""
     from toolgate.gateway.backends.backend import Backend
-    from toolgate.gateway.config.model import StdioServer
+    from toolgate.gateway.backends.supervision import connect
+    from toolgate.gateway.config.servers import StdioServer
 
     seen: list[bool] = []
 
@@ -726,7 +727,7 @@ async def test_the_gateway_hears_of_a_backends_tools_once_they_can_be_called() -
 
     spec = StdioServer.model_validate(primitives("alpha"))
     backend = Backend("alpha", spec, on_tools=on_tools)
-    await backend.connect(watch=False)
+    await connect(backend, watch=False)
     assert backend.tools and backend.prompts  # it lists both kinds
     assert seen == [True]
 

@@ -42,7 +42,9 @@ from _fixtures.gateway import INIT, MCP_HEADERS
 from _fixtures.mcp_servers import free_port, serve_http
 from _fixtures.npm_servers import NpmServers
 from toolgate.events import Event
-from toolgate.gateway.backends.backend import Timing
+from toolgate.gateway.backends.backend import Backend, Timing
+from toolgate.gateway.backends.http import HttpTransport
+from toolgate.gateway.backends.http_calls import HttpCalls
 from toolgate.gateway.config.model import parse_config
 from toolgate.gateway.ingress import fast_path as lane_module
 from toolgate.gateway.ingress.fast_path import Lane
@@ -657,7 +659,7 @@ def _qualname(task: asyncio.Task[Any]) -> str:
 #: the tasks of a backend connection (a restarted backend gets new ones) and the SSE
 #: library's one watcher per event loop
 _CONNECTION_TASKS = (
-    "toolgate.gateway.backends.backend.Backend._forward",
+    "toolgate.gateway.backends.supervision.Connection._forward",
     "mcp.client.stdio.",
     "mcp.shared.jsonrpc_dispatcher.JSONRPCDispatcher.run",
 )
@@ -1020,11 +1022,18 @@ async def hopped(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hopp
         proc.wait(10)
 
 
+def _direct(backend: Backend) -> HttpCalls:
+    """The calls by hand of an HTTP backend's connection (its transport's one way)."""
+    transport = backend.transport
+    assert isinstance(transport, HttpTransport) and transport.direct is not None
+    return transport.direct
+
+
 def _counts(hopped: Hopped) -> tuple[int, int]:
     """Calls the lane served and the hop sent, so far."""
-    lane, hop = hopped.gateway.lane, hopped.gateway.backends["h"].hop
-    assert lane is not None and hop is not None
-    return lane.served, hop.calls
+    lane = hopped.gateway.lane
+    assert lane is not None
+    return lane.served, _direct(hopped.gateway.backends["h"]).calls
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -1130,8 +1139,8 @@ async def test_a_backend_that_forgot_the_session_is_called_again_by_the_hop(
     it): the next call gets a clear error (nothing ran), the gateway reconnects at once,
     and later calls go by the hop on the new session."""
     backend = hopped.gateway.backends["h"]
-    hop = backend.hop
-    assert hop is not None and hop.seen.session_id is not None
+    hop, old = _direct(backend), backend.transport
+    assert hop.seen.session_id is not None
     async with httpx2.AsyncClient() as http:
         gone = await http.delete(
             hopped.backend_url,
@@ -1144,9 +1153,8 @@ async def test_a_backend_that_forgot_the_session_is_called_again_by_the_hop(
     async with talk("session", hopped.url) as client:
         text, error = await client.call("meta", {})
         assert error and "'h'" in text and "unavailable" in text
-        await eventually(lambda: backend.up and backend.hop is not None and backend.hop is not hop)
-        new = backend.hop
-        assert new is not None
+        await eventually(lambda: backend.up and backend.transport is not old)
+        new = _direct(backend)
         sent = new.calls
         assert await client.call("meta", {}) == ("{}", False)
     assert new.calls == sent + 1 and new.seen.session_id != hop.seen.session_id
@@ -1250,8 +1258,9 @@ async def test_a_2026_call_that_can_be_asked_nothing_reaches_the_backend_as_2026
     a backend that serves that protocol as a 2026-07-28 request, as it would from the
     client directly (the gateway's client info in its envelope). A client that can
     answer has its call go on the gateway's session, where the backend can ask it."""
-    assert hopped.gateway.backends["h"].hop is not None
-    assert hopped.gateway.backends["h"].hop.stateless  # learned by server/discover
+    transport = hopped.gateway.backends["h"].transport
+    assert isinstance(transport, HttpTransport) and transport.direct is not None
+    assert transport.stateless  # learned by server/discover
     call, headers = _modern_call("meta", {})
     call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
     async with httpx2.AsyncClient(timeout=20) as http:

@@ -4,7 +4,7 @@
 file, issuer, audience, expiry; keys found again by ``kid`` when the provider
 rotates them), maps its claims to a principal by configuration, and keeps static
 bearer tokens working beside it. It is an ``IdentityResolver`` and an SDK
-``TokenVerifier``. Adapter layer: imports ``jwt`` (PyJWT), ``httpx``, ``mcp``'s auth
+``TokenVerifier``. Adapter layer: imports ``jwt`` (PyJWT), ``httpx2``, ``mcp``'s auth
 types and ``toolgate.wire``; never ``fastmcp``.
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import jwt
 from mcp.server.auth.provider import AccessToken
 
@@ -134,7 +134,7 @@ class KeySet:
         if self.path is not None:
             return dict(json.loads(self.path.read_text(encoding="utf-8")))
         assert self.url is not None
-        async with httpx.AsyncClient(timeout=10.0) as client:
+        async with httpx2.AsyncClient(timeout=10.0) as client:
             response = await client.get(self.url, headers={"accept": "application/json"})
             response.raise_for_status()
             return dict(response.json())
@@ -145,7 +145,7 @@ class KeySet:
         try:
             data = await self._read()
             found = jwt.PyJWKSet.from_dict(data)
-        except (OSError, ValueError, httpx.HTTPError, jwt.PyJWKSetError) as exc:
+        except (OSError, ValueError, httpx2.HTTPError, jwt.PyJWKSetError) as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"
             logger.warning("oauth: cannot read the key set at %s: %s", self.source, exc)
             return

@@ -30,7 +30,8 @@ from starlette.routing import BaseRoute, Mount
 from toolgate.catalog import CallContext, Handler, Tool, ToolResult
 from toolgate.errors import ConfigError, StoreUnavailable
 from toolgate.events import EventBus, JsonlSink, LoggingSink
-from toolgate.gateway.backends.backend import Backend, Timing, make_backends, running
+from toolgate.gateway.backends.backend import Backend, Timing
+from toolgate.gateway.backends.fleet import make_backends, running
 from toolgate.gateway.config.build import (
     BackendTool,
     BuildReport,

@@ -1,8 +1,7 @@
-"""The HTTP client the gateway talks to its streamable-HTTP backends with: one pooled
-keep-alive ``httpx2.AsyncClient`` per backend, whose transport finishes reading a
-response closed before its end (the SDK's client does that with every POST's SSE
-stream and 202), so its connection is reused instead of dropped, and notes the session
-the SDK's client holds (``SessionSeen``, for ``gateway.hop``). Edge layer: httpx2.
+"""The HTTP client the SDK's session with a streamable-HTTP backend runs on: one pooled
+keep-alive ``httpx2.AsyncClient`` per connection, whose responses closed early are read to
+their end so their connections are reused, and which notes the session the SDK's client
+holds (``SessionSeen``, for ``http_calls``). Imports ``httpx2``, nothing of the gateway.
 """
 
 from __future__ import annotations
@@ -12,14 +11,15 @@ from dataclasses import dataclass
 
 import anyio
 import httpx2
-from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 #: how long and how much a closed response may still be read to end its body cleanly;
 #: a server that streams on past this loses the connection, as before
 DRAIN_SECONDS = 0.5
 DRAIN_BYTES = 64 * 1024
-#: the SDK client's own timeouts (as its create_mcp_http_client sets them)
-TIMEOUT = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+#: 30 s to connect, write and wait in the pool; 300 s between two reads, so an SSE stream
+#: may go quiet for five minutes: the values the SDK's own client is made with
+#: (``create_mcp_http_client``), so the session behaves as it would there
+TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 
 class _DrainOnClose(httpx2.AsyncByteStream):

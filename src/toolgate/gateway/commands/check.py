@@ -68,7 +68,7 @@ async def snapshot(
     failures: dict[str, str] = {}
     if not offline and cfg.mcp_servers:
         # starts MCP clients: import on use
-        from toolgate.gateway.backends.backend import connect_all
+        from toolgate.gateway.backends.fleet import connect_all
         from toolgate.gateway.relay.namespace import namespace
 
         if errlog is None:

@@ -24,7 +24,9 @@ from typing import Any, Literal, TextIO
 
 from toolgate.errors import ConfigError
 from toolgate.gateway.backends.backend import Backend, Timing
+from toolgate.gateway.backends.supervision import connect
 from toolgate.gateway.config.model import json_schema, parse_config
+from toolgate.gateway.config.servers import EXPANDED_KEYS, SERVER_SPECS, server_kind_problem
 
 Host = Literal["mcpServers", "vscode", "codex"]
 DESCRIPTION_CHARS = 300  # a group description is one line an agent reads in list_groups
@@ -157,8 +159,9 @@ def to_toolgate_server(
     if spec.get("disabled") is True or spec.get("enabled") is False:
         return None, ["disabled in the host config"]
     kind = str(spec.get("type") or spec.get("transport") or "")
-    if kind == "sse":
-        return None, ["SSE transport: toolgate fronts stdio and streamable HTTP servers only"]
+    if kind and not any(kind in s.host_types() for s in SERVER_SPECS):
+        types = ", ".join(t for s in SERVER_SPECS for t in s.host_types())
+        return None, [f"{kind.upper()} transport: toolgate fronts servers of type {types} only"]
     out: dict[str, Any] = {}
     for key, value in spec.items():
         if key in _HOST_ONLY or key in ("type", "transport"):
@@ -176,16 +179,15 @@ def to_toolgate_server(
             for header, var in dict(value).items():
                 out.setdefault("headers", {})[header] = "${" + str(var) + "}"
             continue
-        elif key not in ("command", "args", "env", "cwd", "url", "headers"):
+        elif key not in EXPANDED_KEYS:
             notes.append(f"key {key!r} is not carried over")
             continue
         out[key] = value
     if host == "vscode":
         text = _vscode_variables(json.dumps(out), workspace, notes)
         out = json.loads(text)
-    if "command" not in out and "url" not in out:
-        return None, ["neither a command nor a url"]
-    return out, notes
+    problem = server_kind_problem(out)
+    return (None, [problem]) if problem else (out, notes)
 
 
 # -- connecting ----------------------------------------------------------------------------------
@@ -211,7 +213,7 @@ async def _connect(server: ImportedServer, base_dir: Path, timing: Timing) -> No
     with open(os.devnull, "w") as devnull:
         backend = Backend(server.name, spec, base_dir=base_dir, timing=timing, errlog=devnull)
         try:
-            await backend.connect(watch=False)
+            await connect(backend, watch=False)
         except Exception as exc:
             server.error = backend.failure(exc)
             return

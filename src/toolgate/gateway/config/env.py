@@ -1,7 +1,7 @@
 """``${VAR}`` in the ``mcpServers`` block, read from the gateway's environment: which
 server keys are expanded, the reference forms (``${VAR}``, ``${VAR:-default}``,
 ``${env:VAR}``, ``$${`` for a literal ``${``) and every reference that cannot be expanded,
-with its key path. Pure Python: imports nothing of the gateway or of MCP.
+with its key path. Imports the server specs (which keys each kind expands), no MCP.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-#: The server keys whose values are expanded, as Claude Code, Cursor and Windsurf do.
-EXPANDED_KEYS = ("command", "args", "env", "cwd", "url", "headers")
+from toolgate.gateway.config.servers import EXPANDED_KEYS
+
 _REFERENCE = re.compile(r"\$\$\{|\$\{([^{}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,10 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
-    Discriminator,
     Field,
-    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -30,87 +26,18 @@ from pydantic.json_schema import SkipJsonSchema
 from toolgate.errors import ConfigError
 from toolgate.gateway.config.env import expand_env
 from toolgate.gateway.config.problems import config_error, problem_of
+from toolgate.gateway.config.servers import (
+    STRICT,
+    ServerConfig,
+    server_kind_problem,
+)
 from toolgate.policy import DEFAULT_TRUST_LEVELS
 from toolgate.strategies.registry import default_registry
 from toolgate.strategies.search import DEFAULT_FULL_RESULTS
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class _Backend(_Model):
-    """What every backend has: how long a call to one of its tools may take."""
-
-    timeout: float = Field(60.0, gt=0)
-    tool_timeouts: dict[str, float] = Field(default_factory=dict)
-
-    @field_validator("tool_timeouts")
-    @classmethod
-    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
-        for tool, seconds in v.items():
-            if seconds <= 0:
-                raise ValueError(f"the timeout of {tool!r} must be a positive number of seconds")
-        return v
-
-    def timeout_for(self, tool: str) -> float:
-        """Seconds a call to ``tool`` (the backend's own name) may take."""
-        return self.tool_timeouts.get(tool, self.timeout)
-
-
-class StdioServer(_Backend):
-    """A backend started as a subprocess speaking MCP over stdio."""
-
-    command: str
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    env_passthrough: list[str] = Field(
-        default_factory=list,
-        description="Names (or globs such as 'AWS_*') of the gateway's environment variables "
-        "this backend inherits, beyond HOME, LOGNAME, PATH, SHELL, TERM and USER; "
-        "'env' values win over them.",
-    )
-    cwd: str | None = None
-    prefix: str | None = None
-    title: str | None = None  # indexed for search with the server's key
-    type: Literal["stdio"] | None = None
-
-    @field_validator("env_passthrough")
-    @classmethod
-    def _passthrough(cls, v: list[str]) -> list[str]:
-        for name in v:
-            if not re.fullmatch(r"[A-Za-z0-9_*?\[\]!]+", name):
-                raise ValueError(f"{name!r} is not an environment variable name or glob")
-        return v
-
-
-class HttpServer(_Backend):
-    """A backend reached over streamable HTTP."""
-
-    url: str
-    headers: dict[str, str] = Field(default_factory=dict)
-    prefix: str | None = None
-    title: str | None = None  # indexed for search with the server's key
-    type: Literal["http", "streamable-http", "streamableHttp"] | None = None
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        if not v.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return v
-
-
-def _server_kind(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "http" if "url" in value else "stdio"
-    return "http" if isinstance(value, HttpServer) else "stdio"
-
-
-ServerConfig = Annotated[
-    Annotated[StdioServer, Tag("stdio")] | Annotated[HttpServer, Tag("http")],
-    Discriminator(_server_kind),
-]
+    model_config = STRICT
 
 
 def _primitive_pattern(pattern: str) -> str:
@@ -390,8 +317,6 @@ class ToolgateConfig(_Model):
 
 
 class GatewayConfig(_Model):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
     mcp_servers: dict[str, ServerConfig] = Field(alias="mcpServers")
     toolgate: ToolgateConfig = Field(default_factory=lambda: ToolgateConfig())
     schema_url: str | None = Field(
@@ -410,7 +335,7 @@ class GatewayConfig(_Model):
         servers = data.get("mcpServers")
         if isinstance(servers, Mapping):
             for name, spec in servers.items():
-                problem = _server_kind_problem(spec)
+                problem = server_kind_problem(spec)
                 if problem is not None:
                     raise ValueError(f"server {name!r} {problem}")
         return data
@@ -432,14 +357,6 @@ class GatewayConfig(_Model):
         return f"{prefix}{self.toolgate.separator}{name}" if prefix else name
 
 
-def _server_kind_problem(spec: Any) -> str | None:
-    if isinstance(spec, Mapping) and "command" in spec and "url" in spec:
-        return "has both 'command' and 'url'; pick one"
-    if isinstance(spec, Mapping) and "command" not in spec and "url" not in spec:
-        return "needs a 'command' (stdio) or a 'url' (HTTP)"
-    return None
-
-
 def parse_config(
     data: Mapping[str, Any],
     *,
@@ -459,7 +376,7 @@ def parse_config(
         # still validated: a server of neither kind is left out of pydantic's pass
         kept = {}
         for name, spec in servers.items():
-            problem = _server_kind_problem(spec)
+            problem = server_kind_problem(spec)
             if problem is None:
                 kept[name] = spec
             else:
