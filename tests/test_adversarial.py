@@ -45,7 +45,7 @@ from _fixtures.gateway import MCP_HEADERS as MCP
 from _fixtures.mcp_servers import free_port
 from toolgate.gateway.backends.backend import Backend, Timing, unsendable
 from toolgate.gateway.config.model import StdioServer
-from toolgate.gateway.ingress.guard import guarded_protocol
+from toolgate.gateway.ingress.protocol import guarded_protocol
 
 OPERATOR_TOKEN = "operator-secret-token"
 MAX_BODY = 65_536

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from mcp.server import Server
-from mcp.server.context import CallNext, HandlerResult
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import x_mcp_header_map
 from starlette.applications import Starlette
@@ -89,7 +89,7 @@ def mount_webmcp(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> S
 def mount_ops(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> Sequence[BaseRoute]:
     """``/healthz``, ``/readyz``, ``/metrics`` and the OAuth protected-resource metadata
     (``toolgate.gateway.ops.health``)."""
-    return ops_routes(gateway, allowed_hosts=[*allowed_hosts, host])
+    return ops_routes(gateway)
 
 
 def mount_dashboard(
@@ -101,7 +101,7 @@ def mount_dashboard(
     from toolgate.gateway.ops.dashboard import DashboardSource, dashboard_app
 
     source = DashboardSource.from_gateway(gateway)
-    return [Mount("/dashboard", dashboard_app(source, allowed_hosts=[*allowed_hosts, host]))]
+    return [Mount("/dashboard", dashboard_app(source))]
 
 
 async def log_store_failures(ctx: Context, call_next: CallNext) -> HandlerResult:
@@ -159,6 +159,8 @@ class Gateway:
                 "available and enable_tools to turn a group on."
             ),
         )
+        self._sdk_middleware = tuple(self.server.middleware)  # the SDK's own (tracing)
+        self._middleware: list[ServerMiddleware[Any]] = []  # the gateway's, by ``build()``
         # progress, cancellation, logging, sampling/elicitation/roots: both ways
         self.upstream = Upstream(self.backends)
         #: the backends' prompts, resources and completions (``access``: who sees which;
@@ -266,10 +268,11 @@ class Gateway:
         if not self._own_access:  # prompts and resources follow their groups' scope
             exposure = GroupExposure(self.cfg, self.binding.delivery)
             self.relay.access = exposure
+        advertise: list[ServerMiddleware[Any]] = []
         if tg.strategy in ("auto", "groups"):
             from toolgate.groups_extension import bind_groups
 
-            bind_groups(
+            groups = bind_groups(
                 self.server,
                 self.binding.delivery,
                 facts=self.binding.facts,
@@ -277,7 +280,7 @@ class Gateway:
                 if exposure is not None
                 else None,
             )
-        self.server.middleware.insert(0, log_store_failures)
+            advertise = [groups.advertise_on_legacy]  # the extension on the legacy era
         # a backend's log messages outside calls reach the sessions whose principal it serves
         audience = BackendAudience(
             self.binding.delivery,
@@ -289,7 +292,16 @@ class Gateway:
         from toolgate.gateway.ops.dashboard.sessions import SessionRecorder, record_sessions
 
         self.recorder = SessionRecorder(toolset)
-        self.server.middleware.append(record_sessions(self.binding, self.recorder))
+        # the MCP middleware, in the order a request passes it
+        self._middleware = [
+            log_store_failures,  # a request refused for the store's failure, logged
+            *advertise,
+            *self._sdk_middleware,
+            *self.binding.middleware,  # a bad cursor refused
+            *self.upstream.middleware,  # input_required's state sealed, its rounds
+            record_sessions(self.binding, self.recorder),  # who each session is, stored
+        ]
+        self._place_middleware()
         self.report = report
         logger.info(
             "catalog: %d tools from %d backends (%s up), %d groups, strategy %s",
@@ -300,6 +312,14 @@ class Gateway:
             tg.strategy,
         )
         return report
+
+    def _place_middleware(self) -> None:
+        """The server's middleware, placed in one statement: the fast path's first (it
+        meets each legacy session on the SDK path), then the gateway's order from
+        ``build()``; what a piece put there itself (``bind``, the groups extension) is
+        replaced by it."""
+        learn = [self.lane.learn] if self.lane is not None else []
+        self.server.middleware[:] = [*learn, *self._middleware]
 
     async def _facts(self, ctx: Context) -> RequestFacts:
         """A relayed request's facts, read by the binding like a tool request's."""
@@ -452,6 +472,7 @@ class Gateway:
         app, self.lane = http_app(
             binding, self.cfg, self.identity, routes=routes, host=host, allowed_hosts=allowed_hosts
         )
+        self._place_middleware()  # this app's fast path learns sessions, none before it
         return app
 
     async def serve_http(

@@ -22,7 +22,7 @@ from typing import Any, get_args
 import mcp_types as mt
 from mcp.server import Server
 from mcp.server.connection import allowed_log_levels
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
@@ -399,6 +399,8 @@ class Upstream:
         self._events: EventBus | None = None
         self._levels_applied = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: its MCP middleware, set by ``install``: ``input_required``'s sealed state, its rounds
+        self.middleware: tuple[ServerMiddleware[Any], ...] = ()
         # (backend, elicitationId) → the legacy connection its URL-mode elicitation went to
         self._elicitations: OrderedDict[tuple[str, str], weakref.ref[Any]] = OrderedDict()
         for backend in backends.values():
@@ -429,7 +431,7 @@ class Upstream:
         boundary = RequestStateBoundary(
             RequestStateSecurity.ephemeral(ttl=UNCLAIMED_TTL), default_audience="toolgate"
         )
-        server.middleware.extend([boundary, self.rounds])
+        self.middleware = (boundary, self.rounds)  # the gateway places them
 
     def _hearing(self, backend: Backend) -> Hears:
         """Whether the session whose level came with given facts hears ``backend``
