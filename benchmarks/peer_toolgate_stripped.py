@@ -28,7 +28,7 @@ from bench_gateway import gateway_config
 from mcp.server.lowlevel import Server
 from mcp.server.runner import ServerRunner
 
-import toolgate.gateway.ingress.fast_path as lane
+import toolgate.gateway.ingress.stateless_calls as stateless
 from toolgate import toolset as toolset_module
 from toolgate.cli import main
 
@@ -57,7 +57,7 @@ def strip() -> None:
     """Replace the three pieces; one that is no longer there is an error, not a run of
     the whole gateway under this script's name."""
     cuts: list[tuple[object, str, object]] = [
-        (lane, "_serve_one", _handler_only),
+        (stateless, "_serve_one", _handler_only),
         (toolset_module.ToolSet, "validate_arguments", lambda self, tool, arguments: None),
         (toolset_module.Session, "_emit", lambda self, type_, **data: None),
     ]

@@ -46,7 +46,7 @@ from _fixtures.mcp_servers import free_port
 from toolgate.gateway.backends.backend import Backend, Timing, unsendable
 from toolgate.gateway.backends.supervision import supervise
 from toolgate.gateway.config.servers import StdioServer
-from toolgate.gateway.ingress.guard import guarded_protocol
+from toolgate.gateway.ingress.protocol import guarded_protocol
 
 OPERATOR_TOKEN = "operator-secret-token"
 MAX_BODY = 65_536

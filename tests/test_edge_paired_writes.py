@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from toolgate.gateway.ingress.guard import Leaving, _Paired
+from toolgate.gateway.ingress.protocol import Leaving, _Paired
 
 
 class Recorder:

@@ -46,9 +46,9 @@ from toolgate.gateway.backends.backend import Backend, Timing
 from toolgate.gateway.backends.http import HttpTransport
 from toolgate.gateway.backends.http_calls import HttpCalls
 from toolgate.gateway.config.model import parse_config
-from toolgate.gateway.ingress import fast_path as lane_module
+from toolgate.gateway.ingress import call_response, stateless_calls
 from toolgate.gateway.ingress.fast_path import Lane
-from toolgate.gateway.ingress.guard import GuardedProtocol
+from toolgate.gateway.ingress.protocol import GuardedProtocol
 from toolgate.gateway.serve import Gateway
 from toolgate.identity import Caller, IdentityResolver
 from toolgate.policy import Principal
@@ -1409,7 +1409,7 @@ async def test_a_quiet_call_in_the_lane_keeps_its_stream_alive_with_pings(
 ) -> None:
     """A legacy call that says nothing for a ping interval answers on an SSE stream with
     pings (as the SDK's transport does), so idle-read timeouts do not cut it."""
-    monkeypatch.setattr(lane_module, "_SSE_PING_INTERVAL", 0.1)
+    monkeypatch.setattr(call_response, "SSE_PING_INTERVAL", 0.1)
     before = _marked(hopped)
     async with httpx2.AsyncClient(timeout=20) as http:
         session = await _raw_session(http, hopped.url)
@@ -1470,9 +1470,9 @@ async def test_a_quiet_2026_call_pings_and_a_client_that_leaves_cancels_it(
     with pings, as the SDK's modern entry does; the client closing the connection
     cancels the call, down to the backend's request. The lane learns it from the edge's
     protocol (``Leaving``), or, on a server without it, from ``receive``."""
-    monkeypatch.setattr(lane_module, "_SSE_PING_INTERVAL", 0.1)
+    monkeypatch.setattr(call_response, "SSE_PING_INTERVAL", 0.1)
     if told_by == "receive":  # as if served by a protocol that puts no Leaving in scope
-        monkeypatch.setattr(lane_module, "LEAVING", "no.such.scope.key")
+        monkeypatch.setattr(stateless_calls, "LEAVING", "no.such.scope.key")
     before = _marked(hopped)
     call, headers = _modern_call("slow_progress", {})
     lane = hopped.gateway.lane

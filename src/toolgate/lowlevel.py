@@ -12,12 +12,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 import mcp_types as mt
 from mcp.server import MCPServer, NotificationOptions, Server
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.context import ServerMiddleware
 from mcp.server.lowlevel.server import HandlerEntry
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
@@ -110,6 +111,9 @@ class Binding:
     identity: IdentityResolver | IdentityFn | None = None
     #: the legacy connections served, for notifications outside a request
     live: LiveConnections = field(default_factory=LiveConnections, init=False)
+    #: the MCP middleware a binding needs on its server (``bind`` appends it; a host that
+    #: declares its server's middleware, like the gateway, places it)
+    middleware: ClassVar[tuple[ServerMiddleware[Any], ...]] = (check_cursor,)
     # the server's own resources handlers, chained after the add-ons'
     _resources_list: HandlerEntry[Any] | None = field(default=None, init=False, repr=False)
     _resources_read: HandlerEntry[Any] | None = field(default=None, init=False, repr=False)
@@ -234,8 +238,7 @@ class Binding:
                 "resources/read", mt.ReadResourceRequestParams, self.read_resource
             )
         advertise_list_changed(server, "tools")
-        if check_cursor not in server.middleware:
-            server.middleware.append(check_cursor)
+        server.middleware.extend([m for m in self.middleware if m not in server.middleware])
 
 
 def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> None:

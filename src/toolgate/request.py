@@ -1,10 +1,11 @@
 """What one MCP request says about itself, read once: ``RequestFacts``.
 
 ``request_facts(ctx, identity)`` derives the session key (one rule for every adapter),
-the principal, the protocol era, the declared extensions and the elicitation confirmer
-from an SDK request context, once per request; ``LiveConnections`` remembers the legacy
-connections a server may notify outside a request. Adapter layer: imports ``mcp``,
-``toolgate.identity`` and the delivery layer; never ``fastmcp``.
+the principal (as an HTTP front resolved it, ``Resolved`` under ``CALLER``), the protocol
+era, the declared extensions and the elicitation confirmer from an SDK request context,
+once per request; ``LiveConnections`` remembers the legacy connections a server may
+notify outside a request. Adapter layer: imports ``mcp``, ``toolgate.identity`` and the
+delivery layer; never ``fastmcp``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import mcp_types as mt
 from mcp.server.context import ServerRequestContext
 
+from toolgate.errors import ToolgateError
 from toolgate.identity import Caller, IdentityFn, IdentityResolver, resolve_principal
 from toolgate.policy import Confirmer, ConfirmRequest, Principal
 from toolgate.sdk_internals import connection_if_any, connection_of
@@ -71,6 +73,37 @@ class RequestFacts:
         )
 
 
+#: the ASGI scope key under which an HTTP front that resolved the caller (the gateway's
+#: guard) puts the result, a ``Resolved``: what serves the request reads it from there
+CALLER = "toolgate.caller"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Who an HTTP request's caller is, resolved once: a principal (None: the default
+    one), or the error that refused its credential (raised where a principal is needed).
+
+    >>> scope[CALLER] = await Resolved.of(identity, Caller("http", headers))
+    """
+
+    principal: Principal | None = None
+    refused: ToolgateError | None = None
+
+    @classmethod
+    async def of(cls, identity: IdentityResolver | IdentityFn, caller: Caller) -> Resolved:
+        try:
+            return cls(await resolve_principal(identity, caller))
+        except ToolgateError as exc:  # ``Unauthenticated``: a missing or refused credential
+            return cls(refused=exc)
+
+    @property
+    def admitted(self) -> Principal | None:
+        """The principal, or the refusal raised."""
+        if self.refused is not None:
+            raise self.refused
+        return self.principal
+
+
 # (session, request id, HTTP request, facts) of the request this task is serving
 _FACTS: ContextVar[tuple[Any, Any, Any, RequestFacts] | None] = ContextVar(
     "toolgate.request_facts", default=None
@@ -94,11 +127,7 @@ async def request_facts(
     caps = ctx.session.client_capabilities
     facts = RequestFacts(
         session_key=session_key(ctx) if legacy else None,
-        principal=(
-            await resolve_principal(identity, caller_of(ctx, access_token))
-            if identity is not None
-            else None  # nobody to ask: the headers need not be read
-        ),
+        principal=await principal_of(ctx, identity, access_token),
         protocol=ctx.protocol_version,
         extensions=declared_extensions(ctx),
         confirmer=(
@@ -110,6 +139,19 @@ async def request_facts(
     )
     _FACTS.set((ctx.session, ctx.request_id, ctx.request, facts))
     return facts
+
+
+async def principal_of(
+    ctx: Context, identity: IdentityResolver | IdentityFn | None, access_token: Any = None
+) -> Principal | None:
+    """Who sent the request behind ``ctx``: as the HTTP front resolved it (``CALLER`` in
+    its scope), else as ``identity`` says now (stdio, an app without that front)."""
+    if identity is None:
+        return None  # nobody to ask: the headers need not be read
+    resolved = getattr(ctx.request, "scope", {}).get(CALLER)
+    if isinstance(resolved, Resolved):
+        return resolved.admitted
+    return await resolve_principal(identity, caller_of(ctx, access_token))
 
 
 def session_key(ctx: Context) -> str:

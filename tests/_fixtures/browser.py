@@ -30,6 +30,7 @@ from toolgate.events import EventBus
 from toolgate.gateway.config.build import BackendTool, build_toolset
 from toolgate.gateway.config.identity import principal_from
 from toolgate.gateway.config.model import GatewayConfig, parse_config
+from toolgate.gateway.ingress.guard import Edge, EdgeLimits, allowed_names
 from toolgate.gateway.ops.dashboard import (
     DashboardSource,
     SessionRecorder,
@@ -137,6 +138,7 @@ CONFIG: dict[str, Any] = {
         },
         "events": {"logging": False},
         "dashboard": {"enabled": True, "tokens": [sha256(OPERATOR_TOKEN)]},
+        "http": {"allowed_origins": ["https://shop.example"]},  # a page publishing WebMCP
     },
 }
 
@@ -292,6 +294,14 @@ async def running_gateway(
             *webmcp_routes(binding.delivery, tokens, recorder=recorder),
             Route("/shop", test_page),
         ]
+    )
+    # behind the gateway's guard, as `toolgate serve` serves them: Host and Origin once
+    app.add_middleware(
+        Edge,
+        names=allowed_names("127.0.0.1"),
+        origins=cfg.toolgate.http.allowed_origins,
+        limits=EdgeLimits(),
+        identity=tokens,
     )
     async with serve_http(app, path="") as url:
         yield DashboardGateway(url, cfg, binding, notes)

@@ -21,15 +21,14 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from mcp.server import Server
-from mcp.server.context import CallNext, HandlerResult
-from mcp.shared.exceptions import MCPError
+from mcp.server.context import ServerMiddleware
 from mcp.shared.inbound import x_mcp_header_map
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount
 
 from toolgate.catalog import CallContext, Handler, Tool, ToolResult
-from toolgate.errors import ConfigError, StoreUnavailable
-from toolgate.events import EventBus, JsonlSink, LoggingSink
+from toolgate.errors import ConfigError
+from toolgate.events import EventBus
 from toolgate.gateway.backends.backend import Backend, Timing
 from toolgate.gateway.backends.fleet import make_backends, running
 from toolgate.gateway.config.build import (
@@ -43,6 +42,7 @@ from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.app import http_app, server_options
 from toolgate.gateway.ingress.fast_path import Lane
 from toolgate.gateway.ops.health import gateway_metrics, ops_routes
+from toolgate.gateway.ops.observe import event_bus, log_store_failures
 from toolgate.gateway.relay.access import PrimitiveAccess
 from toolgate.gateway.relay.calls import CallRelay
 from toolgate.gateway.relay.exposure import BackendAudience, GroupExposure
@@ -64,21 +64,6 @@ LIST_CHANGED = "notifications/tools/list_changed"
 GatewayApp = Callable[["Gateway", str, Sequence[str]], Sequence[BaseRoute]]
 
 
-def event_bus(cfg: GatewayConfig) -> EventBus:
-    """The configured sinks: ``logging``, a JSONL file, OpenTelemetry."""
-    bus = EventBus()
-    events = cfg.toolgate.events
-    if events.logging:
-        bus.add_sink(LoggingSink())
-    if events.jsonl:
-        bus.add_sink(JsonlSink(cfg.resolve(events.jsonl)))
-    if events.otel:
-        from toolgate.gateway.ops.otel import OtelSink
-
-        bus.add_sink(OtelSink())
-    return bus
-
-
 def mount_webmcp(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> Sequence[BaseRoute]:
     """``/webmcp.js`` and ``/webmcp/*`` (``toolgate.webmcp``), always on: they refuse
     every caller without a configured bearer token."""
@@ -90,7 +75,7 @@ def mount_webmcp(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> S
 def mount_ops(gateway: Gateway, host: str, allowed_hosts: Sequence[str]) -> Sequence[BaseRoute]:
     """``/healthz``, ``/readyz``, ``/metrics`` and the OAuth protected-resource metadata
     (``toolgate.gateway.ops.health``)."""
-    return ops_routes(gateway, allowed_hosts=[*allowed_hosts, host])
+    return ops_routes(gateway)
 
 
 def mount_dashboard(
@@ -102,19 +87,7 @@ def mount_dashboard(
     from toolgate.gateway.ops.dashboard import DashboardSource, dashboard_app
 
     source = DashboardSource.from_gateway(gateway)
-    return [Mount("/dashboard", dashboard_app(source, allowed_hosts=[*allowed_hosts, host]))]
-
-
-async def log_store_failures(ctx: Context, call_next: CallNext) -> HandlerResult:
-    """``ServerMiddleware``: an operator sees in the log every request refused because
-    the session store failed (the client gets the retryable JSON-RPC error)."""
-    try:
-        return await call_next(ctx)
-    except MCPError as exc:
-        data = exc.error.data
-        if isinstance(data, Mapping) and data.get("code") == StoreUnavailable.code:
-            logger.error("%s refused (retryable): %s", ctx.method, exc.error.message)
-        raise
+    return [Mount("/dashboard", dashboard_app(source))]
 
 
 class Gateway:
@@ -160,6 +133,8 @@ class Gateway:
                 "available and enable_tools to turn a group on."
             ),
         )
+        self._sdk_middleware = tuple(self.server.middleware)  # the SDK's own (tracing)
+        self._middleware: list[ServerMiddleware[Any]] = []  # the gateway's, by ``build()``
         # progress, cancellation, logging, sampling/elicitation/roots: both ways
         self.calls = CallRelay(self.backends)
         #: the backends' prompts, resources and completions (``access``: who sees which;
@@ -267,10 +242,11 @@ class Gateway:
         if not self._own_access:  # prompts and resources follow their groups' scope
             exposure = GroupExposure(self.cfg, self.binding.delivery)
             self.relay.access = exposure
+        advertise: list[ServerMiddleware[Any]] = []
         if tg.strategy in ("auto", "groups"):
             from toolgate.groups_extension import bind_groups
 
-            bind_groups(
+            groups = bind_groups(
                 self.server,
                 self.binding.delivery,
                 facts=self.binding.facts,
@@ -278,7 +254,7 @@ class Gateway:
                 if exposure is not None
                 else None,
             )
-        self.server.middleware.insert(0, log_store_failures)
+            advertise = [groups.advertise_on_legacy]  # the extension on the legacy era
         # a backend's log messages outside calls reach the sessions whose principal it serves
         audience = BackendAudience(
             self.binding.delivery,
@@ -290,7 +266,16 @@ class Gateway:
         from toolgate.gateway.ops.dashboard.sessions import SessionRecorder, record_sessions
 
         self.recorder = SessionRecorder(toolset)
-        self.server.middleware.append(record_sessions(self.binding, self.recorder))
+        # the MCP middleware, in the order a request passes it
+        self._middleware = [
+            log_store_failures,  # a request refused for the store's failure, logged
+            *advertise,
+            *self._sdk_middleware,
+            *self.binding.middleware,  # a bad cursor refused
+            *self.calls.middleware,  # input_required's state sealed, its rounds
+            record_sessions(self.binding, self.recorder),  # who each session is, stored
+        ]
+        self._place_middleware()
         self.report = report
         logger.info(
             "catalog: %d tools from %d backends (%s up), %d groups, strategy %s",
@@ -301,6 +286,14 @@ class Gateway:
             tg.strategy,
         )
         return report
+
+    def _place_middleware(self) -> None:
+        """The server's middleware, placed in one statement: the fast path's first (it
+        meets each legacy session on the SDK path), then the gateway's order from
+        ``build()``; what a piece put there itself (``bind``, the groups extension) is
+        replaced by it."""
+        learn = [self.lane.learn] if self.lane is not None else []
+        self.server.middleware[:] = [*learn, *self._middleware]
 
     async def _facts(self, ctx: Context) -> RequestFacts:
         """A relayed request's facts, read by the binding like a tool request's."""
@@ -453,6 +446,7 @@ class Gateway:
         app, self.lane = http_app(
             binding, self.cfg, self.identity, routes=routes, host=host, allowed_hosts=allowed_hosts
         )
+        self._place_middleware()  # this app's fast path learns sessions, none before it
         return app
 
     async def serve_http(
@@ -498,7 +492,6 @@ async def serve(
 __all__ = [
     "Gateway",
     "GatewayApp",
-    "event_bus",
     "mount_dashboard",
     "mount_webmcp",
     "serve",

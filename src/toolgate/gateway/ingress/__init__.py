@@ -1,4 +1,5 @@
-"""Where a request enters the gateway: the HTTP guard and server protocol, sessions per
-client, OAuth's HTTP side, and the fast path for ``tools/call``. Imports the gateway's
-config, never the relay or the backends.
+"""Where a request enters the gateway, once: the HTTP guard (Host/Origin, the caller
+resolved, the body read) and the server protocol, sessions per client, authentication's
+HTTP side, and the fast path for ``tools/call``, assembled as one declared list in
+``app``. Imports the gateway's config, never the relay or the backends.
 """

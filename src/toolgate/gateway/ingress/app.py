@@ -1,8 +1,8 @@
-"""The gateway's HTTP app, assembled: the SDK's streamable-HTTP app for ``/mcp`` with
-the gateway's routes beside it, behind the ingress middleware (the guard, the session
-cap) and with the fast path for ``tools/call`` in front of the SDK's session manager;
-and the HTTP server's options. Ingress layer: knows no ``Gateway``, only what it is
-handed.
+"""The gateway's HTTP app, assembled: the SDK's streamable-HTTP app for ``/mcp`` with the
+gateway's routes beside it, behind the way in declared as one ordered list (the guard,
+the session cap, authentication), with the fast path for ``tools/call`` in front of the
+SDK's session manager; and the HTTP server's options. Ingress layer: knows no
+``Gateway``, only what it is handed.
 """
 
 from __future__ import annotations
@@ -16,29 +16,24 @@ from typing import Any
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
+from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 from starlette.types import Scope
 
 from toolgate.gateway.config.model import GatewayConfig
-from toolgate.gateway.ingress.auth import auth_options
+from toolgate.gateway.ingress.auth import authentication, oauth_settings
 from toolgate.gateway.ingress.fast_path import Lane
 from toolgate.gateway.ingress.fast_path import install as install_lane
-from toolgate.gateway.ingress.guard import (
-    Edge,
-    EdgeLimits,
-    allowed_names,
-    bearer_admits,
-    guarded_protocol,
-)
+from toolgate.gateway.ingress.guard import Edge, EdgeLimits, allowed_names
+from toolgate.gateway.ingress.protocol import guarded_protocol
 from toolgate.gateway.ingress.session_cap import ClientOf, SessionCap
-from toolgate.identity import BearerTokens, IdentityResolver
+from toolgate.identity import IdentityResolver
 from toolgate.lowlevel import Binding
+from toolgate.request import CALLER, Resolved
 from toolgate.sdk_internals import MISSING, fast_path_available
 from toolgate.strategies.base import is_stateless
 
 logger = logging.getLogger("toolgate.gateway")
-
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def http_app(
@@ -51,88 +46,66 @@ def http_app(
     allowed_hosts: Sequence[str] = (),
 ) -> tuple[Starlette, Lane | None]:
     """The app serving ``binding`` at ``/mcp`` and ``routes`` beside it, and its fast path
-    (``None`` when ``toolgate.http.fast_path`` is off).
-    Local binds get DNS-rebinding protection; other binds must name the host names
-    clients use in ``allowed_hosts``."""
-    names = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
-    if host not in (*LOCAL_HOSTS, "0.0.0.0", "::"):
-        names.append(host)
-    hosts = [h for n in names for h in (n, f"{n}:*")]
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=hosts,
-        allowed_origins=[f"http://{h}" for h in hosts] + [f"https://{h}" for h in hosts],
-    )
+    (``None`` when ``toolgate.http.fast_path`` is off). The guard accepts loopback names,
+    the bind address and ``allowed_hosts`` (the names clients use for other binds)."""
     tg = cfg.toolgate
-    auth = auth_options(cfg, identity)
+    limits = tg.http
     app = binding.streamable_http_app(
         host=host,
-        transport_security=security,
+        # the guard checks Host and Origin on every route; the SDK does not again
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        # the guard authenticates; ``authentication`` makes its verdict the SDK's user
+        token_verifier=None,
+        auth=oauth_settings(cfg),
         # a transport session ends when its store state would: idle for idle_ttl
         session_idle_timeout=tg.idle_ttl,
-        max_sessions=tg.http.max_sessions,
-        **auth,
+        max_sessions=limits.max_sessions,
     )
+    app.router.routes.extend(routes)
+    # the way in, outermost first; then the routes: /mcp's fast path, the SDK's session manager
+    app.user_middleware = [
+        Middleware(
+            Edge,  # Host and Origin, the caller resolved, the body read: each once
+            names=allowed_names(host, allowed_hosts),
+            origins=limits.allowed_origins,
+            limits=EdgeLimits(limits.max_body_bytes, limits.max_json_depth, limits.body_timeout),
+            identity=identity,
+        ),
+        Middleware(
+            SessionCap,  # open sessions per client
+            per_client=limits.max_sessions_per_client,
+            idle_timeout=tg.idle_ttl,
+            client_of=client_of(by_credential=tg.identity.oauth is not None),
+            stateless=is_stateless,
+        ),
+        *authentication(cfg, identity),  # the guard's verdict as the SDK's user; 401 on /mcp
+    ]
     lane = None
-    if tg.http.fast_path and not fast_path_available():
+    if limits.fast_path and not fast_path_available():
         logger.warning(
             "the fast path for tools/call is off: this MCP SDK (%s) lacks %s",
             version("mcp"),
             ", ".join(MISSING),
         )
-    elif tg.http.fast_path:
+    elif limits.fast_path:
         lane = install_lane(binding.server)
-    app.router.routes.extend(routes)
-    app.add_middleware(
-        SessionCap,
-        per_client=tg.http.max_sessions_per_client,
-        idle_timeout=tg.idle_ttl,
-        client_of=client_of(identity, verified="token_verifier" in auth),
-        stateless=is_stateless,
-    )
-    return guarded(app, cfg, identity, host=host, allowed_hosts=allowed_hosts), lane
+    return app, lane
 
 
-def guarded(
-    app: Starlette,
-    cfg: GatewayConfig,
-    identity: IdentityResolver,
-    *,
-    host: str,
-    allowed_hosts: Sequence[str],
-) -> Starlette:
-    """``app`` behind the HTTP guard (``toolgate.gateway.ingress.guard``): Host/Origin on
-    every route, one credential, bounded and checked bodies (``toolgate.http``)."""
-    limits = cfg.toolgate.http
-    app.add_middleware(
-        Edge,
-        names=allowed_names(host, allowed_hosts),
-        origins=limits.allowed_origins,
-        limits=EdgeLimits(limits.max_body_bytes, limits.max_json_depth, limits.body_timeout),
-        admits=(
-            bearer_admits(lambda token: identity.principal_for(token) is not None)
-            if isinstance(identity, BearerTokens) and identity.anonymous is None
-            else None
-        ),
-    )
-    return app
-
-
-def client_of(identity: IdentityResolver, *, verified: bool) -> ClientOf:
-    """Who a request comes from, for the per-client session bound: the principal of a
-    configured bearer token; the credential itself when the HTTP layer verifies tokens
-    before a session opens (OAuth, ``verified``); otherwise the client's address, so
-    made-up credentials cannot buy a caller more sessions."""
+def client_of(*, by_credential: bool) -> ClientOf:
+    """Who a request comes from, for the per-client session bound: the principal the
+    guard admitted (``CALLER``), or its credential itself when OAuth verified it
+    (``by_credential``); otherwise the client's address, so made-up credentials cannot
+    buy a caller more sessions."""
 
     def client(scope: Scope, headers: Headers) -> str:
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        if token and scheme.lower() == "bearer":
-            if isinstance(identity, BearerTokens):
-                principal = identity.principal_for(token)
-                if principal is not None:
-                    return f"principal:{principal.id}"
-            elif verified:
-                return f"credential:{hashlib.sha256(token.encode()).hexdigest()}"
+        resolved = scope.get(CALLER)
+        principal = resolved.principal if isinstance(resolved, Resolved) else None
+        if principal is not None and principal.authenticated:
+            if not by_credential:
+                return f"principal:{principal.id}"
+            token = headers.get("authorization", "").partition(" ")[2]
+            return f"credential:{hashlib.sha256(token.encode()).hexdigest()}"
         address = scope.get("client")
         return f"address:{address[0] if address else 'unknown'}"
 
@@ -160,4 +133,4 @@ def server_options(cfg: GatewayConfig, *, host: str, port: int) -> dict[str, Any
     }
 
 
-__all__ = ["LOCAL_HOSTS", "client_of", "guarded", "http_app", "server_options"]
+__all__ = ["client_of", "http_app", "server_options"]

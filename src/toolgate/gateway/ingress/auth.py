@@ -1,38 +1,46 @@
-"""OAuth's HTTP side of the way in: the SDK options that make ``/mcp`` an RFC 9728
-protected resource (401 with ``WWW-Authenticate``, the resource metadata), and the
-metadata at the bare well-known path. Ingress layer: imports ``mcp``'s auth settings,
-Starlette and the gateway's config.
+"""Authentication's HTTP side of the way in: the guard's verdict (``CALLER``) as the SDK's
+authenticated user, ``/mcp`` refused to a caller without one as the SDK refuses it (401
+with ``WWW-Authenticate``), and OAuth's protected-resource metadata (RFC 9728). Ingress
+layer: imports ``mcp``'s auth middleware and settings, Starlette and the gateway's config.
 """
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlparse
 
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware
+from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import build_resource_metadata_url, cors_middleware
 from mcp.server.auth.settings import AuthSettings
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
+from starlette.authentication import AuthCredentials, AuthenticationBackend
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolgate.gateway.config.identity import resource_of
 from toolgate.gateway.config.model import GatewayConfig
-from toolgate.identity import IdentityResolver
+from toolgate.identity import BearerTokens, IdentityResolver
 from toolgate.oauth import OAuthResolver
+from toolgate.request import CALLER, Resolved
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
-def auth_options(cfg: GatewayConfig, identity: IdentityResolver) -> dict[str, Any]:
-    """Options for ``Binding.streamable_http_app`` that make ``/mcp`` an OAuth protected
-    resource (none without ``identity.oauth``: static tokens wire themselves)."""
+def oauth_settings(cfg: GatewayConfig) -> AuthSettings | None:
+    """The SDK's settings for ``/mcp`` as an OAuth protected resource (its metadata
+    route, the ``resource_metadata`` of a refusal); None without ``identity.oauth``."""
     oauth = cfg.toolgate.identity.oauth
-    if oauth is None or not isinstance(identity, OAuthResolver):
-        return {}
+    if oauth is None:
+        return None
     # validated from strings: the models keep a path-less URL as it is (no "/" added),
     # as RFC 8414 compares issuers by exact string
-    settings = AuthSettings.model_validate(
+    return AuthSettings.model_validate(
         {
             "issuer_url": oauth.issuer,
             "resource_server_url": resource_of(oauth),
@@ -40,7 +48,69 @@ def auth_options(cfg: GatewayConfig, identity: IdentityResolver) -> dict[str, An
             "validate_token_resource": False,  # the resolver checks the audience itself
         }
     )
-    return {"token_verifier": identity, "auth": settings}
+
+
+def authentication(cfg: GatewayConfig, identity: IdentityResolver) -> list[Middleware]:
+    """When the config asks for a credential (bearer tokens, OAuth): the guard's verdict
+    as the SDK's user (its session owners, its access-token context), then ``/mcp``
+    behind the SDK's ``RequireAuthMiddleware`` (401, 403 for a missing required scope)."""
+    tg = cfg.toolgate.identity
+    if not tg.tokens and tg.oauth is None:
+        return []
+    settings = oauth_settings(cfg)
+    scopes = list(settings.required_scopes or []) if settings is not None else []
+    metadata = None
+    if settings is not None and settings.resource_server_url is not None:
+        metadata = build_resource_metadata_url(settings.resource_server_url)
+    backend = Admitted(identity if scopes and isinstance(identity, OAuthResolver) else None)
+    return [
+        Middleware(AuthenticationMiddleware, backend=backend),
+        Middleware(AuthContextMiddleware),
+        Middleware(RequiredOn, path="/mcp", scopes=scopes, metadata=metadata),
+    ]
+
+
+class Admitted(AuthenticationBackend):
+    """The SDK's authenticated user for the principal the guard admitted (``CALLER``),
+    as its bearer backend makes one: an ``AccessToken`` naming the principal and the
+    token's digest. ``scopes_from``: with required scopes, the OAuth resolver whose
+    answer for the token (cached by the guard's resolution) carries them."""
+
+    def __init__(self, scopes_from: OAuthResolver | None = None) -> None:
+        self.scopes_from = scopes_from
+
+    async def authenticate(
+        self, conn: HTTPConnection
+    ) -> tuple[AuthCredentials, AuthenticatedUser] | None:
+        resolved = conn.scope.get(CALLER)
+        principal = resolved.principal if isinstance(resolved, Resolved) else None
+        if principal is None or not principal.authenticated:
+            return None
+        token = conn.headers.get("authorization", "").partition(" ")[2].strip()
+        scopes: list[str] = []
+        if self.scopes_from is not None:
+            verified = await self.scopes_from.verify_token(token)
+            scopes = verified.scopes if verified is not None else []
+        access = AccessToken(
+            token=BearerTokens.digest(token), client_id=principal.id, scopes=scopes
+        )
+        return AuthCredentials(access.scopes), AuthenticatedUser(access)
+
+
+class RequiredOn:
+    """``path`` behind the SDK's ``RequireAuthMiddleware``; other paths (WebMCP, the
+    dashboard) answer for themselves."""
+
+    def __init__(
+        self, app: ASGIApp, *, path: str, scopes: list[str], metadata: AnyHttpUrl | None
+    ) -> None:
+        self.app = app
+        self.path = path
+        self.required = RequireAuthMiddleware(app, scopes, metadata)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        on = scope["type"] == "http" and scope["path"] == self.path
+        await (self.required if on else self.app)(scope, receive, send)
 
 
 def metadata_routes(cfg: GatewayConfig) -> list[Route]:
@@ -64,4 +134,11 @@ def metadata_routes(cfg: GatewayConfig) -> list[Route]:
     return [Route(WELL_KNOWN, endpoint=endpoint, methods=["GET", "OPTIONS"])]
 
 
-__all__ = ["WELL_KNOWN", "auth_options", "metadata_routes"]
+__all__ = [
+    "WELL_KNOWN",
+    "Admitted",
+    "RequiredOn",
+    "authentication",
+    "metadata_routes",
+    "oauth_settings",
+]

@@ -1,33 +1,33 @@
-"""The HTTP edge: every request passes these checks before any route sees it.
+"""The HTTP guard: every request passes these checks, once, before any route sees it.
 
-``Edge`` is ASGI middleware wrapped around the whole gateway app (``/mcp``, WebMCP, the
-dashboard): ``Host`` and ``Origin`` against the allowed hosts (DNS rebinding), one
-well-formed ``Authorization`` credential, the body's size (before reading, and only
-after the caller is admitted), its JSON nesting, lone UTF-16 surrogates, and JSON-RPC
-ids on the MCP path. ``GuardedProtocol`` bounds what the HTTP server itself holds
-open: header deadlines, header size and a connection cap, and tells a request at once
-when its client's connection closes (``Leaving``). Edge layer: starlette,
-uvicorn, httptools.
+``Edge`` is ASGI middleware around the whole gateway app (``/mcp``, WebMCP, the
+dashboard): ``Host`` and ``Origin`` against the one list of allowed hosts (DNS
+rebinding), one well-formed ``Authorization`` credential resolved once (``CALLER``), the
+body read once (``BODY``), its size, JSON nesting, lone surrogates and JSON-RPC ids.
+Ingress layer: Starlette, the core's identity and ``toolgate.request``'s verdict.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 import pydantic_core
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-#: Host names every gateway accepts, whatever it binds to.
+from toolgate.identity import Caller, IdentityResolver
+from toolgate.request import CALLER, Resolved
+
+#: Host names every gateway accepts, whatever it binds to: the one list
 LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
+#: the scope key under which ``Edge`` hands on the body it read (bytes)
+BODY = "toolgate.body"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
 
@@ -39,9 +39,6 @@ class EdgeLimits:
     max_body_bytes: int = 1_048_576
     max_json_depth: int = 64
     body_timeout: float = 30.0
-
-
-Admits = Callable[[Scope, Headers], bool]
 
 
 def host_name(netloc: str) -> str:
@@ -179,9 +176,12 @@ class Edge:
 
     >>> app = Edge(app, names=allowed_names("127.0.0.1"), limits=EdgeLimits())
 
-    ``admits(scope, headers)`` says whether the route would accept the caller's
-    credentials; a body is read (and checked) only for admitted callers, others reach
-    the route unread (it answers 401 without reading). ``rpc_paths`` hold JSON-RPC.
+    With an ``identity`` the caller is resolved from its headers once, the verdict put in
+    the scope (``CALLER``) for everything behind; a body is read (and checked) only for
+    a caller it admits, others reach the route unread (it answers 401 without reading),
+    except on ``own_credentials`` paths (the dashboard's login form: its body is the
+    credential). A body read is handed on once: under ``BODY``, and replayed to
+    ``receive``. ``rpc_paths`` hold JSON-RPC.
     """
 
     def __init__(
@@ -191,14 +191,16 @@ class Edge:
         names: frozenset[str],
         limits: EdgeLimits,
         origins: Iterable[str] = (),
-        admits: Admits | None = None,
+        identity: IdentityResolver | None = None,
+        own_credentials: tuple[str, ...] = ("/dashboard",),
         rpc_paths: Iterable[str] = ("/mcp",),
     ) -> None:
         self.app = app
         self.names = names
         self.limits = limits
         self.origins = frozenset(o.rstrip("/") for o in origins)
-        self.admits = admits
+        self.identity = identity
+        self.own_credentials = own_credentials
         self.rpc_paths = frozenset(rpc_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -210,6 +212,11 @@ class Edge:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
+        refused = False
+        if self.identity is not None:
+            caller = Caller("http", dict(headers.items()))
+            resolved = scope[CALLER] = await Resolved.of(self.identity, caller)
+            refused = resolved.refused is not None
         if scope["method"] not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
@@ -217,7 +224,7 @@ class Edge:
         if length.isdigit() and int(length) > self.limits.max_body_bytes:
             await self.too_large()(scope, receive, send)
             return
-        if self.admits is not None and not self.admits(scope, headers):
+        if refused and not scope["path"].startswith(self.own_credentials):
             await self.app(scope, self.bounded(receive), send)
             return
         try:
@@ -241,6 +248,7 @@ class Edge:
                     scope, receive, send
                 )
                 return
+        scope[BODY] = body
         await self.app(scope, replay(body, receive), send)
 
     def refusal(self, scope: Scope, headers: Headers) -> Response | None:
@@ -317,213 +325,14 @@ def replay(body: bytes, receive: Receive) -> Receive:
     return again
 
 
-def bearer_admits(accepts: Callable[[str], bool]) -> Admits:
-    """``admits`` for bearer-token routes: a request whose token ``accepts``; paths under
-    ``/dashboard`` authenticate themselves (the login form's body is the credential)."""
-
-    def admits(scope: Scope, headers: Headers) -> bool:
-        if scope["path"].startswith("/dashboard"):
-            return True
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and bool(token.strip()) and accepts(token.strip())
-
-    return admits
-
-
-class _Paired:
-    """A transport that sends a write together with the one right after it: a
-    response's head waits for its body (written in the same turn of the event loop) and
-    both leave in one send, one system call instead of two. A write nothing follows
-    leaves at the end of the turn."""
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
-        self._transport = transport
-        self._loop = loop
-        self._held: bytes | None = None
-
-    def write(self, data: bytes) -> None:
-        if not data:
-            return
-        if self._held is None:
-            self._held = data
-            self._loop.call_soon(self.flush)
-            return
-        held, self._held = self._held, None
-        self._transport.write(held + data)
-
-    def flush(self) -> None:
-        held, self._held = self._held, None
-        if held is not None and not self._transport.is_closing():
-            self._transport.write(held)
-
-    def close(self) -> None:
-        self.flush()
-        self._transport.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
-#: the scope key under which ``GuardedProtocol`` puts its connection's ``Leaving``
-LEAVING = "toolgate.leaving"
-
-
-def _nothing() -> None:
-    return None
-
-
-class Leaving:
-    """The end of one client connection, told to the requests on it that asked: a
-    callback run when it closes, where a request would otherwise keep a task waiting on
-    ``receive`` for ``http.disconnect``."""
-
-    __slots__ = ("_callbacks", "left")
-
-    def __init__(self) -> None:
-        self.left = False
-        self._callbacks: list[Callable[[], None]] = []
-
-    def when(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Run ``callback`` when the connection closes (now, if it has); returns what
-        takes it back."""
-        if self.left:
-            callback()
-            return _nothing
-        self._callbacks.append(callback)
-
-        def forget() -> None:
-            with contextlib.suppress(ValueError):
-                self._callbacks.remove(callback)
-
-        return forget
-
-    def closed(self) -> None:
-        self.left = True
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback()
-
-
-class GuardedProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with the edge's connection limits: a deadline for
-    each request head (a client that opens a connection and dribbles, or never sends,
-    its headers is closed after ``header_timeout`` seconds), a bound on a head's size
-    (``max_header_bytes``: past it, 431 and the connection closes), and a cap on open
-    connections (past ``max_connections`` a new one is closed at once). A response's
-    head and body leave in one send (``_Paired``). Each request's scope carries the
-    connection's ``Leaving`` (``LEAVING``). Configure with ``guarded_protocol``."""
-
-    header_timeout: float = 10.0
-    max_connections: int = 1000
-    max_header_bytes: int = 16_384
-    #: seconds a connection refused for its head's size still reads what the client sends
-    linger: float = 2.0
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self.transport = cast(asyncio.Transport, _Paired(transport, self.loop))
-        self._head_deadline: asyncio.TimerHandle | None = None
-        self._head_bytes = 0  # of the head under way (bytes since the last complete one)
-        self._head_done = False
-        self._leaving = Leaving()
-        self._refused = False  # its head was too large: answered 431, closing
-        if len(self.connections) > self.max_connections:
-            transport.close()
-            return
-        self._arm()
-
-    def _arm(self) -> None:
-        self._disarm()
-        self._head_done = False
-        self._head_bytes = 0
-        self._head_deadline = self.loop.call_later(self.header_timeout, self._head_late)
-
-    def _disarm(self) -> None:
-        if self._head_deadline is not None:
-            self._head_deadline.cancel()
-            self._head_deadline = None
-
-    def _head_late(self) -> None:
-        self._head_deadline = None
-        if not self._head_done and not self.transport.is_closing():
-            self.transport.close()
-
-    def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return  # the head was refused: what follows is read and dropped
-        head_was_done = self._head_done
-        super().data_received(data)
-        if head_was_done or self._head_done or self.transport.is_closing():
-            return
-        self._head_bytes += len(data)  # still in the head: the parser holds it all
-        if self._head_bytes > self.max_header_bytes:
-            self._refuse_head()
-
-    def _refuse_head(self) -> None:
-        """431, then the connection closes: our side at once (the client reads the
-        answer to its end), theirs after ``linger`` seconds, what they send meanwhile
-        read and dropped (closing with it unread would reset the connection, and the
-        client could lose the answer)."""
-        self._refused = True
-        self._disarm()
-        message = b"Request header fields too large"
-        transport = cast(_Paired, self.transport)
-        transport.write(
-            STATUS_LINE[431]
-            + b"content-type: text/plain; charset=utf-8\r\n"
-            + b"content-length: %d\r\nconnection: close\r\n\r\n" % len(message)
-            + message
-        )
-        transport.flush()
-        if transport.can_write_eof():
-            transport.write_eof()
-        self.loop.call_later(self.linger, transport.close)
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self.scope[LEAVING] = self._leaving  # type: ignore[literal-required]
-
-    def on_headers_complete(self) -> None:
-        self._head_done = True
-        self._disarm()  # the head is complete: the request is under way
-        super().on_headers_complete()
-
-    def on_response_complete(self) -> None:
-        pipelined = bool(self.pipeline)  # the next request's head is in already
-        super().on_response_complete()
-        if not self.transport.is_closing() and not pipelined:
-            self._arm()  # the next request's head has the same deadline
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-        self._leaving.closed()
-
-
-def guarded_protocol(
-    *, header_timeout: float, max_connections: int, max_header_bytes: int = 16_384
-) -> type[GuardedProtocol]:
-    """A ``GuardedProtocol`` subclass with these limits, for ``uvicorn.Config(http=...)``."""
-    return type(
-        "GuardedProtocol",
-        (GuardedProtocol,),
-        {
-            "header_timeout": header_timeout,
-            "max_connections": max_connections,
-            "max_header_bytes": max_header_bytes,
-        },
-    )
-
-
 __all__ = [
-    "LEAVING",
+    "BODY",
+    "LOCAL_NAMES",
     "Edge",
     "EdgeLimits",
-    "GuardedProtocol",
-    "Leaving",
     "allowed_names",
-    "bearer_admits",
     "credential_problem",
-    "guarded_protocol",
+    "host_name",
     "json_problem",
+    "replay",
 ]

@@ -7,11 +7,11 @@ Starlette, the ingress's OAuth routes and the metrics sink.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from toolgate.events import EventBus
@@ -96,24 +96,10 @@ def readiness(gateway: ServedGateway) -> dict[str, Any]:
     }
 
 
-Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-def ops_routes(gateway: ServedGateway, *, allowed_hosts: Sequence[str] = ()) -> list[Route]:
+def ops_routes(gateway: ServedGateway) -> list[Route]:
     """``/healthz`` (the process answers), ``/readyz`` (backends, JSON; 503 when not
-    ready, or with ``?strict`` when any backend is down) and ``/metrics``. A foreign
-    ``Host`` gets 421, as on ``/mcp`` (DNS rebinding); ``allowed_hosts`` adds names."""
-    from toolgate.gateway.ingress.guard import allowed_names, host_name
-
-    hosts = allowed_names("127.0.0.1", allowed_hosts)
-
-    def guarded(endpoint: Endpoint) -> Endpoint:
-        async def checked(request: Request) -> Response:
-            if host_name(request.headers.get("host", "")) not in hosts:
-                return PlainTextResponse("Invalid Host header", 421)
-            return await endpoint(request)
-
-        return checked
+    ready, or with ``?strict`` when any backend is down) and ``/metrics``; behind the
+    gateway's guard, like every route (a foreign ``Host`` gets 421)."""
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -125,8 +111,8 @@ def ops_routes(gateway: ServedGateway, *, allowed_hosts: Sequence[str] = ()) -> 
         return JSONResponse(body, status_code=200 if ok else 503)
 
     routes = [
-        Route("/healthz", guarded(healthz), methods=["GET"]),
-        Route("/readyz", guarded(readyz), methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
     ]
     metrics = gateway.metrics
     if metrics is not None:
@@ -135,7 +121,7 @@ def ops_routes(gateway: ServedGateway, *, allowed_hosts: Sequence[str] = ()) -> 
         async def scrape(request: Request) -> Response:
             return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-        routes.append(Route("/metrics", guarded(scrape), methods=["GET"]))
+        routes.append(Route("/metrics", scrape, methods=["GET"]))
     return [*routes, *metadata_routes(gateway.cfg)]
 
 

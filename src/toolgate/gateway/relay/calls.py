@@ -15,7 +15,7 @@ from typing import Any
 
 import mcp_types as mt
 from mcp.server import Server
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import ServerMiddleware, ServerRequestContext
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from mcp.shared.message import ServerMessageMetadata
@@ -126,6 +126,8 @@ class CallRelay:
         self.elicitations = OpenElicitations()
         self._running: dict[str, list[InFlight]] = {}  # backend name → calls in flight
         self._server: Server[Any] | None = None
+        #: its MCP middleware, set by ``install``: ``input_required``'s sealed state, its rounds
+        self.middleware: tuple[ServerMiddleware[Any], ...] = ()
         for backend in backends.values():
             backend.peer = self
 
@@ -154,7 +156,7 @@ class CallRelay:
         server.add_notification_handler(
             "notifications/roots/list_changed", mt.NotificationParams, self.roots_changed
         )
-        server.middleware.extend(self.rounds.middleware())
+        self.middleware = tuple(self.rounds.middleware())  # the gateway places them
 
     # -- a call ------------------------------------------------------------------------
     async def call(

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -23,7 +23,6 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import (
     HTMLResponse,
     JSONResponse,
-    PlainTextResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
@@ -38,7 +37,6 @@ from toolgate.gateway.commands.check import Snapshot
 from toolgate.gateway.commands.inspect import describe, parse_principal
 from toolgate.gateway.config.build import BuildReport
 from toolgate.gateway.config.model import GatewayConfig
-from toolgate.gateway.ingress.guard import host_name
 from toolgate.gateway.ops.dashboard.auth import COOKIE, OperatorAuth
 from toolgate.gateway.ops.dashboard.chart import Bar, bar_chart
 from toolgate.gateway.ops.dashboard.events import EventFilter, EventRing, RingEvent
@@ -53,7 +51,6 @@ if TYPE_CHECKING:
     from markupsafe import Markup
 
 HERE = Path(__file__).parent
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 EVENT_PREFIXES = ("tool.", "group.", "budget.")
 Listed = Callable[[], Mapping[str, Sequence[Mapping[str, Any]]]]
 #: ``toolgate.gateway.ops.health.readiness``'s answer: ``status`` and ``backends``
@@ -94,19 +91,13 @@ class DashboardSource:
         return cls(gateway.cfg, gateway.delivery, gateway.listed, lambda: readiness(gateway))
 
 
-def host_allowed(netloc: str, hosts: frozenset[str]) -> bool:
-    """Whether a ``Host`` header (or an Origin's ``host:port``) names an allowed host."""
-    return host_name(netloc) in hosts
-
-
 class _Guard:
-    """ASGI middleware: foreign ``Host`` → 421 (DNS rebinding); no operator token or
-    cookie → 401, except for the login form and static assets."""
+    """ASGI middleware: no operator token or cookie → 401, except for the login form and
+    static assets (``Host`` and ``Origin`` are the gateway's guard's, on every route)."""
 
-    def __init__(self, app: ASGIApp, auth: OperatorAuth, hosts: frozenset[str], page: Any) -> None:
+    def __init__(self, app: ASGIApp, auth: OperatorAuth, page: Any) -> None:
         self.app = app
         self.auth = auth
-        self.hosts = hosts
         self.page = page
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -114,9 +105,6 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         conn = HTTPConnection(scope)
-        if not host_allowed(conn.headers.get("host", ""), self.hosts):
-            await PlainTextResponse("Invalid Host header", 421)(scope, receive, send)
-            return
         path = scope["path"].removeprefix(scope.get("root_path", ""))
         if path == "/login" or path.startswith("/static/"):
             await self.app(scope, receive, send)
@@ -157,7 +145,6 @@ def _templates() -> jinja2.Environment:
 def dashboard_app(
     source: DashboardSource,
     *,
-    allowed_hosts: Sequence[str] = (),
     ring: EventRing | None = None,
     refresh_s: float = 2.0,
 ) -> Starlette:
@@ -166,14 +153,14 @@ def dashboard_app(
     >>> app.routes.append(Mount("/dashboard", dashboard_app(source)))
 
     Needs at least one operator token digest in ``toolgate.dashboard.tokens``
-    (``ConfigError`` otherwise). ``allowed_hosts`` adds Host names beyond the loopback
-    ones. The event ring is added to the toolset's bus here.
+    (``ConfigError`` otherwise). Serve it behind the gateway's guard
+    (``toolgate.gateway.ingress.guard``), which checks ``Host`` and ``Origin`` on every
+    route. The event ring is added to the toolset's bus here.
     """
     auth = OperatorAuth(source.config.toolgate.dashboard.tokens)
     ring = ring if ring is not None else EventRing()
     source.events.add_sink(ring)
     env = _templates()
-    hosts = frozenset(h.lower() for h in (*LOCAL_HOSTS, *allowed_hosts))
 
     def page(
         conn: HTTPConnection, name: str, values: dict[str, Any], status: int = 200
@@ -187,9 +174,6 @@ def dashboard_app(
         return page(request, "login.html", {"failed": False})
 
     async def login(request: Request) -> Response:
-        origin = request.headers.get("origin")
-        if origin is not None and not host_allowed(urlsplit(origin).netloc, hosts):
-            return PlainTextResponse("Invalid Origin header", 403)
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
         token = (form.get("token") or [""])[0].strip()
         if not auth.token_ok(token):
@@ -380,7 +364,7 @@ def dashboard_app(
         Route("/api/events/stream", api_stream),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    guard = Middleware(_Guard, auth=auth, hosts=hosts, page=page)
+    guard = Middleware(_Guard, auth=auth, page=page)
     return Starlette(routes=routes, middleware=[guard])
 
 

@@ -1,0 +1,203 @@
+"""The HTTP server's side of the way in: uvicorn's httptools protocol with header
+deadlines, a bound on a request head's size and a connection cap (``GuardedProtocol``),
+a response's head and body in one send, and a request told at once when its client's
+connection closes (``Leaving``, under ``LEAVING`` in its scope). Ingress layer, at the
+bottom: imports uvicorn only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any, cast
+
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+
+class _Paired:
+    """A transport that sends a write together with the one right after it: a
+    response's head waits for its body (written in the same turn of the event loop) and
+    both leave in one send, one system call instead of two. A write nothing follows
+    leaves at the end of the turn."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        if self._held is None:
+            self._held = data
+            self._loop.call_soon(self.flush)
+            return
+        held, self._held = self._held, None
+        self._transport.write(held + data)
+
+    def flush(self) -> None:
+        held, self._held = self._held, None
+        if held is not None and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+#: the scope key under which ``GuardedProtocol`` puts its connection's ``Leaving``
+LEAVING = "toolgate.leaving"
+
+
+def _nothing() -> None:
+    return None
+
+
+class Leaving:
+    """The end of one client connection, told to the requests on it that asked: a
+    callback run when it closes, where a request would otherwise keep a task waiting on
+    ``receive`` for ``http.disconnect``."""
+
+    __slots__ = ("_callbacks", "left")
+
+    def __init__(self) -> None:
+        self.left = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    def when(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` when the connection closes (now, if it has); returns what
+        takes it back."""
+        if self.left:
+            callback()
+            return _nothing
+        self._callbacks.append(callback)
+
+        def forget() -> None:
+            with contextlib.suppress(ValueError):
+                self._callbacks.remove(callback)
+
+        return forget
+
+    def closed(self) -> None:
+        self.left = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+
+class GuardedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the edge's connection limits: a deadline for
+    each request head (a client that opens a connection and dribbles, or never sends,
+    its headers is closed after ``header_timeout`` seconds), a bound on a head's size
+    (``max_header_bytes``: past it, 431 and the connection closes), and a cap on open
+    connections (past ``max_connections`` a new one is closed at once). A response's
+    head and body leave in one send (``_Paired``). Each request's scope carries the
+    connection's ``Leaving`` (``LEAVING``). Configure with ``guarded_protocol``."""
+
+    header_timeout: float = 10.0
+    max_connections: int = 1000
+    max_header_bytes: int = 16_384
+    #: seconds a connection refused for its head's size still reads what the client sends
+    linger: float = 2.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.transport = cast(asyncio.Transport, _Paired(transport, self.loop))
+        self._head_deadline: asyncio.TimerHandle | None = None
+        self._head_bytes = 0  # of the head under way (bytes since the last complete one)
+        self._head_done = False
+        self._leaving = Leaving()
+        self._refused = False  # its head was too large: answered 431, closing
+        if len(self.connections) > self.max_connections:
+            transport.close()
+            return
+        self._arm()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._head_done = False
+        self._head_bytes = 0
+        self._head_deadline = self.loop.call_later(self.header_timeout, self._head_late)
+
+    def _disarm(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_late(self) -> None:
+        self._head_deadline = None
+        if not self._head_done and not self.transport.is_closing():
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # the head was refused: what follows is read and dropped
+        head_was_done = self._head_done
+        super().data_received(data)
+        if head_was_done or self._head_done or self.transport.is_closing():
+            return
+        self._head_bytes += len(data)  # still in the head: the parser holds it all
+        if self._head_bytes > self.max_header_bytes:
+            self._refuse_head()
+
+    def _refuse_head(self) -> None:
+        """431, then the connection closes: our side at once (the client reads the
+        answer to its end), theirs after ``linger`` seconds, what they send meanwhile
+        read and dropped (closing with it unread would reset the connection, and the
+        client could lose the answer)."""
+        self._refused = True
+        self._disarm()
+        message = b"Request header fields too large"
+        transport = cast(_Paired, self.transport)
+        transport.write(
+            STATUS_LINE[431]
+            + b"content-type: text/plain; charset=utf-8\r\n"
+            + b"content-length: %d\r\nconnection: close\r\n\r\n" % len(message)
+            + message
+        )
+        transport.flush()
+        if transport.can_write_eof():
+            transport.write_eof()
+        self.loop.call_later(self.linger, transport.close)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.scope[LEAVING] = self._leaving  # type: ignore[literal-required]
+
+    def on_headers_complete(self) -> None:
+        self._head_done = True
+        self._disarm()  # the head is complete: the request is under way
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        pipelined = bool(self.pipeline)  # the next request's head is in already
+        super().on_response_complete()
+        if not self.transport.is_closing() and not pipelined:
+            self._arm()  # the next request's head has the same deadline
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+        self._leaving.closed()
+
+
+def guarded_protocol(
+    *, header_timeout: float, max_connections: int, max_header_bytes: int = 16_384
+) -> type[GuardedProtocol]:
+    """A ``GuardedProtocol`` subclass with these limits, for ``uvicorn.Config(http=...)``."""
+    return type(
+        "GuardedProtocol",
+        (GuardedProtocol,),
+        {
+            "header_timeout": header_timeout,
+            "max_connections": max_connections,
+            "max_header_bytes": max_header_bytes,
+        },
+    )
+
+
+__all__ = ["LEAVING", "GuardedProtocol", "Leaving", "guarded_protocol"]
