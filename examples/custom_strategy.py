@@ -30,7 +30,7 @@ from toolgate.strategies import (
     StrategyRegistry,
     default_registry,
 )
-from toolgate.strategies.base import summary_wire
+from toolgate.strategies.detail import summary_wire
 
 
 class SummariesStrategy(FlatStrategy):

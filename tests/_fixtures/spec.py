@@ -518,8 +518,9 @@ class Adapter:
         return self.name
 
 
-@pytest.fixture(params=(*ADAPTERS, *HTTP_ADAPTERS))
+@pytest.fixture(params=ADAPTERS)
 def adapter(request: pytest.FixtureRequest) -> Adapter:
-    """Each way of serving the SPEC catalog (see the module docstring), the gateway also
-    over its real HTTP app with and without its fast path."""
+    """Each way of serving the SPEC catalog in memory (see the module docstring);
+    ``tests/test_adapter_spec_http.py`` runs the same scenarios over the gateway's real
+    HTTP app, with and without its fast path."""
     return Adapter(request.param)
