@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from toolgate.gateway.ingress.guard import EdgeLimits, json_problem
+from toolgate.gateway.ingress.guard import GuardLimits, json_problem
 
-LIMITS = EdgeLimits(max_body_bytes=1 << 20, max_json_depth=8, body_timeout=10.0)
+LIMITS = GuardLimits(max_body_bytes=1 << 20, max_json_depth=8, body_timeout=10.0)
 
 
 def nested(depth: int) -> bytes:

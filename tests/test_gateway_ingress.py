@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from _fixtures.mcp_servers import serve_http
 from _fixtures.oidc_provider import rsa_jwk
 from toolgate.gateway.config.model import parse_config
-from toolgate.gateway.ingress.guard import Edge
+from toolgate.gateway.ingress.guard import Guard
 from toolgate.gateway.ingress.protocol import GuardedProtocol
 from toolgate.gateway.serve import Gateway
 from toolgate.identity import BearerTokens, Caller
@@ -173,7 +173,7 @@ async def gateway_at(
 
 
 def is_guard(middleware: Middleware) -> bool:
-    return cast(object, middleware.cls) is Edge
+    return cast(object, middleware.cls) is Guard
 
 
 def client(url: str, token: str, era: str) -> Client[Any]:
@@ -217,9 +217,9 @@ async def test_each_http_request_asks_the_identity_resolver_once(
     async with gateway_at(cfg, identity=make) as (gateway, requests, url):
         token = TOKEN if kind == "tokens" else jwt_for(tmp_path)
         await list_and_call(url, token, era)
-        assert (gateway.lane is not None) == fast_path
-        if gateway.lane is not None:
-            assert gateway.lane.served == 1  # the call went by the fast path
+        assert (gateway.fast_path is not None) == fast_path
+        if gateway.fast_path is not None:
+            assert gateway.fast_path.served == 1  # the call went by the fast path
     assert isinstance(gateway.identity, AskedTokens | AskedOAuth)
     assert requests.paths and set(requests.paths) == {"/mcp"}
     assert gateway.identity.asked == len(requests.paths)
@@ -334,11 +334,11 @@ async def test_a_body_is_read_from_the_client_once_and_replayed_once(
 
     async with gateway_at(cfg, way_in=watched) as (gateway, requests, url):
         manager = gateway.server.session_manager
-        if gateway.lane is not None:  # the SDK, behind the fast path
-            gateway.lane.app = Pulls(gateway.lane.app, "sdk", seen)
+        if gateway.fast_path is not None:  # the SDK, behind the fast path
+            gateway.fast_path.app = Pulls(gateway.fast_path.app, "sdk", seen)
         manager.asgi_app = Pulls(manager.asgi_app, "front", seen)  # type: ignore[assignment]
         await list_and_call(url, TOKEN, era)
-        served = gateway.lane.served if gateway.lane is not None else 0
+        served = gateway.fast_path.served if gateway.fast_path is not None else 0
     assert served == (1 if fast_path else 0)
     assert requests.bodies and max(requests.bodies) == 1  # from the client: once each
     for n, pulled in seen.items():

@@ -47,7 +47,7 @@ from toolgate.gateway.backends.http import HttpTransport
 from toolgate.gateway.backends.http_calls import HttpCalls
 from toolgate.gateway.config.model import parse_config
 from toolgate.gateway.ingress import call_response, stateless_calls
-from toolgate.gateway.ingress.fast_path import Lane
+from toolgate.gateway.ingress.fast_path import FastPath
 from toolgate.gateway.ingress.protocol import GuardedProtocol
 from toolgate.gateway.serve import Gateway
 from toolgate.identity import Caller, IdentityResolver
@@ -1031,7 +1031,7 @@ def _direct(backend: Backend) -> HttpCalls:
 
 def _counts(hopped: Hopped) -> tuple[int, int]:
     """Calls the lane served and the hop sent, so far."""
-    lane = hopped.gateway.lane
+    lane = hopped.gateway.fast_path
     assert lane is not None
     return lane.served, _direct(hopped.gateway.backends["h"]).calls
 
@@ -1379,11 +1379,13 @@ async def test_an_app_built_again_has_one_lane_that_learns_sessions() -> None:
     try:
         gateway.build()
         gateway.http_app()
-        first = gateway.lane
+        first = gateway.fast_path
         gateway.http_app()
-        second = gateway.lane
+        second = gateway.fast_path
         learners = [
-            m for m in gateway.server.middleware if isinstance(getattr(m, "__self__", None), Lane)
+            m
+            for m in gateway.server.middleware
+            if isinstance(getattr(m, "__self__", None), FastPath)
         ]
         assert first is not None and second is not None and first is not second
         assert learners == [second.learn]
@@ -1440,7 +1442,7 @@ async def test_a_session_deleted_under_a_call_in_the_lane_ends_its_stream_and_th
     """The client ends its session (``DELETE``) while a call streams progress: the
     call's stream ends, unanswered, and the backend's request is cancelled."""
     before = _marked(hopped)
-    lane = hopped.gateway.lane
+    lane = hopped.gateway.fast_path
     assert lane is not None
     async with httpx2.AsyncClient(timeout=20) as http:
         session = await _raw_session(http, hopped.url)
@@ -1475,7 +1477,7 @@ async def test_a_quiet_2026_call_pings_and_a_client_that_leaves_cancels_it(
         monkeypatch.setattr(stateless_calls, "LEAVING", "no.such.scope.key")
     before = _marked(hopped)
     call, headers = _modern_call("slow_progress", {})
-    lane = hopped.gateway.lane
+    lane = hopped.gateway.fast_path
     assert lane is not None
     served = lane.served
     async with (

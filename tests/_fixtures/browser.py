@@ -30,7 +30,7 @@ from toolgate.events import EventBus
 from toolgate.gateway.config.build import BackendTool, build_toolset
 from toolgate.gateway.config.identity import principal_from
 from toolgate.gateway.config.model import GatewayConfig, parse_config
-from toolgate.gateway.ingress.guard import Edge, EdgeLimits, allowed_names
+from toolgate.gateway.ingress.guard import Guard, GuardLimits, allowed_names
 from toolgate.gateway.ops.dashboard import (
     DashboardSource,
     SessionRecorder,
@@ -297,10 +297,10 @@ async def running_gateway(
     )
     # behind the gateway's guard, as `toolgate serve` serves them: Host and Origin once
     app.add_middleware(
-        Edge,
+        Guard,
         names=allowed_names("127.0.0.1"),
         origins=cfg.toolgate.http.allowed_origins,
-        limits=EdgeLimits(),
+        limits=GuardLimits(),
         identity=tokens,
     )
     async with serve_http(app, path="") as url:

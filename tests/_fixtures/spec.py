@@ -477,7 +477,7 @@ async def _serve_gateway_http(options: Options, *, fast_path: bool) -> AsyncIter
         protocol = server_options(gateway.cfg, host="127.0.0.1", port=0)["http"]
         async with serve_http(app, http=protocol) as url:
             yield Served("gateway-http" if fast_path else "gateway-http-sdk", url, gateway.toolset)
-        assert (gateway.lane is not None) is fast_path
+        assert (gateway.fast_path is not None) is fast_path
 
 
 def serve_gateway_http(options: Options) -> AbstractAsyncContextManager[Served]:

@@ -40,7 +40,7 @@ from toolgate.gateway.config.build import (
 from toolgate.gateway.config.identity import identity_of
 from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.app import http_app, server_options
-from toolgate.gateway.ingress.fast_path import Lane
+from toolgate.gateway.ingress.fast_path import FastPath
 from toolgate.gateway.ops.health import gateway_metrics, ops_routes
 from toolgate.gateway.ops.observe import event_bus, log_store_failures
 from toolgate.gateway.relay.access import PrimitiveAccess
@@ -147,7 +147,7 @@ class Gateway:
         self.listen.install(self.server)
         self.binding: Binding | None = None
         #: ``tools/call`` over HTTP beside the SDK's transport (set by ``http_app``)
-        self.lane: Lane | None = None
+        self.fast_path: FastPath | None = None
         self.lazy: Addon | None = None
         self.report = BuildReport()
         self._handlers: dict[tuple[str, str], Handler] = {}
@@ -292,7 +292,7 @@ class Gateway:
         meets each legacy session on the SDK path), then the gateway's order from
         ``build()``; what a piece put there itself (``bind``, the groups extension) is
         replaced by it."""
-        learn = [self.lane.learn] if self.lane is not None else []
+        learn = [self.fast_path.learn] if self.fast_path is not None else []
         self.server.middleware[:] = [*learn, *self._middleware]
 
     async def _facts(self, ctx: Context) -> RequestFacts:
@@ -443,7 +443,7 @@ class Gateway:
         if binding is None:
             raise RuntimeError("build() the gateway before asking for its HTTP app")
         routes = [r for mount in self.apps for r in mount(self, host, allowed_hosts)]
-        app, self.lane = http_app(
+        app, self.fast_path = http_app(
             binding, self.cfg, self.identity, routes=routes, host=host, allowed_hosts=allowed_hosts
         )
         self._place_middleware()  # this app's fast path learns sessions, none before it

@@ -22,9 +22,9 @@ from starlette.types import Scope
 
 from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.auth import authentication, oauth_settings
-from toolgate.gateway.ingress.fast_path import Lane
-from toolgate.gateway.ingress.fast_path import install as install_lane
-from toolgate.gateway.ingress.guard import Edge, EdgeLimits, allowed_names
+from toolgate.gateway.ingress.fast_path import FastPath
+from toolgate.gateway.ingress.fast_path import install as install_fast_path
+from toolgate.gateway.ingress.guard import Guard, GuardLimits, allowed_names
 from toolgate.gateway.ingress.protocol import guarded_protocol
 from toolgate.gateway.ingress.session_cap import ClientOf, SessionCap
 from toolgate.identity import IdentityResolver
@@ -44,7 +44,7 @@ def http_app(
     routes: Sequence[BaseRoute] = (),
     host: str = "127.0.0.1",
     allowed_hosts: Sequence[str] = (),
-) -> tuple[Starlette, Lane | None]:
+) -> tuple[Starlette, FastPath | None]:
     """The app serving ``binding`` at ``/mcp`` and ``routes`` beside it, and its fast path
     (``None`` when ``toolgate.http.fast_path`` is off). The guard accepts loopback names,
     the bind address and ``allowed_hosts`` (the names clients use for other binds)."""
@@ -65,10 +65,10 @@ def http_app(
     # the way in, outermost first; then the routes: /mcp's fast path, the SDK's session manager
     app.user_middleware = [
         Middleware(
-            Edge,  # Host and Origin, the caller resolved, the body read: each once
+            Guard,  # Host and Origin, the caller resolved, the body read: each once
             names=allowed_names(host, allowed_hosts),
             origins=limits.allowed_origins,
-            limits=EdgeLimits(limits.max_body_bytes, limits.max_json_depth, limits.body_timeout),
+            limits=GuardLimits(limits.max_body_bytes, limits.max_json_depth, limits.body_timeout),
             identity=identity,
         ),
         Middleware(
@@ -80,7 +80,7 @@ def http_app(
         ),
         *authentication(cfg, identity),  # the guard's verdict as the SDK's user; 401 on /mcp
     ]
-    lane = None
+    fast_path = None
     if limits.fast_path and not fast_path_available():
         logger.warning(
             "the fast path for tools/call is off: this MCP SDK (%s) lacks %s",
@@ -88,8 +88,8 @@ def http_app(
             ", ".join(MISSING),
         )
     elif limits.fast_path:
-        lane = install_lane(binding.server)
-    return app, lane
+        fast_path = install_fast_path(binding.server)
+    return app, fast_path
 
 
 def client_of(*, by_credential: bool) -> ClientOf:

@@ -2,7 +2,7 @@
 per-session transport and JSON-RPC dispatcher (memory streams, a task group and two
 pydantic passes per message) but by the same kernel, so a call here is the call the SDK
 path makes: on a legacy session (``session_calls``) or on the 2026-07-28 era
-(``stateless_calls``). ``Lane`` takes the body the guard read and hands anything else, or
+(``stateless_calls``). ``FastPath`` takes the body the guard read and hands anything else, or
 anything it cannot vouch for, to the SDK untouched. Ingress layer: imports ``mcp``.
 """
 
@@ -20,12 +20,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolgate.gateway.ingress.guard import BODY
-from toolgate.gateway.ingress.session_calls import LaneSession, SessionCalls
+from toolgate.gateway.ingress.session_calls import FastPathSession, SessionCalls
 from toolgate.gateway.ingress.stateless_calls import StatelessCalls
 from toolgate.request import Context
 
 
-class Lane:
+class FastPath:
     """ASGI in front of the SDK's session manager: serves ``LANE_METHODS`` calls of the
     legacy sessions it knows and of the 2026-07-28 era, and the client's answers to and
     cancellations of what it serves; passes everything else on as it came."""
@@ -36,7 +36,7 @@ class Lane:
         self.stateless = StatelessCalls(server, manager)
 
     @property
-    def sessions(self) -> dict[str, LaneSession]:
+    def sessions(self) -> dict[str, FastPathSession]:
         return self.in_session.sessions
 
     @property
@@ -83,16 +83,16 @@ def _message(body: bytes) -> dict[str, Any] | None:
     return message
 
 
-def install(server: Server[Any]) -> Lane:
-    """Put a lane in front of ``server``'s streamable-HTTP session manager (call after
+def install(server: Server[Any]) -> FastPath:
+    """Put a fast path in front of ``server``'s streamable-HTTP session manager (call after
     ``streamable_http_app()`` built it). It learns the sessions the SDK opens once its
     ``learn`` is in the server's middleware (``Gateway`` places it)."""
     manager = server.session_manager
-    if isinstance(manager.asgi_app, Lane):  # the app was built again: the lane is in place
+    if isinstance(manager.asgi_app, FastPath):  # the app was built again: the fast path is in place
         return manager.asgi_app
-    lane = Lane(manager.asgi_app, manager, server)
-    manager.asgi_app = lane  # type: ignore[assignment]  # any ASGI app serves there
-    return lane
+    fast_path = FastPath(manager.asgi_app, manager, server)
+    manager.asgi_app = fast_path  # type: ignore[assignment]  # any ASGI app serves there
+    return fast_path
 
 
-__all__ = ["Lane", "install"]
+__all__ = ["FastPath", "install"]

@@ -1,6 +1,6 @@
 """The HTTP guard: every request passes these checks, once, before any route sees it.
 
-``Edge`` is ASGI middleware around the whole gateway app (``/mcp``, WebMCP, the
+``Guard`` is ASGI middleware around the whole gateway app (``/mcp``, WebMCP, the
 dashboard): ``Host`` and ``Origin`` against the one list of allowed hosts (DNS
 rebinding), one well-formed ``Authorization`` credential resolved once (``CALLER``), the
 body read once (``BODY``), its size, JSON nesting, lone surrogates and JSON-RPC ids.
@@ -26,14 +26,14 @@ from toolgate.request import CALLER, Resolved
 
 #: Host names every gateway accepts, whatever it binds to: the one list
 LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
-#: the scope key under which ``Edge`` hands on the body it read (bytes)
+#: the scope key under which ``Guard`` hands on the body it read (bytes)
 BODY = "toolgate.body"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 @dataclass(frozen=True)
-class EdgeLimits:
+class GuardLimits:
     """What one request may hold. ``toolgate.http`` in the config sets them."""
 
     max_body_bytes: int = 1_048_576
@@ -126,7 +126,7 @@ def surrogate_at(value: Any) -> str | None:
     return None
 
 
-def json_problem(body: bytes, limits: EdgeLimits, *, rpc: bool) -> BodyProblem | None:
+def json_problem(body: bytes, limits: GuardLimits, *, rpc: bool) -> BodyProblem | None:
     """Check a JSON body: nesting, lone surrogates and, for MCP (``rpc``), the id.
 
     Bodies that do not parse are left to the route, which answers its own parse error.
@@ -171,10 +171,10 @@ class _TooLarge(Exception):
     pass
 
 
-class Edge:
+class Guard:
     """ASGI middleware: the checks above, in that order, on every HTTP request.
 
-    >>> app = Edge(app, names=allowed_names("127.0.0.1"), limits=EdgeLimits())
+    >>> app = Guard(app, names=allowed_names("127.0.0.1"), limits=GuardLimits())
 
     With an ``identity`` the caller is resolved from its headers once, the verdict put in
     the scope (``CALLER``) for everything behind; a body is read (and checked) only for
@@ -189,7 +189,7 @@ class Edge:
         app: ASGIApp,
         *,
         names: frozenset[str],
-        limits: EdgeLimits,
+        limits: GuardLimits,
         origins: Iterable[str] = (),
         identity: IdentityResolver | None = None,
         own_credentials: tuple[str, ...] = ("/dashboard",),
@@ -328,8 +328,8 @@ def replay(body: bytes, receive: Receive) -> Receive:
 __all__ = [
     "BODY",
     "LOCAL_NAMES",
-    "Edge",
-    "EdgeLimits",
+    "Guard",
+    "GuardLimits",
     "allowed_names",
     "credential_problem",
     "host_name",

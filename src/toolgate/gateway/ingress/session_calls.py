@@ -63,13 +63,13 @@ ASK_PREFIX = "toolgate-lane-"
 
 
 @dataclass(eq=False)
-class LaneSession:
-    """What the lane knows of one legacy session: its connection, the kernel serving
+class FastPathSession:
+    """What the fast path knows of one legacy session: its connection, the kernel serving
     it, the calls in flight here and the requests to the client awaiting an answer."""
 
     connection: Connection
     runner: ServerRunner[Any]
-    calls: dict[Any, LaneCall] = field(default_factory=dict)  # client request id → call
+    calls: dict[Any, FastPathCall] = field(default_factory=dict)  # client request id → call
     asked: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
     ids: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -83,8 +83,8 @@ class LaneSession:
         self.asked.clear()
 
 
-class LaneCall:
-    """One legacy ``tools/call`` in the lane, run by its POST's own task: the SDK's
+class FastPathCall:
+    """One legacy ``tools/call`` on the fast path, run by its POST's own task: the SDK's
     ``DispatchContext`` for it (the back-channel its handler uses) and its
     ``CallResponse``."""
 
@@ -92,7 +92,7 @@ class LaneCall:
 
     def __init__(
         self,
-        session: LaneSession,
+        session: FastPathSession,
         request_id: Any,
         params: Mapping[str, Any] | None,
         request: Any,
@@ -108,7 +108,7 @@ class LaneCall:
         self.closed = False  # the handler is done: nothing more goes out for it
         self.ended = False  # the session ended under the call
         self.task = asyncio.current_task()  # the POST's, running the call
-        self.stopped = False  # the lane cancelled the call (the client's or the session's end)
+        self.stopped = False  # the fast path cancelled the call (the client's or the session's end)
 
     @property
     def detached(self) -> bool:
@@ -221,7 +221,7 @@ class SessionCalls:
     def __init__(self, server: Server[Any], manager: StreamableHTTPSessionManager) -> None:
         self.server = server
         self.manager = manager
-        self.sessions: dict[str, LaneSession] = {}
+        self.sessions: dict[str, FastPathSession] = {}
         self.served = 0  # calls served, so far
 
     # -- meeting sessions on the SDK path ----------------------------------------------
@@ -232,12 +232,12 @@ class SessionCalls:
         key = connection.session_id
         if key is not None and key not in self.sessions and connection.initialize_accepted:
             runner = ServerRunner(self.server, connection, ctx.lifespan_context)
-            self.sessions[key] = session = LaneSession(connection, runner)
+            self.sessions[key] = session = FastPathSession(connection, runner)
             ref = weakref.ref(session)
             connection.exit_stack.callback(self._forget, key, ref)
         return await call_next(ctx)
 
-    def _forget(self, key: str, ref: weakref.ref[LaneSession]) -> None:
+    def _forget(self, key: str, ref: weakref.ref[FastPathSession]) -> None:
         session = ref()
         if session is not None and self.sessions.get(key) is session:
             del self.sessions[key]
@@ -246,7 +246,7 @@ class SessionCalls:
 
     def find(
         self, scope: Scope, headers: Mapping[bytes, bytes], key: str | None
-    ) -> tuple[LaneSession, StreamableHTTPServerTransport] | None:
+    ) -> tuple[FastPathSession, StreamableHTTPServerTransport] | None:
         """The session a POST belongs to, when the SDK would serve it as it stands: a
         live session of the same credential, negotiated version, both media accepted."""
         if key is None:
@@ -270,7 +270,7 @@ class SessionCalls:
     async def take(
         self,
         message: dict[str, Any],
-        session: LaneSession,
+        session: FastPathSession,
         transport: StreamableHTTPServerTransport,
         scope: Scope,
         send: Send,
@@ -296,12 +296,12 @@ class SessionCalls:
         self,
         message: dict[str, Any],
         params: dict[str, Any] | None,
-        session: LaneSession,
+        session: FastPathSession,
         scope: Scope,
         send: Send,
     ) -> None:
         request_id = message["id"]
-        call = LaneCall(session, request_id, params, Request(scope), send)
+        call = FastPathCall(session, request_id, params, Request(scope), send)
         session.calls[request_id] = call
         self.served += 1
         try:
@@ -312,7 +312,7 @@ class SessionCalls:
         await call.finish(answer)
 
     async def _run(
-        self, call: LaneCall, method: str, params: dict[str, Any] | None
+        self, call: FastPathCall, method: str, params: dict[str, Any] | None
     ) -> dict[str, Any] | None:
         """The kernel's answer to one call, as the SDK's dispatcher shapes it; ``None``
         when there is none to give (the client cancelled it, or is gone)."""
@@ -328,7 +328,7 @@ class SessionCalls:
             answer = {"jsonrpc": "2.0", "id": call.request_id, "result": result}
         except asyncio.CancelledError:
             if not call.stopped:
-                raise  # not the lane's doing: the POST's task itself is being cancelled
+                raise  # not the fast path's doing: the POST's task itself is being cancelled
         except Exception as exc:
             error = handler_exception_to_error_data(exc)
             if error is None:
@@ -341,12 +341,12 @@ class SessionCalls:
                 del call.session.calls[call.request_id]  # nothing cancels it from now on
             task = call.task
             if call.stopped and task is not None and task.cancelling():
-                task.uncancel()  # the lane's cancel is spent: the POST's task goes on
+                task.uncancel()  # the fast path's cancel is spent: the POST's task goes on
         return None if call.cancel_requested.is_set() or call.detached else answer
 
     # -- the client's answers and cancellations (legacy) -----------------------------------
-    async def _answer(self, message: dict[str, Any], session: LaneSession, send: Send) -> bool:
-        """A client's response to one of the lane's requests: hand it to the waiter."""
+    async def _answer(self, message: dict[str, Any], session: FastPathSession, send: Send) -> bool:
+        """A client's response to one of the fast path's requests: hand it to the waiter."""
         key = message.get("id")
         waiting = session.asked.get(key) if isinstance(key, str) else None
         if waiting is None:
@@ -359,8 +359,8 @@ class SessionCalls:
         await _accepted(send)
         return True
 
-    async def _cancel(self, message: dict[str, Any], session: LaneSession, send: Send) -> bool:
-        """``notifications/cancelled`` for a call in the lane: stop it, answer nothing."""
+    async def _cancel(self, message: dict[str, Any], session: FastPathSession, send: Send) -> bool:
+        """``notifications/cancelled`` for a call on the fast path: stop it, answer nothing."""
         params = message.get("params")
         request_id = params.get("requestId") if isinstance(params, dict) else None
         call = session.calls.get(request_id) if is_request_id(request_id) else None
@@ -372,7 +372,7 @@ class SessionCalls:
         return True
 
 
-def _session_header(session: LaneSession) -> tuple[bytes, bytes]:
+def _session_header(session: FastPathSession) -> tuple[bytes, bytes]:
     return (MCP_SESSION_ID_HEADER.encode(), (session.connection.session_id or "").encode())
 
 
@@ -381,4 +381,4 @@ async def _accepted(send: Send) -> None:
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-__all__ = ["ASK_PREFIX", "LaneCall", "LaneSession", "SessionCalls"]
+__all__ = ["ASK_PREFIX", "FastPathCall", "FastPathSession", "SessionCalls"]

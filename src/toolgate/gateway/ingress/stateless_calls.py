@@ -117,7 +117,7 @@ class StatelessCalls:
         finally:
             stop_watching()
             if left and task is not None and task.cancelling():
-                task.uncancel()  # the lane's cancel is spent: the POST's task goes on
+                task.uncancel()  # the fast path's cancel is spent: the POST's task goes on
         # as the SDK's modern entry answers: one JSON body (its HTTP status mapped from
         # the error) when the call ends before saying anything, else the stream's end
         await response.end(reply, lambda: write_json(send, reply, status, []))
