@@ -59,9 +59,9 @@ class AskedOAuth(OAuthResolver):
 
     asked = 0
 
-    async def resolve(self, caller: Caller) -> Principal | None:
-        self.asked += 1
-        return await super().resolve(caller)
+    async def resolve_with_scopes(self, caller: Caller) -> tuple[Principal | None, list[str]]:
+        self.asked += 1  # ``resolve`` goes through it too
+        return await super().resolve_with_scopes(caller)
 
     async def verify_token(self, token: str) -> Any:
         self.asked += 1
@@ -78,7 +78,7 @@ def config(tmp: Path, identity: str, **toolgate: Any) -> dict[str, Any]:
     who: dict[str, Any] = {}
     if identity == "tokens":
         who = {"tokens": {sha256(TOKEN): {"id": "ada", "trust": "verified", "scope": ["*"]}}}
-    if identity == "oauth":
+    if identity in ("oauth", "oauth-scoped"):
         key = rsa_jwk("k1")
         public = {k: v for k, v in key.items() if k not in ("d", "p", "q", "dp", "dq", "qi")}
         (tmp / "jwks.json").write_text(json.dumps({"keys": [public]}))
@@ -89,15 +89,18 @@ def config(tmp: Path, identity: str, **toolgate: Any) -> dict[str, Any]:
                 "audience": [AUDIENCE],
                 "keys": str(tmp / "jwks.json"),
                 "claims": {"scope": None},  # every group: the default scope
+                # the SDK's RequireAuthMiddleware checks these against the guard's answer
+                "required_scopes": ["mcp:tools"] if identity == "oauth-scoped" else [],
             }
         }
     return {"mcpServers": {}, "toolgate": {"identity": who, **toolgate}}
 
 
-def jwt_for(tmp: Path) -> str:
+def jwt_for(tmp: Path, scope: str = "mcp:tools") -> str:
     key = jwt.PyJWK(json.loads((tmp / "key.json").read_text()))
     now = int(time.time())
     claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "ada", "iat": now, "exp": now + 300}
+    claims["scope"] = scope
     return jwt.encode(claims, key.key, algorithm="RS256", headers={"kid": "k1"})
 
 
@@ -205,7 +208,7 @@ def asked_oauth(gateway: Gateway) -> AskedOAuth:
 
 @pytest.mark.parametrize("fast_path", [True, False], ids=["fast-path", "sdk-path"])
 @pytest.mark.parametrize("era", ERAS)
-@pytest.mark.parametrize("kind", ["tokens", "oauth"])
+@pytest.mark.parametrize("kind", ["tokens", "oauth", "oauth-scoped"])
 async def test_each_http_request_asks_the_identity_resolver_once(
     tmp_path: Path, kind: str, era: str, fast_path: bool
 ) -> None:
@@ -243,6 +246,46 @@ async def test_a_refused_credential_is_answered_without_asking_again(tmp_path: P
     assert refused.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
     assert isinstance(gateway.identity, AskedTokens)
     assert (gateway.identity.asked, len(requests.paths)) == (1, 1)
+
+
+async def test_a_token_without_a_required_scope_is_refused_by_the_guards_answer(
+    tmp_path: Path,
+) -> None:
+    """With ``required_scopes``, the SDK's 403 reads the scopes the guard's one
+    resolution found: a valid token lacking one is refused, and asked about once."""
+    cfg = config(tmp_path, "oauth-scoped")
+    async with gateway_at(cfg, identity=asked_oauth) as (gateway, requests, url):
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {jwt_for(tmp_path, scope='other')}",
+        }
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        async with httpx.AsyncClient() as http:
+            refused = await http.post(url, json=body, headers=headers)
+    assert refused.status_code == 403
+    assert 'error="insufficient_scope"' in refused.headers["www-authenticate"]
+    assert isinstance(gateway.identity, AskedOAuth)
+    assert (gateway.identity.asked, len(requests.paths)) == (1, 1)
+
+
+async def test_webmcp_reads_the_guards_answer_instead_of_asking_again(tmp_path: Path) -> None:
+    """``/webmcp/*`` serves the principal the guard resolved: one resolution a request."""
+    async with gateway_at(config(tmp_path, "tokens"), identity=asked_tokens) as (
+        gateway,
+        requests,
+        url,
+    ):
+        root = url.removesuffix("/mcp")
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        async with httpx.AsyncClient() as http:
+            listed = await http.get(f"{root}/webmcp/tools", headers=auth)
+            called = await http.post(
+                f"{root}/webmcp/call", headers=auth, json={"name": "list_groups", "arguments": {}}
+            )
+    assert (listed.status_code, called.status_code) == (200, 200)
+    assert isinstance(gateway.identity, AskedTokens)
+    assert requests.paths == ["/webmcp/tools", "/webmcp/call"]
+    assert gateway.identity.asked == 2
 
 
 # -- Host and Origin, checked once -------------------------------------------------------

@@ -45,6 +45,11 @@ class IdentityResolver:
     async def resolve(self, caller: Caller) -> Principal | None:
         return None
 
+    async def resolve_with_scopes(self, caller: Caller) -> tuple[Principal | None, list[str]]:
+        """``resolve``, with the OAuth scopes the caller's credential grants (none by
+        default): an HTTP front that resolves a caller once keeps both."""
+        return await self.resolve(caller), []
+
 
 IdentityFn = Callable[[Caller], "Principal | Awaitable[Principal | None] | None"]
 

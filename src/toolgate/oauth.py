@@ -346,21 +346,26 @@ class OAuthResolver(IdentityResolver):
 
     # -- IdentityResolver and TokenVerifier ------------------------------------------------
     async def resolve(self, caller: Caller) -> Principal | None:
+        principal, _ = await self.resolve_with_scopes(caller)
+        return principal
+
+    async def resolve_with_scopes(self, caller: Caller) -> tuple[Principal | None, list[str]]:
+        """The caller's principal and its token's OAuth scopes (a static token is
+        granted the required ones, as ``verify_token`` grants them)."""
         if caller.transport != "http":
-            return None
+            return None, []
         token = caller.bearer_token
         if token is None:
             raise Unauthenticated("Unauthorized: this server requires a bearer token")
         if self.static is not None:
             found = self.static.principal_for(token)
             if found is not None:
-                return found
+                return found, list(self.settings.required_scopes)
         try:
-            principal, _ = await self.validate(token)
+            return await self.validate(token)
         except TokenRefused as exc:
             self._refused(exc)
             raise Unauthenticated(f"Unauthorized: bearer token refused: {exc}") from None
-        return principal
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The SDK ``TokenVerifier`` protocol: None makes the HTTP layer answer 401."""

@@ -88,10 +88,15 @@ class Resolved:
 
     principal: Principal | None = None
     refused: ToolgateError | None = None
+    #: the OAuth scopes the caller's credential grants (``resolve_with_scopes``)
+    scopes: tuple[str, ...] = ()
 
     @classmethod
     async def of(cls, identity: IdentityResolver | IdentityFn, caller: Caller) -> Resolved:
         try:
+            if isinstance(identity, IdentityResolver):
+                principal, scopes = await identity.resolve_with_scopes(caller)
+                return cls(principal, scopes=tuple(scopes))
             return cls(await resolve_principal(identity, caller))
         except ToolgateError as exc:  # ``Unauthenticated``: a missing or refused credential
             return cls(refused=exc)
@@ -148,10 +153,21 @@ async def principal_of(
     its scope), else as ``identity`` says now (stdio, an app without that front)."""
     if identity is None:
         return None  # nobody to ask: the headers need not be read
-    resolved = getattr(ctx.request, "scope", {}).get(CALLER)
+    scope = getattr(ctx.request, "scope", {})
+    return await resolved_or(scope, identity, lambda: caller_of(ctx, access_token))
+
+
+async def resolved_or(
+    scope: Mapping[str, Any],
+    identity: IdentityResolver | IdentityFn | None,
+    caller: Callable[[], Caller],
+) -> Principal | None:
+    """The principal an HTTP front resolved for this request (``CALLER`` in ``scope``;
+    its refusal raised), else the one ``identity`` gives ``caller()`` now."""
+    resolved = scope.get(CALLER)
     if isinstance(resolved, Resolved):
         return resolved.admitted
-    return await resolve_principal(identity, caller_of(ctx, access_token))
+    return await resolve_principal(identity, caller())
 
 
 def session_key(ctx: Context) -> str:

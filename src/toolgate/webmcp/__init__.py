@@ -20,8 +20,9 @@ from starlette.routing import Route
 
 from toolgate.catalog import ToolResult
 from toolgate.errors import StoreUnavailable, ToolgateError, Unauthenticated
-from toolgate.identity import Caller, IdentityFn, IdentityResolver, resolve_principal
+from toolgate.identity import Caller, IdentityFn, IdentityResolver
 from toolgate.policy import Principal
+from toolgate.request import resolved_or
 from toolgate.strategies import Delivery
 from toolgate.strategies.base import LEGACY, Strategy
 from toolgate.strategies.base import Request as ToolRequest
@@ -99,7 +100,7 @@ def webmcp_routes(
 
     async def session_for(request: Request) -> tuple[Strategy, ToolRequest]:
         headers = {k.lower(): v for k, v in request.headers.items()}
-        found = await resolve_principal(identity, Caller("http", headers))
+        found = await resolved_or(request.scope, identity, lambda: Caller("http", headers))
         if found is None or not found.authenticated:
             # any web page may call a loopback server: tools are published to token
             # holders only, never to whoever the default principal is

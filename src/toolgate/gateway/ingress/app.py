@@ -78,7 +78,7 @@ def http_app(
             client_of=client_of(by_credential=tg.identity.oauth is not None),
             stateless=is_stateless,
         ),
-        *authentication(cfg, identity),  # the guard's verdict as the SDK's user; 401 on /mcp
+        *authentication(cfg),  # the guard's verdict as the SDK's user; 401 on /mcp
     ]
     fast_path = None
     if limits.fast_path and not fast_path_available():

@@ -25,8 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolgate.gateway.config.identity import resource_of
 from toolgate.gateway.config.model import GatewayConfig
-from toolgate.identity import BearerTokens, IdentityResolver
-from toolgate.oauth import OAuthResolver
+from toolgate.identity import BearerTokens
 from toolgate.request import CALLER, Resolved
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -50,7 +49,7 @@ def oauth_settings(cfg: GatewayConfig) -> AuthSettings | None:
     )
 
 
-def authentication(cfg: GatewayConfig, identity: IdentityResolver) -> list[Middleware]:
+def authentication(cfg: GatewayConfig) -> list[Middleware]:
     """When the config asks for a credential (bearer tokens, OAuth): the guard's verdict
     as the SDK's user (its session owners, its access-token context), then ``/mcp``
     behind the SDK's ``RequireAuthMiddleware`` (401, 403 for a missing required scope)."""
@@ -62,7 +61,7 @@ def authentication(cfg: GatewayConfig, identity: IdentityResolver) -> list[Middl
     metadata = None
     if settings is not None and settings.resource_server_url is not None:
         metadata = build_resource_metadata_url(settings.resource_server_url)
-    backend = Admitted(identity if scopes and isinstance(identity, OAuthResolver) else None)
+    backend = Admitted()
     return [
         Middleware(AuthenticationMiddleware, backend=backend),
         Middleware(AuthContextMiddleware),
@@ -72,12 +71,8 @@ def authentication(cfg: GatewayConfig, identity: IdentityResolver) -> list[Middl
 
 class Admitted(AuthenticationBackend):
     """The SDK's authenticated user for the principal the guard admitted (``CALLER``),
-    as its bearer backend makes one: an ``AccessToken`` naming the principal and the
-    token's digest. ``scopes_from``: with required scopes, the OAuth resolver whose
-    answer for the token (cached by the guard's resolution) carries them."""
-
-    def __init__(self, scopes_from: OAuthResolver | None = None) -> None:
-        self.scopes_from = scopes_from
+    as its bearer backend makes one: an ``AccessToken`` naming the principal, the
+    token's digest and the scopes the guard's one resolution found."""
 
     async def authenticate(
         self, conn: HTTPConnection
@@ -86,13 +81,10 @@ class Admitted(AuthenticationBackend):
         principal = resolved.principal if isinstance(resolved, Resolved) else None
         if principal is None or not principal.authenticated:
             return None
+        assert isinstance(resolved, Resolved)
         token = conn.headers.get("authorization", "").partition(" ")[2].strip()
-        scopes: list[str] = []
-        if self.scopes_from is not None:
-            verified = await self.scopes_from.verify_token(token)
-            scopes = verified.scopes if verified is not None else []
         access = AccessToken(
-            token=BearerTokens.digest(token), client_id=principal.id, scopes=scopes
+            token=BearerTokens.digest(token), client_id=principal.id, scopes=list(resolved.scopes)
         )
         return AuthCredentials(access.scopes), AuthenticatedUser(access)
 
