@@ -23,6 +23,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from _fixtures.gateway import INIT, MCP_HEADERS
 from _fixtures.mcp_servers import serve_http
 from _fixtures.oidc_provider import rsa_jwk
 from toolgate.gateway.config.model import parse_config
@@ -307,18 +308,7 @@ async def request(url: str, path: str, headers: dict[str, str]) -> httpx.Respons
     headers = {"Authorization": f"Bearer {token}", **headers}
     async with httpx.AsyncClient() as http:
         if path == "/mcp":
-            init = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"},
-                },
-            }
-            accept = {"Accept": "application/json, text/event-stream"}
-            return await http.post(f"{base}{path}", json=init, headers={**accept, **headers})
+            return await http.post(f"{base}{path}", json=INIT, headers={**MCP_HEADERS, **headers})
         return await http.get(f"{base}{path}", headers=headers)
 
 
