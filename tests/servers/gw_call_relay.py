@@ -1,4 +1,4 @@
-"""A small MCP backend for the gateway's relay tests (``test_gateway_upstream.py``).
+"""A small MCP backend for the gateway's relay tests (``test_gateway_call_relay.py``).
 
 ``ask_then_die`` asks the client to sample (or, with ``{"ask": "elicitation"}``, to fill
 a form), then exits while the answer is awaited;
@@ -19,7 +19,7 @@ the client's roots; ``sample`` asks the client to sample and answers with its te
 2026-07-28 clients also send as the ``Mcp-Param-Region`` header.
 ``logging/setLevel`` writes the level to ``DIR/level``,
 ``notifications/roots/list_changed`` a line to ``DIR/roots_changed``.
-Run: ``python tests/servers/gw_upstream.py --marks DIR [--port N]`` (SDK low-level
+Run: ``python tests/servers/gw_call_relay.py --marks DIR [--port N]`` (SDK low-level
 ``Server``; stdio, or streamable HTTP on port N).
 """
 

@@ -5,7 +5,7 @@ gateway (served over streamable HTTP in this process): progress, sampling, form 
 elicitation, roots and logging give the same result through the gateway as from the server
 directly, with ``mcp.ClientSession`` (legacy), ``fastmcp.Client`` (legacy and the default
 2026-07-28) and ``mcp.Client`` (2026-07-28), each answering with real handlers. A small
-Python backend (``tests/servers/gw_upstream.py``) covers cancellation and the faults: a
+Python backend (``tests/servers/gw_call_relay.py``) covers cancellation and the faults: a
 backend that dies during a sampling round trip, a client that leaves mid-progress; the
 completion of a URL-mode elicitation and the logging levels sessions ask for. Two of it,
 ``alpha`` and ``beta``, behind a second gateway whose principals each have one of them in
@@ -79,7 +79,7 @@ async def served(
     marks = tmp_path_factory.mktemp("upstream-marks")
     faulty = {
         "command": sys.executable,
-        "args": [str(SERVERS / "gw_upstream.py"), "--marks", str(marks)],
+        "args": [str(SERVERS / "gw_call_relay.py"), "--marks", str(marks)],
     }
     cfg = parse_config(
         {
@@ -676,7 +676,7 @@ async def _faulty_both_ways(
     """``probe`` run on the ``faulty`` backend directly (its command line), then through
     the gateway."""
     await _faulty_up(served)
-    argv = [sys.executable, str(SERVERS / "gw_upstream.py"), "--marks", str(served.marks)]
+    argv = [sys.executable, str(SERVERS / "gw_call_relay.py"), "--marks", str(served.marks)]
     return await probe(kind, argv), await probe(kind, served.url)
 
 
@@ -804,7 +804,7 @@ async def scoped(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Scop
     marks = {name: tmp_path_factory.mktemp(f"upstream-{name}") for name in ("alpha", "beta")}
 
     def backend(name: str) -> dict[str, Any]:
-        script = str(SERVERS / "gw_upstream.py")
+        script = str(SERVERS / "gw_call_relay.py")
         args = [script, "--marks", str(marks[name]), "--name", name]
         return {"command": sys.executable, "args": args, "prefix": name[0]}
 
@@ -982,22 +982,22 @@ class Hopped:
 async def _listening(port: int, proc: subprocess.Popen[bytes]) -> None:
     for _ in range(400):
         if proc.poll() is not None:
-            raise RuntimeError(f"gw_upstream.py exited with {proc.returncode}")
+            raise RuntimeError(f"gw_call_relay.py exited with {proc.returncode}")
         with contextlib.suppress(OSError):
             _, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.close()
             return
         await asyncio.sleep(0.05)
-    raise RuntimeError(f"gw_upstream.py does not listen on {port}")
+    raise RuntimeError(f"gw_call_relay.py does not listen on {port}")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def hopped(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hopped]:
-    """``gw_upstream.py`` over streamable HTTP behind a gateway: its calls go by the
+    """``gw_call_relay.py`` over streamable HTTP behind a gateway: its calls go by the
     lane (legacy clients) and the hop."""
     marks = tmp_path_factory.mktemp("hop-marks")
     port = free_port()
-    argv = [sys.executable, str(SERVERS / "gw_upstream.py"), "--marks", str(marks)]
+    argv = [sys.executable, str(SERVERS / "gw_call_relay.py"), "--marks", str(marks)]
     proc = subprocess.Popen([*argv, "--port", str(port), "--header-param"])
     try:
         await _listening(port, proc)

@@ -1,4 +1,5 @@
-"""The HTTP edge's connection helpers. Paired writes (``gateway.edge._Paired``): a
+"""The HTTP server protocol's connection helpers. Paired writes
+(``gateway.ingress.protocol._Paired``): a
 response's head and the body written right after it leave in one send; a write nothing
 follows leaves at the end of the event loop's turn; closing sends what is held first.
 ``Leaving``: a connection's end told to the requests that asked, once."""

@@ -2,7 +2,7 @@
 ``stateless``, ``http``): bodies chunked, sized or closed, events split anywhere and ended
 by any line break, and when calls may reach a backend by hand (no proxy in the way). The
 RFC 9112 rules on a real socket are in ``test_gateway_http11.py``; the calls end to end,
-with real clients and a real backend, in ``test_gateway_upstream.py``."""
+with real clients and a real backend, in ``test_gateway_call_relay.py``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The edge's check of a JSON body (``json_problem``): nesting is measured whatever
+"""The guard's check of a JSON body (``json_problem``): nesting is measured whatever
 shape the body has, and a shallow body is let through however many brackets it holds."""
 
 from __future__ import annotations
