@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from _fixtures.gateway import INIT, MCP_HEADERS
 from _fixtures.mcp_servers import serve_http
 from _fixtures.oidc_provider import rsa_jwk
+from toolgate import sdk_internals
 from toolgate.gateway.config.model import parse_config
 from toolgate.gateway.ingress.guard import Guard
 from toolgate.gateway.ingress.protocol import GuardedProtocol
@@ -227,6 +229,22 @@ async def test_each_http_request_asks_the_identity_resolver_once(
     assert isinstance(gateway.identity, AskedTokens | AskedOAuth)
     assert requests.paths and set(requests.paths) == {"/mcp"}
     assert gateway.identity.asked == len(requests.paths)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_sdk_without_the_fast_paths_private_names_is_served_without_it(
+    tmp_path: Path, era: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """When the SDK lacks a private name the fast path runs, the gateway says which and
+    serves every request through the SDK's transport, instead of failing."""
+    gone = ("mcp.server.runner._has_modern_envelope",)
+    monkeypatch.setattr(sdk_internals, "FAST_PATH_MISSING", gone)
+    with caplog.at_level(logging.WARNING, logger="toolgate.gateway"):
+        async with gateway_at(config(tmp_path, "tokens")) as (gateway, _, url):
+            await list_and_call(url, TOKEN, era)
+            assert gateway.fast_path is None
+    assert "the fast path for tools/call is off" in caplog.text
+    assert "mcp.server.runner._has_modern_envelope" in caplog.text
 
 
 async def test_a_refused_credential_is_answered_without_asking_again(tmp_path: Path) -> None:

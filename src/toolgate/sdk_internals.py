@@ -49,10 +49,16 @@ def _load(module: str, name: str) -> Any:
 
 
 _loaded = {name: _load(module, name) for module, name in FAST_PATH_NAMES}
-#: what this SDK lacks of the names above, as ``module.name``
-MISSING: tuple[str, ...] = tuple(
+#: the fast path's module-level names this SDK lacks, as ``module.name``
+FAST_PATH_MISSING: tuple[str, ...] = tuple(
     f"{module}.{name}" for module, name in FAST_PATH_NAMES if _loaded[name] is None
-) + tuple(f"{cls.__name__}.{attr}" for cls, attr in PRIVATE_ATTRIBUTES if not hasattr(cls, attr))
+)
+#: the session manager's private attributes the fast path reads (instance attributes)
+MANAGER_ATTRIBUTES = ("_server_instances", "_session_owners", "_lifespan_state")
+#: what this SDK lacks of the names above and of ``PRIVATE_ATTRIBUTES``
+MISSING: tuple[str, ...] = FAST_PATH_MISSING + tuple(
+    f"{cls.__name__}.{attr}" for cls, attr in PRIVATE_ATTRIBUTES if not hasattr(cls, attr)
+)
 
 SSE_HEADERS: list[tuple[bytes, bytes]] = _loaded["_SSE_HEADERS"] or []
 SSE_PING_INTERVAL: float = _loaded["_SSE_PING_INTERVAL"] or 15.0
@@ -61,9 +67,15 @@ SingleExchangeDispatchContext: Any = _loaded["_SingleExchangeDispatchContext"]
 has_modern_envelope: Any = _loaded["_has_modern_envelope"]
 
 
-def fast_path_available() -> bool:
-    """Whether every private name the fast path runs is in this SDK."""
-    return not MISSING
+def fast_path_missing(manager: StreamableHTTPSessionManager) -> tuple[str, ...]:
+    """What the fast path in front of ``manager`` would read and this SDK lacks: its
+    module-level names, then the manager's private attributes; empty when all is there."""
+    lacking = tuple(
+        f"StreamableHTTPSessionManager.{attr}"
+        for attr in MANAGER_ATTRIBUTES
+        if not hasattr(manager, attr)
+    )
+    return FAST_PATH_MISSING + lacking
 
 
 # -- requests and connections -------------------------------------------------------------
@@ -169,6 +181,7 @@ def registered_tools(mcp_server: Any) -> list[Any]:
 
 
 __all__ = [
+    "FAST_PATH_MISSING",
     "FAST_PATH_NAMES",
     "MISSING",
     "SSE_HEADERS",
@@ -179,7 +192,7 @@ __all__ = [
     "client_notified",
     "connection_if_any",
     "connection_of",
-    "fast_path_available",
+    "fast_path_missing",
     "has_exit_callbacks",
     "has_modern_envelope",
     "holding",

@@ -20,6 +20,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 from starlette.types import Scope
 
+from toolgate import sdk_internals
 from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.auth import authentication, oauth_settings
 from toolgate.gateway.ingress.fast_path import FastPath
@@ -30,7 +31,6 @@ from toolgate.gateway.ingress.session_cap import ClientOf, SessionCap
 from toolgate.identity import IdentityResolver
 from toolgate.lowlevel import Binding
 from toolgate.request import CALLER, Resolved
-from toolgate.sdk_internals import MISSING, fast_path_available
 from toolgate.strategies.base import is_stateless
 
 logger = logging.getLogger("toolgate.gateway")
@@ -81,11 +81,12 @@ def http_app(
         *authentication(cfg),  # the guard's verdict as the SDK's user; 401 on /mcp
     ]
     fast_path = None
-    if limits.fast_path and not fast_path_available():
+    missing = sdk_internals.fast_path_missing(binding.server.session_manager)
+    if limits.fast_path and missing:
         logger.warning(
             "the fast path for tools/call is off: this MCP SDK (%s) lacks %s",
             version("mcp"),
-            ", ".join(MISSING),
+            ", ".join(missing),
         )
     elif limits.fast_path:
         fast_path = install_fast_path(binding.server)
