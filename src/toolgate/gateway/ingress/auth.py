@@ -78,10 +78,11 @@ class Admitted(AuthenticationBackend):
         self, conn: HTTPConnection
     ) -> tuple[AuthCredentials, AuthenticatedUser] | None:
         resolved = conn.scope.get(CALLER)
-        principal = resolved.principal if isinstance(resolved, Resolved) else None
+        if not isinstance(resolved, Resolved):
+            return None
+        principal = resolved.principal
         if principal is None or not principal.authenticated:
             return None
-        assert isinstance(resolved, Resolved)
         token = conn.headers.get("authorization", "").partition(" ")[2].strip()
         access = AccessToken(
             token=BearerTokens.digest(token), client_id=principal.id, scopes=list(resolved.scopes)
