@@ -13,6 +13,9 @@ command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/
     || need_pkgs+=(chromium-headless-shell)
 # the OAuth tests run a real OpenID provider (npm's oidc-provider, installed on first use)
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || need_pkgs+=(nodejs npm)
+# the replica tests run the shipped balancer configurations (deploy/) in real HAProxy and nginx
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need_pkgs+=(haproxy)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_pkgs+=(nginx-light)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     echo "installing ${need_pkgs[*]} from Debian's packages"
     if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
