@@ -122,3 +122,19 @@ def test_the_probes_reach_the_gateways_port_and_paths_with_a_host_it_accepts(
     service = manifest["Service"]["spec"]
     assert service["ports"][0]["targetPort"] == port["name"]
     assert service["selector"] == manifest["Deployment"]["spec"]["selector"]["matchLabels"]
+
+
+# -- the guide quotes the files --------------------------------------------------------------
+
+
+GUIDE = DEPLOY.parent / "docs" / "guides" / "replicas.md"
+
+
+@pytest.mark.parametrize(("lang", "shipped"), [("haproxy", "haproxy.cfg"), ("nginx", "nginx.conf")])
+def test_every_line_the_guide_quotes_is_in_the_shipped_file(lang: str, shipped: str) -> None:
+    text = GUIDE.read_text()
+    blocks = re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
+    assert blocks
+    lines = {line.strip() for line in (DEPLOY / shipped).read_text().splitlines()}
+    quoted = [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
+    assert [line for line in quoted if line not in lines] == []
