@@ -1,0 +1,218 @@
+"""Replicas behind HAProxy under load: what a kill, a rolling restart, a reload and a
+Redis failover cost the clients.
+
+N ``toolgate serve`` replicas on one Redis behind Debian's HAProxy running
+``deploy/haproxy.cfg`` as shipped (the test suite's harness, ``tests/_fixtures/replicas``),
+and real clients calling ``work(10 ms)`` in a loop: 2026-07-28 clients (fastmcp's default
+mode) and legacy ones (``mode="legacy"``, a new session after any failure). For each event
+it reports calls, errors, p50 and p99 latency before, during and after, and how long after
+the event the last error came. On a 2-core machine shared with other work, throughput does
+not grow with replicas: read the errors and recovery times, not the call rates.
+
+Run: ``.venv/bin/python benchmarks/bench_replicas.py [--events kill,rolling] [--no-write]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))
+os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])
+
+from fastmcp import Client  # noqa: E402
+from fastmcp.client.transports import StreamableHttpTransport  # noqa: E402
+from search_eval import RESULTS, write_section  # noqa: E402
+
+from _fixtures.gateway import BOB_TOKEN  # noqa: E402
+from _fixtures.mcp_servers import free_port  # noqa: E402
+from _fixtures.redis_server import RedisServer  # noqa: E402
+from _fixtures.replicas import ReplicaSet, ReplicaSetup, start_replicas  # noqa: E402
+
+BEGIN, END = "<!-- replicas:begin -->", "<!-- replicas:end -->"
+PHASE_S = 4.0
+WORK_MS = 10
+
+
+@dataclass(frozen=True)
+class Call:
+    era: str
+    client: int
+    started: float
+    ended: float
+    ok: bool
+
+
+async def client_loop(
+    url: str, era: str, number: int, stop: asyncio.Event, calls: list[Call]
+) -> None:
+    """One client calling until ``stop``; after a failure it connects again (for a legacy
+    client: a new session), as an agent would."""
+    mode = "legacy" if era == "legacy" else "auto"
+    while not stop.is_set():
+        try:
+            async with Client(StreamableHttpTransport(url, auth=BOB_TOKEN), mode=mode) as client:
+                while not stop.is_set():
+                    started = time.monotonic()
+                    try:
+                        await client.call_tool("work", {"ms": WORK_MS})
+                    except Exception:
+                        calls.append(Call(era, number, started, time.monotonic(), False))
+                        break
+                    calls.append(Call(era, number, started, time.monotonic(), True))
+        except Exception:  # a failed connect, or the broken client's exit
+            calls.append(Call(era, number, time.monotonic(), time.monotonic(), False))
+        await asyncio.sleep(0.05)
+
+
+def served(calls: list[Call]) -> int:
+    """How many clients have had a call served (each client's calls share a ``client``)."""
+    return len({c.client for c in calls if c.ok})
+
+
+def row(calls: list[Call]) -> str:
+    latencies = sorted((c.ended - c.started) * 1000 for c in calls if c.ok)
+    errors = sum(not c.ok for c in calls)
+    if len(latencies) >= 2:
+        p50 = statistics.median(latencies)
+        p99 = statistics.quantiles(latencies, n=100, method="inclusive")[98]
+        shown = f"{p50:.0f} | {p99:.0f}"
+    else:
+        shown = "- | -"
+    return f"{len(calls):,} | {errors} | {shown}"
+
+
+async def kill(replicas: ReplicaSet) -> None:
+    """SIGKILL one replica; the event ends when HAProxy has taken it out."""
+    victim = replicas.replicas[0]
+    victim.kill()
+    await asyncio.to_thread(replicas.balancer.wait_states, {replicas.server(victim): False})
+
+
+async def rolling(replicas: ReplicaSet) -> None:
+    """SIGTERM each replica in turn, start its replacement, wait until HAProxy has it."""
+    for replica in replicas.replicas:
+        replica.signal(signal.SIGTERM)
+        await asyncio.to_thread(replica.wait, 60)
+        await asyncio.to_thread(replica.start)
+        await asyncio.to_thread(replicas.all_up)
+
+
+EVENTS: dict[str, Callable[[ReplicaSet], Awaitable[None]]] = {
+    "kill": kill,
+    "rolling": rolling,
+}
+TITLES = {
+    "kill": "(a) one replica SIGKILLed (event: until HAProxy takes it out)",
+    "rolling": "(b) rolling restart: SIGTERM, replacement, ready, per replica",
+}
+
+
+async def measure(replicas: ReplicaSet, event: str, clients: dict[str, int]) -> list[str]:
+    stop, calls = asyncio.Event(), list[Call]()
+    loops = [
+        asyncio.create_task(client_loop(replicas.url, era, number, stop, calls))
+        for number, era in enumerate(era for era, n in clients.items() for _ in range(n))
+    ]
+    # every client connected and served once, then the "before" window
+    deadline = time.monotonic() + 120
+    while served(calls) < sum(clients.values()):
+        assert time.monotonic() < deadline, "the clients never got going"
+        await asyncio.sleep(0.1)
+    before = time.monotonic()
+    await asyncio.sleep(PHASE_S)
+    begun = time.monotonic()
+    await EVENTS[event](replicas)
+    ended = time.monotonic()
+    await asyncio.sleep(PHASE_S)
+    stop.set()
+    await asyncio.gather(*loops)
+    await asyncio.to_thread(replicas.all_up)  # a killed replica restarted, outside the windows
+    rows = []
+    for era in clients:
+        mine = [c for c in calls if c.era == era]
+        failed = [c.ended for c in mine if not c.ok and c.ended >= begun]
+        recovered = f"{max(failed) - begun:.1f} s" if failed else "no error"
+        phases = (
+            [c for c in mine if before <= c.started < begun],
+            [c for c in mine if begun <= c.started < ended],
+            [c for c in mine if c.started >= ended],
+        )
+        cells = " | ".join(row(p) for p in phases)
+        rows.append(f"| {TITLES[event]} | {era} | {ended - begun:.1f} s | {cells} | {recovered} |")
+    return rows
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--events", default=",".join(EVENTS))
+    parser.add_argument("--no-write", action="store_true")
+    ns = parser.parse_args()
+    clients = {"2026-07-28": 6, "legacy": 4}
+    with tempfile.TemporaryDirectory() as tmp:
+        binary = shutil.which("redis-server")
+        assert binary, "redis-server is needed"
+        redis = RedisServer(binary, free_port(), Path(tmp))
+        redis.start()
+        replicas = start_replicas(ReplicaSetup(Path(tmp), redis.url, count=ns.replicas))
+        rows: list[str] = []
+        try:
+            for event in ns.events.split(","):
+                rows += await measure(replicas, event, clients)
+                print(*rows[-len(clients) :], sep="\n", flush=True)
+        finally:
+            replicas.stop()
+            redis.stop()
+    load = os.getloadavg()[0]
+    body = "\n".join(
+        [
+            "## Replicas behind HAProxy (`benchmarks/bench_replicas.py`)",
+            "",
+            f"{ns.replicas} `toolgate serve` replicas on one Redis behind HAProxy "
+            f"{haproxy_version()} running `deploy/haproxy.cfg` as shipped; "
+            f"{clients['2026-07-28']} 2026-07-28 clients and {clients['legacy']} legacy "
+            f"clients (fastmcp) each calling `work({WORK_MS} ms)` in a loop, reconnecting "
+            f"after a failure (a legacy client: a new session). {PHASE_S:.0f} s before and "
+            "after each event; *during* is the event itself. Columns: calls, errors, p50 and "
+            "p99 latency in ms; *last error* is how long after the event began the last "
+            "failure came. Measured "
+            f"{time.strftime('%Y-%m-%d')} on a shared 2-core machine (load average "
+            f"{load:.1f}), Python {platform.python_version()}: replicas share the two "
+            "cores, so throughput does not grow with replicas; read errors and recovery. "
+            f"`.venv/bin/python benchmarks/bench_replicas.py --events {ns.events}`",
+            "",
+            "| event | clients | event took | before: calls | errors | p50 | p99 "
+            "| during: calls | errors | p50 | p99 | after: calls | errors | p50 | p99 "
+            "| last error |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *rows,
+        ]
+    )
+    print(body)
+    if not ns.no_write:
+        write_section(RESULTS, BEGIN, END, body)
+
+
+def haproxy_version() -> str:
+    out = subprocess.run(["haproxy", "-v"], capture_output=True, text=True).stdout
+    return out.split()[2] if out else "?"
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
