@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
 import shutil
@@ -28,6 +29,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -44,6 +46,10 @@ from _fixtures.mcp_servers import free_port  # noqa: E402
 from _fixtures.redis_server import RedisServer  # noqa: E402
 from _fixtures.replicas import ReplicaSet, ReplicaSetup, start_replicas  # noqa: E402
 
+STORES = {
+    "redis": "one Redis",
+    "sentinel": "Redis with Sentinel (a primary, a replica, three sentinels)",
+}
 BEGIN, END = "<!-- replicas:begin -->", "<!-- replicas:end -->"
 PHASE_S = 4.0
 WORK_MS = 10
@@ -97,15 +103,26 @@ def row(calls: list[Call]) -> str:
     return f"{len(calls):,} | {errors} | {shown}"
 
 
-async def kill(replicas: ReplicaSet) -> None:
+@dataclass
+class Stage:
+    """What the events act on: the replicas and, with ``--store sentinel``, the Redis
+    primary, its replica and three sentinels (``tests/_fixtures/redis_sentinel``)."""
+
+    replicas: ReplicaSet
+    sentinels: Any = None
+
+
+async def kill(stage: Stage) -> None:
     """SIGKILL one replica; the event ends when HAProxy has taken it out."""
+    replicas = stage.replicas
     victim = replicas.replicas[0]
     victim.kill()
     await asyncio.to_thread(replicas.balancer.wait_states, {replicas.server(victim): False})
 
 
-async def rolling(replicas: ReplicaSet) -> None:
+async def rolling(stage: Stage) -> None:
     """SIGTERM each replica in turn, start its replacement, wait until HAProxy has it."""
+    replicas = stage.replicas
     for replica in replicas.replicas:
         replica.signal(signal.SIGTERM)
         await asyncio.to_thread(replica.wait, 60)
@@ -113,17 +130,45 @@ async def rolling(replicas: ReplicaSet) -> None:
         await asyncio.to_thread(replicas.all_up)
 
 
-EVENTS: dict[str, Callable[[ReplicaSet], Awaitable[None]]] = {
+async def reload(stage: Stage) -> None:
+    """A new group in the config file, then SIGHUP to every replica in turn; the event
+    ends when the last one has logged that it applied the file."""
+    replicas = stage.replicas
+    config = replicas.replicas[0].config
+    data = json.loads(config.read_text())
+    groups = data["toolgate"].setdefault("groups", {})
+    groups[f"extra{len(groups)}"] = {"description": "Added by a reload", "tools": ["whoami"]}
+    config.write_text(json.dumps(data))
+    await asyncio.to_thread(replicas.reload)
+
+
+async def failover(stage: Stage) -> None:
+    """SIGKILL the Redis primary; the event ends when the sentinels agree on the new one
+    (the replicas fail closed meanwhile, then follow it)."""
+    group = stage.sentinels
+    assert group is not None, "the failover needs --store sentinel"
+    old = await asyncio.to_thread(group.kill_primary)
+    await asyncio.to_thread(
+        group.wait_until, lambda: group.primary_port() not in (None, old), "a new primary"
+    )
+
+
+EVENTS: dict[str, Callable[[Stage], Awaitable[None]]] = {
     "kill": kill,
     "rolling": rolling,
+    "reload": reload,
+    "failover": failover,
 }
 TITLES = {
     "kill": "(a) one replica SIGKILLed (event: until HAProxy takes it out)",
     "rolling": "(b) rolling restart: SIGTERM, replacement, ready, per replica",
+    "reload": "(c) reload (SIGHUP) of every replica, a group added",
+    "failover": "(d) Redis primary SIGKILLed, Sentinel promotes its replica",
 }
 
 
-async def measure(replicas: ReplicaSet, event: str, clients: dict[str, int]) -> list[str]:
+async def measure(stage: Stage, event: str, clients: dict[str, int]) -> list[str]:
+    replicas = stage.replicas
     stop, calls = asyncio.Event(), list[Call]()
     loops = [
         asyncio.create_task(client_loop(replicas.url, era, number, stop, calls))
@@ -137,7 +182,7 @@ async def measure(replicas: ReplicaSet, event: str, clients: dict[str, int]) -> 
     before = time.monotonic()
     await asyncio.sleep(PHASE_S)
     begun = time.monotonic()
-    await EVENTS[event](replicas)
+    await EVENTS[event](stage)
     ended = time.monotonic()
     await asyncio.sleep(PHASE_S)
     stop.set()
@@ -163,28 +208,30 @@ async def main() -> None:
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--events", default=",".join(EVENTS))
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--store", choices=("redis", "sentinel"), default="redis")
     ns = parser.parse_args()
     clients = {"2026-07-28": 6, "legacy": 4}
+    events = ns.events.split(",")
+    rows: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        binary = shutil.which("redis-server")
-        assert binary, "redis-server is needed"
-        redis = RedisServer(binary, free_port(), Path(tmp))
-        redis.start()
-        replicas = start_replicas(ReplicaSetup(Path(tmp), redis.url, count=ns.replicas))
-        rows: list[str] = []
+        stop_store, store = open_store(ns.store, Path(tmp))
         try:
-            for event in ns.events.split(","):
-                rows += await measure(replicas, event, clients)
-                print(*rows[-len(clients) :], sep="\n", flush=True)
+            replicas = start_replicas(ReplicaSetup(Path(tmp), store.url, count=ns.replicas))
+            stage = Stage(replicas, store.group)
+            try:
+                for event in events:
+                    rows += await measure(stage, event, clients)
+                    print(*rows[-len(clients) :], sep="\n", flush=True)
+            finally:
+                replicas.stop()
         finally:
-            replicas.stop()
-            redis.stop()
+            stop_store()
     load = os.getloadavg()[0]
     body = "\n".join(
         [
             "## Replicas behind HAProxy (`benchmarks/bench_replicas.py`)",
             "",
-            f"{ns.replicas} `toolgate serve` replicas on one Redis behind HAProxy "
+            f"{ns.replicas} `toolgate serve` replicas on {STORES[ns.store]} behind HAProxy "
             f"{haproxy_version()} running `deploy/haproxy.cfg` as shipped; "
             f"{clients['2026-07-28']} 2026-07-28 clients and {clients['legacy']} legacy "
             f"clients (fastmcp) each calling `work({WORK_MS} ms)` in a loop, reconnecting "
@@ -195,7 +242,8 @@ async def main() -> None:
             f"{time.strftime('%Y-%m-%d')} on a shared 2-core machine (load average "
             f"{load:.1f}), Python {platform.python_version()}: replicas share the two "
             "cores, so throughput does not grow with replicas; read errors and recovery. "
-            f"`.venv/bin/python benchmarks/bench_replicas.py --events {ns.events}`",
+            f"`.venv/bin/python benchmarks/bench_replicas.py --store {ns.store} "
+            f"--events {ns.events}`",
             "",
             "| event | clients | event took | before: calls | errors | p50 | p99 "
             "| during: calls | errors | p50 | p99 | after: calls | errors | p50 | p99 "
@@ -207,6 +255,27 @@ async def main() -> None:
     print(body)
     if not ns.no_write:
         write_section(RESULTS, BEGIN, END, body)
+
+
+@dataclass
+class Store:
+    url: str
+    group: Any = None
+
+
+def open_store(kind: str, directory: Path) -> tuple[Callable[[], None], Store]:
+    """One ``redis-server``, or a Sentinel group (a primary, a replica, three sentinels)."""
+    if kind == "sentinel":
+        from _fixtures.redis_sentinel import SentinelGroup
+
+        group = SentinelGroup(directory)
+        group.start()
+        return group.stop, Store(group.url(), group)
+    binary = shutil.which("redis-server")
+    assert binary, "redis-server is needed"
+    redis = RedisServer(binary, free_port(), directory)
+    redis.start()
+    return redis.stop, Store(redis.url)
 
 
 def haproxy_version() -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -152,6 +153,21 @@ class Replica:
         if self.running:
             assert self.proc is not None
             self.proc.send_signal(signum)
+
+    def reload(self, timeout: float = 30.0) -> str:
+        """SIGHUP, then the gateway's log line saying it applied (or refused) the file."""
+        said = self.reloads()
+        self.signal(signal.SIGHUP)
+        deadline = time.monotonic() + timeout
+        while len(answers := self.reloads()) == len(said):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"replica {self.name} did not reload:\n{self.tail()}")
+            time.sleep(0.05)
+        return answers[-1]
+
+    def reloads(self) -> list[str]:
+        lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
+        return [line for line in lines if "config reload" in line]
 
     def wait(self, timeout: float = 30.0) -> int:
         assert self.proc is not None
@@ -347,6 +363,12 @@ class ReplicaSet:
         states = {f"gw{n}": False for n in range(1, self.balancer.servers + 1)}
         states.update({self.server(r): True for r in self.replicas})
         self.balancer.wait_states(states)
+
+    def reload(self) -> None:
+        """Reload every replica (SIGHUP), one after another; each must apply the file."""
+        for replica in self.replicas:
+            said = replica.reload()
+            assert "config reloaded" in said, said
 
     def stop(self) -> None:
         self.balancer.stop()
