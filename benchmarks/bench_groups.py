@@ -405,6 +405,8 @@ async def auto_section() -> str:
     }
     holds = all(w >= -0.05 for w in worst.values())
     rows = [
+        "### Groups made for you against hand-written ones",
+        "",
         "`python benchmarks/bench_groups.py --auto` "
         f"({__import__('datetime').date.today().isoformat()}): the same catalog grouped by hand "
         "and by `toolgate.grouping` (what `toolgate init` and `toolgate inspect "
@@ -412,7 +414,10 @@ async def auto_section() -> str:
         "`groups/list` + one `groups/get` per group holding a needed tool (its cheapest, and "
         f"the groups above it). Tokens: {counter.name}, compact JSON of each result. A task's "
         "first rows open whole hand-written groups (`bench_groups.py`'s 1- and 3-group tasks); "
-        "the rest are `bench_tasks.py`'s tasks (GitHub) and five GitLab tasks.",
+        "the rest are `bench_tasks.py`'s tasks (GitHub) and five GitLab tasks. Counted like "
+        "the section above: the whole JSON of each result, `icons` and `_meta` included "
+        "(both groupings alike). One run on a shared 2-core machine; the numbers are "
+        "deterministic.",
         "",
         *gh_rows,
         "",

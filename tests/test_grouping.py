@@ -105,6 +105,28 @@ def test_names_nest_where_the_server_names_nest() -> None:
     assert groups["issue-update"].parent == "issue"
 
 
+ATLASSIAN = """
+jira_get_issue jira_create_issue jira_update_issue jira_delete_issue jira_transition_issue
+jira_link_issues jira_search jira_get_sprint jira_list_sprints jira_create_sprint
+jira_get_board jira_list_boards jira_add_comment jira_get_transitions jira_get_worklog
+jira_add_worklog confluence_get_page confluence_create_page confluence_update_page
+confluence_delete_page confluence_search confluence_get_comments confluence_add_label
+confluence_get_labels confluence_get_space confluence_list_spaces
+""".split()  # noqa: SIM905 -- a name list reads better as words
+
+
+def test_names_under_a_namespace_word_group_under_it_and_keep_their_verbs() -> None:
+    tools = [Tool(n, n.replace("_", " ").capitalize() + ".") for n in ATLASSIAN]
+    groups = {g.name: g for g in propose_groups(tools, server="atlassian")}
+    assert set(groups) == {"confluence", "jira", "jira-issue"}
+    assert all(t.startswith("confluence_") for t in groups["confluence"].tools)
+    assert groups["jira-issue"].parent == "jira"
+    assert all(t.endswith(("_issue", "_issues")) for t in groups["jira-issue"].tools)
+    # "get" after the namespace is the action, not an object
+    assert groups["jira-issue"].description.startswith("Jira issue tools of atlassian: ")
+    assert "get" in groups["jira-issue"].description.split(": ")[1]
+
+
 def test_a_server_of_20_tools_or_fewer_stays_one_group() -> None:
     tools = [Tool(f"get_thing_{i}", "Get a thing.") for i in range(20)]
     assert propose_groups(tools) == ()

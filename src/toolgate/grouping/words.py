@@ -72,24 +72,34 @@ class NameReader:
         spellings: dict[str, Counter[str]] = defaultdict(Counter)
         self.words: dict[str, Words] = {}
         split = {t.name: name_parts(t.name) for t in tools}
-        # a tool's action is its first word that is a verb (``get``), and a verb joined to
-        # it (``create_or_update``) or ending the name (``issue_read``); a verb word
-        # anywhere else names an object (``get_merge_request``), and so does one ending
-        # a name when other names use it as an object (``create_pull_request``)
+        # a first word of three or more names that is no verb is a namespace
+        # (``jira_get_issue``, ``jira_search``; ``actions_get``, ``actions_list``)
+        firsts = Counter(parts[0] for parts in split.values() if len(parts) > 1)
+        spaces = {w for w, n in firsts.items() if n >= 3 and w not in VERBS}
+        lead = {
+            name: next(
+                (i for i, p in enumerate(parts) if p not in MODIFIERS and p not in spaces), 0
+            )
+            for name, parts in split.items()
+        }
+        # a tool's action is the word after its namespace and modifiers when that is a
+        # verb (``get``), a verb joined to it (``create_or_update``) or a verb ending the
+        # name (``issue_read``); a verb word anywhere else names an object
+        # (``get_merge_request``), and so does one ending a name when other names use it
+        # as an object (``create_pull_request``)
         inner = {
             p
-            for parts in split.values()
+            for name, parts in split.items()
             for i, p in enumerate(parts[1:-1], 1)
-            if parts[i - 1] not in ("or", "and")
+            if i != lead[name] and parts[i - 1] not in ("or", "and")
         }
         for tool in tools:
             verbs: list[str] = []
             nouns: list[str] = []
             parts = split[tool.name]
-            lead = next((i for i, p in enumerate(parts) if p not in MODIFIERS), 0)
             for i, part in enumerate(parts):
                 if part in VERBS and (
-                    i == lead
+                    i == lead[tool.name]
                     or (parts[i - 1] in ("or", "and") and bool(verbs))
                     or (i == len(parts) - 1 and part not in inner)
                 ):
