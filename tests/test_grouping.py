@@ -100,6 +100,8 @@ def test_names_nest_where_the_server_names_nest() -> None:
     review = groups["pull-request-review"]
     assert review.parent == "pull-request"
     assert all("review" in t for t in review.tools)
+    # named by "review" alone, nested because most "review" names are pull requests'
+    assert "resolve_review_thread" in review.tools
     assert "create_pull_request" in groups["pull-request"].tools
     assert "update_issue_labels" in groups["issue-update"].tools
     assert groups["issue-update"].parent == "issue"
