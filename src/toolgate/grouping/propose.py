@@ -66,6 +66,8 @@ class _Piece:
 
 
 class _Proposer:
+    """One server's tools on their way to groups: anchors, splits, strays placed."""
+
     def __init__(self, tools: Sequence[Tool], settings: GroupingSettings) -> None:
         self.tools = {t.name: t for t in sorted(tools, key=lambda t: t.name)}
         self.settings = settings
