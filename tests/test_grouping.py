@@ -32,7 +32,7 @@ from _fixtures.gateway import SERVERS, HttpGateway, gateway_env, toolgate_argv
 from toolgate.catalog import Tool
 from toolgate.errors import ConfigError
 from toolgate.gateway.commands.check import run_check
-from toolgate.gateway.commands.suggest import as_config, rewrite_groups
+from toolgate.gateway.commands.suggest import as_config, check_writable, rewrite_groups
 from toolgate.grouping import GroupingSettings, ProposedGroup, propose_groups
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -316,3 +316,14 @@ def test_write_leaves_a_server_alone_when_other_groups_name_its_tools() -> None:
         "github": "groups triage nest under its group"
     }
     assert data["toolgate"]["groups"] == nested
+
+
+def test_write_refuses_a_toml_config_and_a_result_that_does_not_validate(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--write rewrites JSON configs only"):
+        check_writable(tmp_path / "toolgate.toml")
+    groups = {"github": {"description": "GitHub", "tools": ["github:*"]}}
+    data: dict[str, Any] = {"mcpServers": {"github": GITHUB_SERVER}, "toolgate": {"groups": groups}}
+    broken = {"github": {"issue-write": {"description": "x", "parent": "issue", "tools": []}}}
+    with pytest.raises(ConfigError, match="issue"):
+        rewrite_groups(data, broken)
+    assert data["toolgate"]["groups"] == groups

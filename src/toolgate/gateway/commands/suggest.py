@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolgate.catalog import Tool
-from toolgate.errors import ConfigError
+from toolgate.catalog import Catalog, Group, Tool
+from toolgate.errors import ConfigError, RegistrationError
 from toolgate.gateway.config.model import parse_config
 from toolgate.grouping import GroupingSettings, ProposedGroup, propose_groups
 
@@ -100,8 +100,8 @@ def rewrite_groups(
     """Put ``proposal`` into a config mapping in place of each server's server-wide
     groups (``tools: ["server:*"]``), leaving every other key as it was. A server whose
     tools some other group names, or whose server-wide group another group nests under,
-    is left alone (``skipped`` says why). Validates the result; ``data`` is unchanged when
-    that fails."""
+    is left alone (``skipped`` says why). Validates the result (the file's models, then
+    group names, parents and cycles); ``data`` is unchanged when that fails."""
     tg = data.setdefault("toolgate", {})
     groups: dict[str, Any] = dict(tg.get("groups") or {})
     done = Rewrite()
@@ -126,7 +126,13 @@ def rewrite_groups(
             groups.update(proposed)
             done.replaced[server] = wide
     candidate = {**data, "toolgate": {**tg, "groups": groups}}
-    parse_config(candidate, environ=_any_env(candidate))  # raises ConfigError, data unchanged
+    cfg = parse_config(candidate, environ=_any_env(candidate))  # ConfigError: data unchanged
+    try:  # names, parents and cycles by the catalog's own rules
+        Catalog().add_groups(
+            Group(n, g.description, parent=g.parent) for n, g in cfg.toolgate.groups.items()
+        )
+    except RegistrationError as exc:
+        raise ConfigError(f"toolgate.groups: {exc.message}", key="toolgate.groups") from exc
     tg["groups"] = groups
     return done
 
