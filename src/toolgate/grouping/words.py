@@ -61,7 +61,7 @@ class Words:
 
 
 class NameReader:
-    """Tool names as words, with each stem's most common spelling for group names."""
+    """Tool names as words, with each stem's shortest spelling for group names."""
 
     def __init__(self, tools: Sequence[Tool]) -> None:
         try:
@@ -127,9 +127,10 @@ class NameReader:
             ahead = next(iter(before)) if len(before) == 1 else None
             behind = next(iter(after)) if len(after) == 1 else None
             self.phrases[n] = tuple(x for x in (ahead, n, behind) if x is not None)
-        # a stem is spelt as its tools spell it most (``issue`` over ``issues``)
+        # a stem is spelt in its shortest form in the names, the singular where the
+        # names have one (``commit`` of ``get_commit`` and ``list_commits``)
         self.spelling = {
-            s: min(c.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0]
+            s: min(c.items(), key=lambda kv: (len(kv[0]), -kv[1], kv[0]))[0]
             for s, c in spellings.items()
         }
 
