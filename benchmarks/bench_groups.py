@@ -10,7 +10,8 @@ and on the GitLab MCP server's (262 tools, against the toolsets its authors wrot
 ``benchmarks/data/``, captured by ``benchmarks/capture_gitlab.py``): a task names the
 tools it needs, and the agent opens every group holding one of them (with the groups
 above it, which it must open to find a nested one).
-Run: ``python benchmarks/bench_groups.py [--auto]`` (writes its section of RESULTS.md).
+Run: ``python benchmarks/bench_groups.py [--auto [--size N]]`` (writes its section of
+RESULTS.md; ``--no-write`` only prints).
 """
 
 from __future__ import annotations
@@ -385,7 +386,7 @@ async def compare(
     return rows, out
 
 
-async def auto_section() -> str:
+async def auto_section(size_limit: int = 15) -> str:
     from bench_tasks import TASKS  # the task benchmark's tasks (it imports this module)
 
     counter = best_counter(vocab_dir=DATA / "tokenizers")
@@ -393,12 +394,12 @@ async def auto_section() -> str:
     gh_tasks = group_tasks(
         github_grouping(), [GroupTask(t.title, t.tools) for t in TASKS], [ONE_GROUP, THREE_GROUPS]
     )
-    gh_rows, gh = await compare("github", github, github_grouping(), gh_tasks, counter)
+    gh_rows, gh = await compare("github", github, github_grouping(), gh_tasks, counter, size_limit)
     gitlab = raw_tools(GITLAB)
     gl_tasks = group_tasks(
         gitlab_grouping(), GITLAB_TASKS, [["issues"], ["issues", "merge_requests", "pipelines"]]
     )
-    gl_rows, gl = await compare("gitlab", gitlab, gitlab_grouping(), gl_tasks, counter)
+    gl_rows, gl = await compare("gitlab", gitlab, gitlab_grouping(), gl_tasks, counter, size_limit)
     worst = {
         n: min((a - h for k, h, a in gh + gl if (k == 1) == (n == 1) and k > 0), default=0.0)
         for n in (1, 3)
@@ -432,7 +433,8 @@ async def auto_section() -> str:
 
 def main() -> None:
     if "--auto" in sys.argv:
-        section = asyncio.run(auto_section())
+        size = int(sys.argv[sys.argv.index("--size") + 1]) if "--size" in sys.argv else 15
+        section = asyncio.run(auto_section(size))
         print(section)
         if "--no-write" not in sys.argv:
             write(section, AUTO_BEGIN, AUTO_END)
