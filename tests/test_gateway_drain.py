@@ -1,0 +1,177 @@
+"""Stopping a gateway served over HTTP loses no call within its drain time. On SIGTERM
+(or SIGINT) ``toolgate serve`` turns ``/readyz`` unready at once while ``/healthz``
+stays up, refuses new work (``initialize``, sessionless 2026-07-28 requests) with a
+retryable 503 and ``Connection: close``, still serves a legacy session that lives on it,
+lets the calls in flight finish with their real results, answers the calls still
+running at ``http.drain_timeout`` with a retryable JSON-RPC error, ends its backend
+process and exits 0. A real ``toolgate serve`` process, real fastmcp clients on both
+eras, both the fast path and the SDK's transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastmcp import Client
+from mcp.shared.exceptions import MCPError
+
+from _fixtures.gateway import INIT, MCP_HEADERS, SERVERS, HttpGateway, toolgate_argv
+
+DRAIN_TIMEOUT = 4  # seconds: the short calls finish within it, the long ones do not
+SHORT, LONG = 1.0, 120.0
+STOPPING = -32010  # the drain's JSON-RPC code
+
+
+def drain_gateway(tmp: Path, *, fast_path: bool) -> tuple[HttpGateway, Path, Path]:
+    """A gateway over one stdio backend with a ``wait`` tool; the files where the
+    backend notes each call's start and its process id."""
+    started, pid = tmp / "started", tmp / "backend.pid"
+    backend = {
+        "command": sys.executable,
+        "args": [str(SERVERS / "gw_drain.py"), "--started", str(started), "--pid", str(pid)],
+    }
+    toolgate = {
+        "always": ["slow:*"],
+        "http": {"drain_timeout": DRAIN_TIMEOUT, "fast_path": fast_path},
+    }
+    config = tmp / "toolgate.json"
+    config.write_text(json.dumps({"mcpServers": {"slow": backend}, "toolgate": toolgate}))
+    return HttpGateway([*toolgate_argv(), "serve", str(config)], tmp / "gateway.log"), started, pid
+
+
+async def call(client: Client, seconds: float, tag: str) -> str | MCPError:
+    """The tool's answer, or the error the call ended with."""
+    try:
+        result = await client.call_tool("wait", {"seconds": seconds, "tag": tag})
+    except MCPError as exc:
+        return exc
+    text: str = result.content[0].text  # type: ignore[union-attr]
+    return text
+
+
+async def until(predicate: Any, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        await asyncio.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+SESSIONLESS = {  # a 2026-07-28 request: no session, the version in its _meta
+    "jsonrpc": "2.0",
+    "id": 7,
+    "method": "tools/list",
+    "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}},
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("fast_path", "sig"),
+    [(True, signal.SIGTERM), (False, signal.SIGINT)],
+    ids=["fast path, SIGTERM", "SDK transport, SIGINT"],
+)
+async def test_a_stopped_gateway_finishes_its_calls_refuses_new_work_and_exits_0(
+    tmp_path: Path, fast_path: bool, sig: signal.Signals
+) -> None:
+    gateway, started, pid_file = drain_gateway(tmp_path, fast_path=fast_path)
+    gateway.start()
+    assert gateway.proc is not None
+    base = f"http://127.0.0.1:{gateway.port}"
+    try:
+        clients = {
+            "legacy": Client(gateway.url, mode="legacy"),
+            "legacy-idle": Client(gateway.url, mode="legacy"),
+            "default": Client(gateway.url),
+            "default-2": Client(gateway.url),
+        }
+        for client in clients.values():
+            await client.__aenter__()
+            await client.list_tools()  # as a host does before its model calls a tool
+        short = {
+            tag: asyncio.create_task(call(clients[era], SHORT, tag))
+            for tag, era in [("s-legacy", "legacy"), ("s-default", "default")]
+        }
+        long = {
+            tag: asyncio.create_task(call(clients[era], LONG, tag))
+            for tag, era in [("l-legacy", "legacy"), ("l-default", "default-2")]
+        }
+        in_flight = {*short, *long}
+        await until(
+            lambda: started.exists() and set(started.read_text().split()) == in_flight,
+            "every call in flight",
+        )
+        gateway.proc.send_signal(sig)
+
+        async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+
+            async def unready() -> bool:
+                return (await http.get("/readyz")).status_code == 503
+
+            for _ in range(250):  # the signal is handled at once: a few tries at most
+                if await unready():
+                    break
+                await asyncio.sleep(0.02)
+            ready = await http.get("/readyz")
+            assert ready.status_code == 503
+            assert ready.json()["status"] == "draining"
+            alive_now = await http.get("/healthz")
+            assert alive_now.status_code == 200  # a liveness probe does not kill it
+            assert alive_now.headers["connection"] == "close"  # every answer, while draining
+
+            # new work goes elsewhere: a new session, a sessionless request
+            for body, headers in [
+                (INIT, MCP_HEADERS),
+                (SESSIONLESS, {**MCP_HEADERS, "MCP-Protocol-Version": "2026-07-28"}),
+            ]:
+                refused = await http.post("/mcp", json=body, headers=headers)
+                assert refused.status_code == 503
+                assert refused.headers["retry-after"] == "1"
+                assert refused.headers["connection"] == "close"
+                error = refused.json()["error"]
+                assert error["code"] == STOPPING
+                assert error["data"] == {"retryable": True, "reason": "draining"}
+                assert refused.json()["id"] == body["id"]
+
+        # a legacy session lives only here: it is served while the replica drains
+        listed = await clients["legacy-idle"].list_tools()
+        assert "wait" in [t.name for t in listed]
+
+        answers = await asyncio.gather(*short.values())
+        assert answers == [f"done {tag}" for tag in short]  # no call lost
+        for tag, task in long.items():
+            cut = await task
+            assert isinstance(cut, MCPError), (tag, cut)
+            assert cut.error.code == STOPPING
+            assert cut.error.data == {"retryable": True, "reason": "deadline"}
+
+        assert await asyncio.to_thread(gateway.proc.wait, 30) == 0
+        backend = int(pid_file.read_text())
+        await until(lambda: not alive(backend), "the backend process ended", timeout=10)
+        log = gateway.log.read_text()
+        assert "2 call(s) still running answered with a retryable error" in log
+        for client in clients.values():
+            with_errors_ignored = client.__aexit__(None, None, None)
+            try:
+                await asyncio.wait_for(with_errors_ignored, 10)
+            except Exception:  # the server is gone: ending the session cannot succeed
+                pass
+    finally:
+        gateway.stop()
