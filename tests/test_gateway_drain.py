@@ -11,6 +11,7 @@ eras, both the fast path and the SDK's transport.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -48,7 +49,7 @@ def drain_gateway(tmp: Path, *, fast_path: bool) -> tuple[HttpGateway, Path, Pat
     return HttpGateway([*toolgate_argv(), "serve", str(config)], tmp / "gateway.log"), started, pid
 
 
-async def call(client: Client, seconds: float, tag: str) -> str | MCPError:
+async def call(client: Client[Any], seconds: float, tag: str) -> str | MCPError:
     """The tool's answer, or the error the call ended with."""
     try:
         result = await client.call_tool("wait", {"seconds": seconds, "tag": tag})
@@ -102,8 +103,9 @@ async def test_a_stopped_gateway_finishes_its_calls_refuses_new_work_and_exits_0
             "default": Client(gateway.url),
             "default-2": Client(gateway.url),
         }
+        sessions = contextlib.AsyncExitStack()
         for client in clients.values():
-            await client.__aenter__()
+            await sessions.enter_async_context(client)
             await client.list_tools()  # as a host does before its model calls a tool
         short = {
             tag: asyncio.create_task(call(clients[era], SHORT, tag))
@@ -167,11 +169,8 @@ async def test_a_stopped_gateway_finishes_its_calls_refuses_new_work_and_exits_0
         await until(lambda: not alive(backend), "the backend process ended", timeout=10)
         log = gateway.log.read_text()
         assert "2 call(s) still running answered with a retryable error" in log
-        for client in clients.values():
-            with_errors_ignored = client.__aexit__(None, None, None)
-            try:
-                await asyncio.wait_for(with_errors_ignored, 10)
-            except Exception:  # the server is gone: ending the session cannot succeed
-                pass
+        # the server is gone: ending a legacy session there cannot succeed
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(sessions.aclose(), 30)
     finally:
         gateway.stop()

@@ -26,7 +26,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpGateway]:
     config = tmp / "toolgate.json"
     math = {"command": sys.executable, "args": [str(SERVERS / "gw_math.py")]}
     identity = {"tokens": {sha256("known-token"): {"id": "alice", "scope": ["*"]}}}
-    config.write_text(json.dumps({"mcpServers": {"math": math}, "toolgate": {"identity": identity}}))
+    config.write_text(
+        json.dumps({"mcpServers": {"math": math}, "toolgate": {"identity": identity}})
+    )
     served = HttpGateway([*toolgate_argv(), "serve", str(config)], tmp / "log")
     served.start()
     try:
