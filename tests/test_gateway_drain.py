@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -75,6 +76,31 @@ def alive(pid: int) -> bool:
     return True
 
 
+def kept_alive(port: int) -> socket.socket:
+    """A raw connection that has had one answer and is kept open, idle."""
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+    conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    answer = b""
+    while not answer.endswith(b'{"status":"ok"}'):
+        answer += conn.recv(4096)
+    assert b"connection: close" not in answer.lower()
+    return conn
+
+
+def request_on(conn: socket.socket, body: dict[str, Any]) -> bytes:
+    """Send a POST to /mcp on ``conn``; everything answered until the gateway closes it."""
+    data = json.dumps(body).encode()
+    conn.sendall(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
+    )
+    answer = b""
+    while chunk := conn.recv(65_536):
+        answer += chunk
+    return answer
+
+
 SESSIONLESS = {  # a 2026-07-28 request: no session, the version in its _meta
     "jsonrpc": "2.0",
     "id": 7,
@@ -115,6 +141,7 @@ async def test_a_stopped_gateway_finishes_its_calls_refuses_new_work_and_exits_0
             tag: asyncio.create_task(call(clients[era], LONG, tag))
             for tag, era in [("l-legacy", "legacy"), ("l-default", "default-2")]
         }
+        idle = await asyncio.to_thread(kept_alive, gateway.port)
         in_flight = {*short, *long}
         await until(
             lambda: started.exists() and set(started.read_text().split()) == in_flight,
@@ -151,6 +178,14 @@ async def test_a_stopped_gateway_finishes_its_calls_refuses_new_work_and_exits_0
                 assert error["code"] == STOPPING
                 assert error["data"] == {"retryable": True, "reason": "draining"}
                 assert refused.json()["id"] == body["id"]
+
+        # a request written on a connection kept alive from before the signal is
+        # answered (not reset), and the answer closes the connection
+        with idle:
+            answer = await asyncio.to_thread(request_on, idle, INIT)
+        assert answer.startswith(b"HTTP/1.1 503 ")
+        assert b"\r\nconnection: close\r\n" in answer.lower()
+        assert answer.count(b"HTTP/1.1 ") == 1
 
         # a legacy session lives only here: it is served while the replica drains
         listed = await clients["legacy-idle"].list_tools()
