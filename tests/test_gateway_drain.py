@@ -27,6 +27,8 @@ from fastmcp import Client
 from mcp.shared.exceptions import MCPError
 
 from _fixtures.gateway import INIT, MCP_HEADERS, SERVERS, HttpGateway, toolgate_argv
+from toolgate.errors import ConfigError
+from toolgate.gateway.config.model import parse_config
 
 DRAIN_TIMEOUT = 4  # seconds: the short calls finish within it, the long ones do not
 SHORT, LONG = 1.0, 120.0
@@ -154,7 +156,7 @@ async def test_a_stopped_gateway_finishes_its_calls_refuses_new_work_and_exits_0
             async def unready() -> bool:
                 return (await http.get("/readyz")).status_code == 503
 
-            for _ in range(250):  # the signal is handled at once: a few tries at most
+            for _ in range(50):  # the signal is handled at once: a few tries at most
                 if await unready():
                     break
                 await asyncio.sleep(0.02)
@@ -209,3 +211,24 @@ async def test_a_stopped_gateway_finishes_its_calls_refuses_new_work_and_exits_0
             await asyncio.wait_for(sessions.aclose(), 30)
     finally:
         gateway.stop()
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (-1, "greater than or equal to 0"),
+        (7200, "less than or equal to 3600"),
+        ("soon", "a valid number"),
+    ],
+)
+def test_a_bad_drain_timeout_is_refused_naming_the_key_and_the_problem(
+    value: object, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_config({"mcpServers": {}, "toolgate": {"http": {"drain_timeout": value}}})
+    assert "toolgate.http.drain_timeout" in refused.value.message
+    assert problem in refused.value.message
+
+
+def test_the_drain_timeout_defaults_to_20_seconds_within_kubernetes_grace() -> None:
+    assert parse_config({"mcpServers": {}}).toolgate.http.drain_timeout == 20
