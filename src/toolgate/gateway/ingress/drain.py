@@ -190,9 +190,11 @@ class DrainGate:
             return
         body = scope.get(BODY, b"")
         # the body is parsed only when the answer depends on it: a call runs unparsed
-        if drain.draining and self._new_work(_message(body), scope, drain):
-            await self._refuse(_message(body).get("id"), send)
-            return
+        if drain.draining:
+            message = _message(body)
+            if self._new_work(message, scope, drain):
+                await self._refuse(message.get("id"), send)
+                return
         if b"subscriptions/listen" in body and _message(body).get("method") == LISTEN:
             with drain.stream() as task:
                 await self._cuttable(task, b"", scope, receive, send)

@@ -252,6 +252,8 @@ class GuardedProtocol(HttpToolsProtocol):
         self.loop.call_later(self.settle, self._close_if_idle)
 
     def _close_if_idle(self) -> None:
+        if self.transport.is_closing():
+            return  # a request came, was answered and closed the connection itself
         busy = self.cycle is not None and not self.cycle.response_complete
         if not busy and not (self._head_bytes and not self._head_done):
             self.transport.close()
