@@ -30,8 +30,8 @@ from _fixtures.gateway import INIT, MCP_HEADERS, SERVERS, HttpGateway, toolgate_
 from toolgate.errors import ConfigError
 from toolgate.gateway.config.model import parse_config
 
-DRAIN_TIMEOUT = 4  # seconds: the short calls finish within it, the long ones do not
-SHORT, LONG = 1.0, 120.0
+DRAIN_TIMEOUT = 3  # seconds: the short calls finish within it, the long ones do not
+SHORT, LONG = 0.5, 120.0
 STOPPING = -32010  # the drain's JSON-RPC code
 
 
