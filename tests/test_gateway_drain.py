@@ -17,18 +17,25 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from fastmcp import Client
 from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
 from _fixtures.gateway import INIT, MCP_HEADERS, SERVERS, HttpGateway, toolgate_argv
+from _fixtures.mcp_servers import free_port
 from toolgate.errors import ConfigError
 from toolgate.gateway.config.model import parse_config
+from toolgate.gateway.ingress.protocol import guarded_protocol
 
 DRAIN_TIMEOUT = 3  # seconds: the short calls finish within it, the long ones do not
 SHORT, LONG = 0.5, 120.0
@@ -232,3 +239,50 @@ def test_a_bad_drain_timeout_is_refused_naming_the_key_and_the_problem(
 
 def test_the_drain_timeout_defaults_to_20_seconds_within_kubernetes_grace() -> None:
     assert parse_config({"mcpServers": {}}).toolgate.http.drain_timeout == 20
+
+
+def refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+@pytest.mark.timeout(60)
+def test_a_request_whose_head_was_arriving_when_the_server_closed_is_answered_not_dropped() -> None:
+    async def hello(request: Any) -> PlainTextResponse:
+        return PlainTextResponse("hello")
+
+    port = free_port()
+    config = uvicorn.Config(
+        Starlette(routes=[Route("/hello", hello)]),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        http=guarded_protocol(header_timeout=30, max_connections=10),
+        timeout_graceful_shutdown=10,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.02)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # half a head
+            server.should_exit = True
+            deadline = time.monotonic() + 10
+            while not refused(port):  # the server is closing: it takes no new connection
+                assert time.monotonic() < deadline, "the server did not begin to close"
+                time.sleep(0.02)
+            conn.sendall(b"\r\n")  # the rest of the head
+            answer = b""
+            while chunk := conn.recv(4096):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        assert b"\r\nconnection: close\r\n" in answer.lower()
+        assert answer.endswith(b"hello")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
