@@ -41,6 +41,17 @@ def _parser() -> argparse.ArgumentParser:
         "MCP server, a demo, and tools to inspect and check a gateway config.",
     )
     parser.add_argument("--version", action="version", version=f"toolgate {__version__}")
+
+    def group_size(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--group-size",
+            type=int,
+            default=15,
+            metavar="N",
+            help="at most N tools in a proposed group (15); servers of more than 20 tools "
+            "get proposed groups",
+        )
+
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def transport_args(p: argparse.ArgumentParser, default_port: int) -> None:
@@ -88,6 +99,19 @@ def _parser() -> argparse.ArgumentParser:
         "principal), with each tool's score per signal and per field",
     )
     inspect.add_argument("--format", choices=("table", "json"), default=None)
+    inspect.add_argument(
+        "--suggest-groups",
+        action="store_true",
+        help="propose groups for every server with more than 20 tools (JSON: the config's "
+        "groups), from the tools' names, annotations and descriptions",
+    )
+    inspect.add_argument(
+        "--write",
+        action="store_true",
+        help="with --suggest-groups: put the proposal into CONFIG in place of each server's "
+        "server-wide group, every other key as it was",
+    )
+    group_size(inspect)
 
     check = sub.add_parser("check", help="validate CONFIG (exit code 0 when it is fine)")
     check.add_argument("config", metavar="CONFIG")
@@ -109,6 +133,12 @@ def _parser() -> argparse.ArgumentParser:
         "--output", "-o", default="toolgate.json", metavar="PATH", help="(toolgate.json)"
     )
     init.add_argument("--force", action="store_true", help="overwrite an existing output")
+    group_size(init)
+    init.add_argument(
+        "--one-group-per-server",
+        action="store_true",
+        help="one group per server, whatever its size (no proposed groups)",
+    )
 
     schema = sub.add_parser("schema", help="print the config file's JSON Schema")
     schema.add_argument("--output", "-o", default=None, metavar="PATH", help="write it here")
@@ -155,6 +185,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             configure_logging("error")
             fmt = args.format or ("table" if sys.stdout.isatty() else "json")
+            if args.write and not args.suggest_groups:
+                raise ConfigError("--write goes with --suggest-groups", key="--write")
+            if args.suggest_groups:
+                from toolgate.gateway.commands.inspect import run_suggest
+                from toolgate.grouping import GroupingSettings
+
+                return asyncio.run(
+                    run_suggest(
+                        args.config,
+                        GroupingSettings(max_size=args.group_size),
+                        write=args.write,
+                    )
+                )
             return asyncio.run(
                 run_inspect(args.config, principal=args.principal, fmt=fmt, search=args.search)
             )
@@ -165,9 +208,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(run_check(args.config, offline=args.offline))
         if args.command == "init":
             from toolgate.gateway.commands.init import run_init
+            from toolgate.grouping import GroupingSettings
 
             configure_logging("error")
-            return asyncio.run(run_init(args.source, args.output, force=args.force))
+            grouping = (
+                None if args.one_group_per_server else GroupingSettings(max_size=args.group_size)
+            )
+            return asyncio.run(
+                run_init(args.source, args.output, force=args.force, grouping=grouping)
+            )
         if args.command == "schema":
             from toolgate.gateway.config.model import json_schema
 

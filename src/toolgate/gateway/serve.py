@@ -6,10 +6,10 @@ HTTP. When a backend's tools change, the live catalog is synced in place (sessio
 their state) and every legacy session and 2026-07-28 listen stream (``listen.Listen``)
 whose list changed is notified. The backends' prompts, resources and completions are
 relayed by ``relay.Relay`` (``Gateway.relay``), through the ``PrimitiveAccess`` in
-``Gateway.access``. Optional HTTP
-apps (WebMCP, health and metrics, the dashboard) are ``GatewayApp``s in
-``Gateway.apps``. Edge layer: the top of ``toolgate.gateway``; nothing in the gateway
-package imports it.
+``Gateway.access``. Optional HTTP apps (WebMCP, health and metrics, the dashboard) are
+``GatewayApp``s in ``Gateway.apps``; the HTTP server's process, its signals and its
+stop are ``process.py``'s. Edge layer: the top of ``toolgate.gateway``; nothing in the
+gateway package imports it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ from toolgate.gateway.config.build import (
 )
 from toolgate.gateway.config.identity import identity_of
 from toolgate.gateway.config.model import GatewayConfig
-from toolgate.gateway.ingress.app import http_app, server_options
+from toolgate.gateway.ingress.app import http_app
+from toolgate.gateway.ingress.drain import Drain
 from toolgate.gateway.ingress.fast_path import FastPath
 from toolgate.gateway.ops.health import gateway_metrics, ops_routes
 from toolgate.gateway.ops.observe import event_bus, log_store_failures
@@ -154,6 +155,7 @@ class Gateway:
         self._sync_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.syncs = 0  # how many times backend changes were synced (tests, logs)
+        self.drain = Drain()  # the stop over HTTP (``toolgate.gateway.process``)
 
     # -- the catalog ----------------------------------------------------------------------
     @property
@@ -444,7 +446,13 @@ class Gateway:
             raise RuntimeError("build() the gateway before asking for its HTTP app")
         routes = [r for mount in self.apps for r in mount(self, host, allowed_hosts)]
         app, self.fast_path = http_app(
-            binding, self.cfg, self.identity, routes=routes, host=host, allowed_hosts=allowed_hosts
+            binding,
+            self.cfg,
+            self.identity,
+            routes=routes,
+            host=host,
+            allowed_hosts=allowed_hosts,
+            drain=self.drain,
         )
         self._place_middleware()  # this app's fast path learns sessions, none before it
         return app
@@ -452,14 +460,9 @@ class Gateway:
     async def serve_http(
         self, *, host: str = "127.0.0.1", port: int = 8765, allowed_hosts: Sequence[str] = ()
     ) -> None:
-        import uvicorn
+        from toolgate.gateway.process import serve_http  # until SIGTERM/SIGINT, then drain
 
-        async with self.running():
-            app = self.http_app(host=host, allowed_hosts=allowed_hosts)
-            config = uvicorn.Config(app, **server_options(self.cfg, host=host, port=port))
-            server = uvicorn.Server(config)
-            logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
-            await server.serve()
+        await serve_http(self, host=host, port=port, allowed_hosts=allowed_hosts)
 
     async def close(self) -> None:
         await self.store.close()
@@ -489,10 +492,4 @@ async def serve(
         await gateway.close()
 
 
-__all__ = [
-    "Gateway",
-    "GatewayApp",
-    "mount_dashboard",
-    "mount_webmcp",
-    "serve",
-]
+__all__ = ["Gateway", "GatewayApp", "mount_dashboard", "mount_webmcp", "serve"]

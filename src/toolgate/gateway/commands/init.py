@@ -3,8 +3,10 @@
 Reads a Claude Desktop / Claude Code / Cursor / Windsurf (``mcpServers``), VS Code
 (``servers``, JSON with comments) or Codex (``[mcp_servers]`` TOML) file, connects to
 each server with a real MCP client to read its instructions and tools, and writes a
-``toolgate.json`` with one group per server, plus the snippet that puts the gateway
-back into the host. Edge layer: imports ``gateway.config`` and ``gateway.backends``.
+``toolgate.json`` with one group per server, or, for a server with more than about 20
+tools, the groups ``toolgate.grouping`` proposes (``commands.suggest``), plus the snippet
+that puts the gateway back into the host. Edge layer: imports ``gateway.config``,
+``gateway.backends`` and ``commands.suggest``.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from typing import Any, Literal, TextIO
 from toolgate.errors import ConfigError
 from toolgate.gateway.backends.backend import Backend, Timing
 from toolgate.gateway.backends.supervision import connect
+from toolgate.gateway.commands.suggest import group_name, propose_for_servers
 from toolgate.gateway.config.model import json_schema, parse_config
 from toolgate.gateway.config.servers import EXPANDED_KEYS, SERVER_SPECS, server_kind_problem
+from toolgate.grouping import GroupingSettings
 
 Host = Literal["mcpServers", "vscode", "codex"]
 DESCRIPTION_CHARS = 300  # a group description is one line an agent reads in list_groups
@@ -63,6 +67,8 @@ class ImportedServer:
     spec: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
+    definitions: list[dict[str, Any]] = field(default_factory=list)  # as listed
+    groups: list[str] = field(default_factory=list)  # the groups written for it
     instructions: str | None = None
     title: str | None = None
     error: str | None = None
@@ -218,15 +224,10 @@ async def _connect(server: ImportedServer, base_dir: Path, timing: Timing) -> No
             server.error = backend.failure(exc)
             return
     server.tools = [str(t["name"]) for t in backend.tools]
+    server.definitions = [dict(t) for t in backend.tools]
     server.instructions = backend.instructions or None
     info = backend.server_info
     server.title = str(info.get("title") or info.get("description") or "") or None
-
-
-def group_name(server: str) -> str:
-    """A valid group name from a server name (``GitHub Tools`` → ``github-tools``)."""
-    name = re.sub(r"[^a-z0-9]+", "-", server.lower()).strip("-")
-    return name[:64].strip("-") or "server"
 
 
 def _description(server: ImportedServer) -> str:
@@ -264,8 +265,17 @@ def host_snippet(host: Host, config_path: Path, *, name: str = "toolgate") -> st
     return json.dumps({"mcpServers": {name: {"command": command, "args": args}}}, indent=2) + "\n"
 
 
-async def build_init(source: Path, output: Path, *, timing: Timing | None = None) -> InitResult:
-    """Read ``source``, connect to its servers, and return the config and the snippet."""
+async def build_init(
+    source: Path,
+    output: Path,
+    *,
+    timing: Timing | None = None,
+    grouping: GroupingSettings | None = None,
+) -> InitResult:
+    """Read ``source``, connect to its servers, and return the config and the snippet.
+
+    A server with more than ``grouping.min_tools`` tools gets the proposed groups
+    (``toolgate.grouping``); ``grouping=None`` keeps one group per server."""
     host, servers, _ = read_host_config(source)
     workspace = source.resolve().parent
     if workspace.name == ".vscode":
@@ -297,8 +307,22 @@ async def build_init(source: Path, output: Path, *, timing: Timing | None = None
                 f"{s.spec['prefix']}.<name>"
             )
 
+    small = [s for s in imported if not grouping or len(s.tools) <= grouping.min_tools]
+    proposed = (
+        propose_for_servers(
+            {s.name: s.definitions for s in imported if s not in small},
+            grouping,
+            reserved={group_name(s.name) for s in small},
+        )
+        if grouping
+        else {}
+    )
     groups: dict[str, dict[str, Any]] = {}
     for s in imported:
+        if s.name in proposed:
+            groups.update(proposed[s.name])
+            s.groups = list(proposed[s.name])
+            continue
         gname = group_name(s.name)
         while gname in groups or gname == "default":
             gname += "-2"
@@ -306,6 +330,7 @@ async def build_init(source: Path, output: Path, *, timing: Timing | None = None
         if s.instructions and _first_paragraph(s.instructions) != " ".join(s.instructions.split()):
             group["instructions"] = s.instructions.strip()
         groups[gname] = group
+        s.groups = [gname]
     config: dict[str, Any] = {
         "$schema": f"./{SCHEMA_FILE}",
         "mcpServers": {s.name: s.spec for s in imported},
@@ -319,6 +344,7 @@ async def run_init(
     output: str | Path = "toolgate.json",
     *,
     force: bool = False,
+    grouping: GroupingSettings | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -331,7 +357,7 @@ async def run_init(
         return 1
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        result = await build_init(Path(source), target)
+        result = await build_init(Path(source), target, grouping=grouping)
     except ConfigError as exc:
         print(f"toolgate: {exc.message}", file=err)
         return 1
@@ -339,8 +365,15 @@ async def run_init(
         if s.error:
             print(f"{s.name}: could not start ({s.error}); fallback description", file=err)
         else:
-            said = "its instructions" if s.instructions else "its tools"
-            print(f"{s.name}: {len(s.tools)} tools; description from {said}", file=err)
+            if len(s.groups) > 1:
+                print(
+                    f"{s.name}: {len(s.tools)} tools in {len(s.groups)} proposed groups "
+                    f"({', '.join(s.groups)}); edit them in the config",
+                    file=err,
+                )
+            else:
+                said = "its instructions" if s.instructions else "its tools"
+                print(f"{s.name}: {len(s.tools)} tools; description from {said}", file=err)
         for note in s.notes:
             print(f"{s.name}: {note}", file=err)
     for name, why in result.skipped.items():
@@ -349,7 +382,8 @@ async def run_init(
     (target.parent / SCHEMA_FILE).write_text(
         json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8"
     )
-    print(f"wrote {target} ({len(result.servers)} servers, one group each)", file=err)
+    groups = len(result.config["toolgate"]["groups"])
+    print(f"wrote {target} ({len(result.servers)} servers, {groups} groups)", file=err)
     print(
         f"Replace those servers in {source} with this entry (the gateway starts them):",
         file=err,

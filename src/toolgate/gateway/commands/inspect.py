@@ -4,8 +4,9 @@ Builds the catalog from one listing of every backend (``check.snapshot``), count
 tool's wire form with ``best_counter()``, and compares flat (every tool listed) with
 disclosed (what a new session lists). ``--as`` explains one principal's view, tool by
 tool; ``--search QUERY`` ranks that principal's tools for a query, with each tool's
-score per signal (BM25, embedding) and per BM25 field. Rich tables in a terminal,
-JSON for scripts. Edge layer.
+score per signal (BM25, embedding) and per BM25 field; ``--suggest-groups`` proposes
+groups for every big server (``commands.suggest``) and ``--write`` puts them into the
+file. Rich tables in a terminal, JSON for scripts. Edge layer.
 """
 
 from __future__ import annotations
@@ -17,9 +18,16 @@ from typing import Any, TextIO
 
 from toolgate.errors import ConfigError, ToolgateError
 from toolgate.gateway.commands.check import Snapshot, snapshot
+from toolgate.gateway.commands.suggest import (
+    check_writable,
+    propose_for_servers,
+    rewrite_groups,
+    write_json,
+)
 from toolgate.gateway.config.identity import principal_from
 from toolgate.gateway.config.model import GatewayConfig, PrincipalConfig, load_config
 from toolgate.gateway.relay.exposure import Placement
+from toolgate.grouping import GroupingSettings
 from toolgate.policy import Principal, TrustLadder
 from toolgate.strategies.base import LEGACY
 from toolgate.tokens import TokenCounter, best_counter, wire_text
@@ -319,3 +327,57 @@ async def run_inspect(
     else:
         render_table(data, out, explain=principal is not None)
     return 0
+
+
+async def run_suggest(
+    path: str | Path,
+    settings: GroupingSettings,
+    *,
+    write: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Print the groups proposed for every server with more than ``settings.min_tools``
+    tools as JSON (``{"servers": {server: tool count}, "groups": {name: entry}}``);
+    ``write``: put them into the config file (JSON) in place of server-wide groups."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    cfg = load_config(path)
+    snap = await snapshot(cfg)
+    for name, why in sorted(snap.failures.items()):
+        print(f"{name}: could not list its tools ({why}); no proposal", file=err)
+    big = {s: w for s, w in snap.listed.items() if len(w) > settings.min_tools}
+    reserved = {n for n in cfg.toolgate.groups if not _server_wide(cfg, n, big)}
+    proposal = propose_for_servers(big, settings, reserved=reserved)
+    for server, tools in sorted(snap.listed.items()):
+        if server not in proposal:
+            print(f"{server}: {len(tools)} tools; one group is small enough", file=err)
+    json.dump(
+        {
+            "servers": {s: len(snap.listed[s]) for s in sorted(proposal)},
+            "groups": {n: g for groups in proposal.values() for n, g in groups.items()},
+        },
+        out,
+        indent=2,
+        ensure_ascii=False,
+    )
+    out.write("\n")
+    if not write:
+        return 0
+    source = Path(path)
+    check_writable(source)
+    data = json.loads(source.read_text(encoding="utf-8"))
+    done = rewrite_groups(data, proposal)
+    for server, why in sorted(done.skipped.items()):
+        print(f"{server}: not written: {why}", file=err)
+    if done.replaced:
+        write_json(source, data)
+        for server, old in sorted(done.replaced.items()):
+            was = f" in place of {', '.join(old)}" if old else ""
+            print(f"{server}: {len(proposal[server])} groups written{was}", file=err)
+    return 1 if done.skipped else 0
+
+
+def _server_wide(cfg: GatewayConfig, group: str, servers: Any) -> bool:
+    tools = cfg.toolgate.groups[group].tools
+    return any(tools == [f"{s}:*"] for s in servers)

@@ -246,6 +246,10 @@ class HttpConfig(_Model):
     #: ``tools/call`` served on the SDK's kernel without its session transport (the
     #: ingress's fast path); off, every request takes the SDK's transport
     fast_path: bool = True
+    #: seconds a stopping gateway (SIGTERM, SIGINT) lets calls in flight finish before
+    #: it answers them with a retryable error; fits Kubernetes' 30 s grace with room
+    #: for a preStop pause and the backends' stop
+    drain_timeout: float = Field(20.0, ge=0, le=3600)
 
 
 def _known_strategy(name: str) -> str:

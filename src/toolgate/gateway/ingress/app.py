@@ -1,8 +1,8 @@
 """The gateway's HTTP app, assembled: the SDK's streamable-HTTP app for ``/mcp`` with the
 gateway's routes beside it, behind the way in declared as one ordered list (the guard,
-the session cap, authentication), with the fast path for ``tools/call`` in front of the
-SDK's session manager; and the HTTP server's options. Ingress layer: knows no
-``Gateway``, only what it is handed.
+the drain's gate, the session cap, authentication), with the fast path for
+``tools/call`` in front of the SDK's session manager; and the HTTP server's options.
+Ingress layer: knows no ``Gateway``, only what it is handed.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from starlette.types import Scope
 from toolgate import sdk_internals
 from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.auth import authentication, oauth_settings
+from toolgate.gateway.ingress.drain import Drain, DrainGate
 from toolgate.gateway.ingress.fast_path import FastPath
 from toolgate.gateway.ingress.fast_path import install as install_fast_path
 from toolgate.gateway.ingress.guard import Guard, GuardLimits, allowed_names
@@ -44,10 +45,12 @@ def http_app(
     routes: Sequence[BaseRoute] = (),
     host: str = "127.0.0.1",
     allowed_hosts: Sequence[str] = (),
+    drain: Drain | None = None,
 ) -> tuple[Starlette, FastPath | None]:
     """The app serving ``binding`` at ``/mcp`` and ``routes`` beside it, and its fast path
     (``None`` when ``toolgate.http.fast_path`` is off). The guard accepts loopback names,
-    the bind address and ``allowed_hosts`` (the names clients use for other binds)."""
+    the bind address and ``allowed_hosts`` (the names clients use for other binds);
+    ``drain`` is the stop its gate follows (one that never begins, by default)."""
     tg = cfg.toolgate
     limits = tg.http
     app = binding.streamable_http_app(
@@ -71,6 +74,7 @@ def http_app(
             limits=GuardLimits(limits.max_body_bytes, limits.max_json_depth, limits.body_timeout),
             identity=identity,
         ),
+        Middleware(DrainGate, drain=drain or Drain()),  # while stopping: calls counted, new refused
         Middleware(
             SessionCap,  # open sessions per client
             per_client=limits.max_sessions_per_client,
@@ -113,9 +117,12 @@ def client_of(*, by_credential: bool) -> ClientOf:
     return client
 
 
-def server_options(cfg: GatewayConfig, *, host: str, port: int) -> dict[str, Any]:
+def server_options(
+    cfg: GatewayConfig, *, host: str, port: int, drain: Drain | None = None
+) -> dict[str, Any]:
     """``uvicorn.Config`` keywords: the bind, and the connection limits of
-    ``toolgate.http`` (header deadline, keep-alive, open connections, header size)."""
+    ``toolgate.http`` (header deadline, keep-alive, open connections, header size);
+    while ``drain`` drains, every response closes its connection."""
     limits = cfg.toolgate.http
     return {
         "host": host,
@@ -127,6 +134,7 @@ def server_options(cfg: GatewayConfig, *, host: str, port: int) -> dict[str, Any
             header_timeout=limits.header_timeout,
             max_connections=limits.max_connections,
             max_header_bytes=limits.max_header_bytes,
+            draining=(lambda: drain.draining) if drain is not None else None,
         ),
         "timeout_keep_alive": limits.keep_alive_timeout,
         # uvicorn answers 503 once connections reach this; the protocol closes past it

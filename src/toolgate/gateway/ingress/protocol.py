@@ -1,8 +1,9 @@
 """The HTTP server's side of the way in: uvicorn's httptools protocol with header
 deadlines, a bound on a request head's size and a connection cap (``GuardedProtocol``),
-a response's head and body in one send, and a request told at once when its client's
-connection closes (``Leaving``, under ``LEAVING`` in its scope). Ingress layer, at the
-bottom: imports uvicorn only.
+a response's head and body in one send, a request told at once when its client's
+connection closes (``Leaving``, under ``LEAVING`` in its scope), and connections that
+close without resetting what the client sent (a body refused unread, a stop). Ingress
+layer, at the bottom: imports uvicorn only.
 """
 
 from __future__ import annotations
@@ -21,10 +22,18 @@ class _Paired:
     both leave in one send, one system call instead of two. A write nothing follows
     leaves at the end of the turn."""
 
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        loop: asyncio.AbstractEventLoop,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
         self._transport = transport
         self._loop = loop
         self._held: bytes | None = None
+        #: how a close is carried out (the protocol's gentle close), else at once
+        self._on_close = on_close
+        self._closing = False
 
     def write(self, data: bytes) -> None:
         if not data:
@@ -42,8 +51,15 @@ class _Paired:
             self._transport.write(held)
 
     def close(self) -> None:
+        if self._on_close is not None and not self._closing:
+            self._closing = True
+            self._on_close()
+            return
         self.flush()
         self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._closing or self._transport.is_closing()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
@@ -96,22 +112,40 @@ class GuardedProtocol(HttpToolsProtocol):
     (``max_header_bytes``: past it, 431 and the connection closes), and a cap on open
     connections (past ``max_connections`` a new one is closed at once). A response's
     head and body leave in one send (``_Paired``). Each request's scope carries the
-    connection's ``Leaving`` (``LEAVING``). Configure with ``guarded_protocol``."""
+    connection's ``Leaving`` (``LEAVING``). Configure with ``guarded_protocol``.
+
+    Closing never resets what the client sent: our side is shut first (the client reads
+    the answer to its end), what it sends meanwhile is read and dropped for ``linger``
+    seconds (``_close_gently``). A response to a request whose body was not all
+    received says ``Connection: close`` and the connection closes, so the unread body is
+    never read as the next request's head. While ``draining()`` every response says
+    ``Connection: close``; the server's shutdown answers a request whose head has begun
+    to arrive instead of dropping it, and closes idle connections gently."""
 
     header_timeout: float = 10.0
     max_connections: int = 1000
     max_header_bytes: int = 16_384
-    #: seconds a connection refused for its head's size still reads what the client sends
+    #: seconds a closing connection still reads (and drops) what the client sends
     linger: float = 2.0
+    #: seconds an idle connection is given, at shutdown, for a request already on its way
+    settle: float = 0.05
+    #: ``linger`` once the server is stopping (an idle client may never close its side)
+    stop_linger: float = 0.5
+
+    @staticmethod
+    def draining() -> bool:
+        """Whether the server is stopping (``guarded_protocol(draining=...)`` sets it)."""
+        return False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.transport = cast(asyncio.Transport, _Paired(transport, self.loop))
+        self.transport = cast(asyncio.Transport, _Paired(transport, self.loop, self._close_gently))
         self._head_deadline: asyncio.TimerHandle | None = None
         self._head_bytes = 0  # of the head under way (bytes since the last complete one)
         self._head_done = False
         self._leaving = Leaving()
-        self._refused = False  # its head was too large: answered 431, closing
+        self._refused = False  # closing: what the client sends is read and dropped
+        self._last = False  # the server is stopping: the next response closes the connection
         if len(self.connections) > self.max_connections:
             transport.close()
             return
@@ -135,7 +169,7 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
-            return  # the head was refused: what follows is read and dropped
+            return  # closing: what follows is read and dropped
         head_was_done = self._head_done
         super().data_received(data)
         if head_was_done or self._head_done or self.transport.is_closing():
@@ -145,24 +179,32 @@ class GuardedProtocol(HttpToolsProtocol):
             self._refuse_head()
 
     def _refuse_head(self) -> None:
-        """431, then the connection closes: our side at once (the client reads the
-        answer to its end), theirs after ``linger`` seconds, what they send meanwhile
-        read and dropped (closing with it unread would reset the connection, and the
-        client could lose the answer)."""
-        self._refused = True
-        self._disarm()
+        """431, then the connection closes gently (``_close_gently``)."""
         message = b"Request header fields too large"
-        transport = cast(_Paired, self.transport)
-        transport.write(
+        self.transport.write(
             STATUS_LINE[431]
             + b"content-type: text/plain; charset=utf-8\r\n"
             + b"content-length: %d\r\nconnection: close\r\n\r\n" % len(message)
             + message
         )
+        self.transport.close()
+
+    def _close_gently(self) -> None:
+        """Our side at once (the client reads the answer to its end), theirs after
+        ``linger`` seconds, what they send meanwhile read and dropped: closing with it
+        unread would reset the connection, and the client could lose the answer."""
+        self._refused = True
+        self._disarm()
+        transport = cast(_Paired, self.transport)
         transport.flush()
-        if transport.can_write_eof():
-            transport.write_eof()
-        self.loop.call_later(self.linger, transport.close)
+        raw = transport._transport
+        if raw.is_closing():
+            return
+        if raw.can_write_eof():
+            raw.write_eof()
+            self.loop.call_later(self.stop_linger if self._last else self.linger, raw.close)
+        else:
+            raw.close()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -171,7 +213,50 @@ class GuardedProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._head_done = True
         self._disarm()  # the head is complete: the request is under way
+        before = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is before:  # an upgrade: no request cycle of ours
+            return
+        if self._last or self.draining():
+            cycle.keep_alive = False  # its answer says Connection: close
+        send = cycle.send
+
+        async def send_closing_if_unread(message: Any) -> None:
+            if message["type"] == "http.response.start" and cycle.more_body:
+                # answered before its body was all in: the rest must not be read as
+                # the next request's head, so this connection ends with the answer
+                cycle.keep_alive = False
+            await send(message)
+
+        cycle.send = send_closing_if_unread  # type: ignore[method-assign]
+
+    def drain(self) -> None:
+        """The server began to stop: the response under way, if any, closes the
+        connection (an idle one stays open until ``shutdown``: a request sent on it is
+        answered, with ``Connection: close``)."""
+        self._last = True
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.keep_alive = False
+
+    def shutdown(self) -> None:
+        """The server is closing: a response under way closes the connection when it is
+        sent; a request whose head has begun to arrive, or arrives within ``settle``
+        seconds, is answered first; an idle connection closes gently. (uvicorn's own
+        closes an idle connection at once, resetting a request written on it just
+        then.)"""
+        self._last = True
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.keep_alive = False
+            return
+        self.loop.call_later(self.settle, self._close_if_idle)
+
+    def _close_if_idle(self) -> None:
+        if self.transport.is_closing():
+            return  # a request came, was answered and closed the connection itself
+        busy = self.cycle is not None and not self.cycle.response_complete
+        if not busy and not (self._head_bytes and not self._head_done):
+            self.transport.close()
 
     def on_response_complete(self) -> None:
         pipelined = bool(self.pipeline)  # the next request's head is in already
@@ -186,18 +271,22 @@ class GuardedProtocol(HttpToolsProtocol):
 
 
 def guarded_protocol(
-    *, header_timeout: float, max_connections: int, max_header_bytes: int = 16_384
+    *,
+    header_timeout: float,
+    max_connections: int,
+    max_header_bytes: int = 16_384,
+    draining: Callable[[], bool] | None = None,
 ) -> type[GuardedProtocol]:
-    """A ``GuardedProtocol`` subclass with these limits, for ``uvicorn.Config(http=...)``."""
-    return type(
-        "GuardedProtocol",
-        (GuardedProtocol,),
-        {
-            "header_timeout": header_timeout,
-            "max_connections": max_connections,
-            "max_header_bytes": max_header_bytes,
-        },
-    )
+    """A ``GuardedProtocol`` subclass with these limits, for ``uvicorn.Config(http=...)``;
+    ``draining`` says whether the server is stopping (``ingress.drain.Drain``)."""
+    attributes: dict[str, Any] = {
+        "header_timeout": header_timeout,
+        "max_connections": max_connections,
+        "max_header_bytes": max_header_bytes,
+    }
+    if draining is not None:
+        attributes["draining"] = staticmethod(draining)
+    return type("GuardedProtocol", (GuardedProtocol,), attributes)
 
 
 __all__ = ["LEAVING", "GuardedProtocol", "Leaving", "guarded_protocol"]

@@ -18,6 +18,7 @@ from toolgate.events import EventBus
 from toolgate.gateway.backends.backend import Backend
 from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.auth import metadata_routes
+from toolgate.gateway.ingress.drain import Drain
 from toolgate.identity import IdentityResolver
 from toolgate.lowlevel import Binding
 from toolgate.oauth import OAuthResolver
@@ -38,6 +39,7 @@ class ServedGateway(Protocol):
     identity: IdentityResolver
     metrics: Metrics | None
     binding: Binding | None
+    drain: Drain
 
     @property
     def server(self) -> Server[Any]: ...
@@ -74,8 +76,9 @@ def gateway_metrics(gateway: ServedGateway) -> Metrics | None:
 
 
 def readiness(gateway: ServedGateway) -> dict[str, Any]:
-    """What ``/readyz`` answers: ``ready`` when the catalog is built and at least one
-    backend is up; ``status`` is ``ok``, ``degraded`` (some down) or ``unavailable``."""
+    """What ``/readyz`` answers: ``ready`` when the catalog is built, at least one
+    backend is up and the gateway is not stopping; ``status`` is ``ok``, ``degraded``
+    (some down), ``unavailable``, or ``draining`` (stopping: send nothing new here)."""
     backends = {
         name: {"status": b.status, "up": b.up, "tools": len(b.tools), "error": b.last_error}
         for name, b in sorted(gateway.backends.items())
@@ -88,8 +91,10 @@ def readiness(gateway: ServedGateway) -> dict[str, Any]:
         status = "degraded"
     else:
         status = "unavailable"
+    if gateway.drain.draining:
+        status = "draining"
     return {
-        "ready": status != "unavailable",
+        "ready": status not in ("unavailable", "draining"),
         "status": status,
         "backends": backends,
         "tools": len(gateway.toolset.catalog.tools) if built else 0,
@@ -97,8 +102,9 @@ def readiness(gateway: ServedGateway) -> dict[str, Any]:
 
 
 def ops_routes(gateway: ServedGateway) -> list[Route]:
-    """``/healthz`` (the process answers), ``/readyz`` (backends, JSON; 503 when not
-    ready, or with ``?strict`` when any backend is down) and ``/metrics``; behind the
+    """``/healthz`` (the process answers, also while it drains), ``/readyz`` (backends,
+    JSON; 503 when not ready or draining, or with ``?strict`` when any backend is down)
+    and ``/metrics``; behind the
     gateway's guard, like every route (a foreign ``Host`` gets 421)."""
 
     async def healthz(request: Request) -> Response:
