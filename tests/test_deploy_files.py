@@ -124,6 +124,22 @@ def test_the_probes_reach_the_gateways_port_and_paths_with_a_host_it_accepts(
     assert service["selector"] == manifest["Deployment"]["spec"]["selector"]["matchLabels"]
 
 
+def test_the_grace_period_outlasts_the_prestop_pause_and_the_drain(
+    manifest: dict[str, dict[str, Any]],
+) -> None:
+    pod = manifest["Deployment"]["spec"]["template"]["spec"]
+    pause = container(manifest)["lifecycle"]["preStop"]["sleep"]["seconds"]
+    config = parse_config(json.loads(manifest["ConfigMap"]["data"]["toolgate.json"]))
+    drain = config.toolgate.http.drain_timeout
+    assert pod["terminationGracePeriodSeconds"] > pause + drain
+    readiness = container(manifest)["readinessProbe"]
+    # a draining replica is found unready well within its drain
+    assert readiness["periodSeconds"] * readiness["failureThreshold"] < drain
+    # a session is kept on its client's replica as long as the gateway keeps it
+    affinity = manifest["Service"]["spec"]["sessionAffinityConfig"]["clientIP"]
+    assert affinity["timeoutSeconds"] >= config.toolgate.idle_ttl
+
+
 # -- the guide quotes the files --------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ and its legacy sessions get the spec's 404, after which a new ``initialize`` wor
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -163,6 +164,61 @@ async def test_behind_nginx_legacy_clients_keep_their_replica_and_2026_07_28_spr
         nginx.stop()
 
 
+# -- a rolling restart ---------------------------------------------------------------------
+
+
+async def test_a_rolling_restart_under_load_loses_no_call(replicas: ReplicaSet) -> None:
+    stop, outcomes = asyncio.Event(), list[Outcome]()
+    load = [asyncio.create_task(keep_calling(replicas.url, stop, outcomes)) for _ in range(5)]
+    sessions = [asyncio.create_task(keep_a_session(replicas.url, stop, outcomes))]
+    await until(lambda: {o.replica for o in outcomes} >= {"r1", "r2"} and len(outcomes) > 20)
+    for replica in replicas.replicas:
+        replica.signal(signal.SIGTERM)
+        assert await asyncio.to_thread(replica.wait, 60) == 0, replica.tail()
+        await asyncio.to_thread(replica.start)
+        await asyncio.to_thread(replicas.all_up)
+        restarted = time.monotonic()
+        await until(started_after(outcomes, restarted))
+    stop.set()
+    await asyncio.gather(*load, *sessions)
+    calls = [o for o in outcomes if o.replica != "legacy"]
+    assert [o for o in calls if o.error is not None] == []
+    # a legacy session on a stopped replica ends with it: the spec's 404, then a new one
+    # a legacy session lives on its replica: once that one is gone, the spec's 404 and a
+    # new session; a call still running when the drain's time is up gets a retryable error
+    legacy_failures = [o.error for o in outcomes if o.replica == "legacy" and o.error]
+    assert all(
+        SESSION_GONE in error or "'retryable': True" in error for error in legacy_failures
+    ), legacy_failures
+
+
+def started_after(outcomes: list[Outcome], moment: float) -> Callable[[], bool]:
+    return lambda: any(o.started > moment for o in outcomes)
+
+
+#: what a legacy client is told when its session's replica is gone: the SDK's 404 body
+SESSION_GONE = "Session not found"
+
+
+async def keep_a_session(url: str, stop: asyncio.Event, outcomes: list[Outcome]) -> None:
+    """A legacy client calling until ``stop``, with a new session after a failure; its
+    failures are recorded under the replica name ``legacy``."""
+    while not stop.is_set():
+        try:
+            async with legacy(url) as client:
+                while not stop.is_set():
+                    started = time.monotonic()
+                    try:
+                        await served_by(client, "work", ms=20)
+                    except Exception as exc:
+                        failure = Outcome(started, time.monotonic(), "legacy", str(exc))
+                        outcomes.append(failure)
+                        break
+        except Exception as exc:  # a refused initialize, or the ended session's exit
+            outcomes.append(Outcome(time.monotonic(), time.monotonic(), "legacy", str(exc)))
+        await asyncio.sleep(0.05)
+
+
 # -- a replica dies -------------------------------------------------------------------------
 
 
@@ -226,8 +282,10 @@ async def test_a_killed_replica_costs_only_the_calls_it_was_running(
         # the stranded legacy session: its replica is gone, the survivor does not know it
         raw = await post_with_session(replicas.url, stale)
         assert raw.status_code == 404
-        with pytest.raises(MCPError):
+        assert raw.json()["error"] == {"code": -32600, "message": SESSION_GONE}
+        with pytest.raises(MCPError) as gone:
             await stranded.call_tool("whoami", {})
+        assert (gone.value.error.code, gone.value.error.message) == (-32600, SESSION_GONE)
 
     # a fresh initialize works, on the survivor
     async with legacy(replicas.url) as fresh:
