@@ -28,8 +28,11 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp.shared.exceptions import MCPError
 
+from _fixtures.core import visible_names
 from _fixtures.gateway import SERVERS, HttpGateway, gateway_env, sha256, toolgate_argv
 from _fixtures.mcp_servers import structured, text, tool_names
+from toolgate import Flow, Stage, Tool, ToolResult, ToolSet
+from toolgate.gateway.ops.reload import drop_groups
 from toolgate.state import MemoryStore, SessionListing, SessionState
 from toolgate.state.base import EMPTY
 from toolgate.state.redis import RedisStore
@@ -317,8 +320,6 @@ async def test_the_reload_endpoint_wants_the_operator_token(served: Served) -> N
 async def test_a_removed_group_leaves_every_stored_session_on_memory_sqlite_and_redis(
     tmp_path: Path, redis_url: str
 ) -> None:
-    from toolgate.gateway.ops.reload import drop_groups
-
     stores: list[SessionListing] = [
         MemoryStore(),
         SqliteStore(path=str(tmp_path / "state.db")),
@@ -344,3 +345,27 @@ async def test_a_removed_group_leaves_every_stored_session_on_memory_sqlite_and_
     finally:
         for store in stores:
             await store.close()
+
+
+def staged(*stages: str) -> ToolSet:
+    """A toolset whose flow has ``stages`` (the first initial), a tool for each of two."""
+
+    def ok(arguments: Any, ctx: Any) -> ToolResult:
+        return ToolResult.text("ok")
+
+    toolset = ToolSet(flow=Flow(initial=stages[0], stages=tuple(Stage(s) for s in stages)))
+    toolset.add_tool(Tool("look", handler=ok, stages=frozenset({"browse"})))
+    toolset.add_tool(Tool("pay", handler=ok, stages=frozenset({"pay"})))
+    return toolset
+
+
+async def test_a_kept_stage_stays_and_a_removed_one_reads_as_the_new_initial_stage() -> None:
+    live = staged("browse", "pay", "ship")
+    paying, shipping = live.session("paying"), live.session("shipping")
+    await paying.set_stage("pay")
+    await shipping.set_stage("ship")
+    assert await visible_names(shipping) == []
+    live.reconfigure(staged("browse", "pay"))  # "ship" is gone
+    assert await visible_names(paying) == ["pay"]
+    assert await visible_names(shipping) == ["look"]
+    assert (await live.store.load("shipping")).stage == "ship"  # read as initial, not rewritten
