@@ -106,7 +106,7 @@ class Heard:
             self.methods.append(method)
             self.arrived.set()
 
-    async def wait_for(self, method: str, timeout: float = 30.0) -> None:
+    async def wait_for(self, method: str, timeout: float = 60.0) -> None:
         async with asyncio.timeout(timeout):
             while method not in self.methods:
                 self.arrived.clear()
@@ -129,7 +129,7 @@ class Served:
     def log(self) -> str:
         return self.gateway.log.read_text("utf-8", errors="replace")
 
-    async def logged(self, line: str, count: int = 1, timeout: float = 30.0) -> None:
+    async def logged(self, line: str, count: int = 1, timeout: float = 90.0) -> None:
         async with asyncio.timeout(timeout):
             while self.log().count(line) < count:
                 await asyncio.sleep(0.05)
@@ -166,7 +166,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("reload")
     config = tmp / "toolgate.json"
     config.write_text(json.dumps(first_config(tmp), indent=2))
-    gateway = HttpGateway([*toolgate_argv(), "serve", str(config)], tmp / "gateway.log")
+    # two Python backends start before the port opens: patient on a busy machine
+    gateway = HttpGateway(
+        [*toolgate_argv(), "serve", str(config)], tmp / "gateway.log", start_timeout=90
+    )
     gateway.start()
     try:
         yield Served(gateway, config, tmp)
@@ -264,9 +267,10 @@ async def test_a_config_with_errors_is_refused_with_check_s_lines_and_the_runnin
         broken = json.loads(running)
         broken["toolgate"]["polices"] = []
         served.write(broken)
-        expected = served.check()
+        expected, answer = await asyncio.gather(
+            asyncio.to_thread(served.check), admin_reload(served)
+        )
         assert any("polices: unknown key; did you mean 'policies'?" in line for line in expected)
-        answer = await admin_reload(served)
         assert (answer.status_code, answer.json()["applied"]) == (422, False)
         assert answer.json()["problems"] == expected
 
@@ -275,11 +279,12 @@ async def test_a_config_with_errors_is_refused_with_check_s_lines_and_the_runnin
         group = sorted(broken["toolgate"]["groups"])[0]
         broken["toolgate"]["groups"][group]["parent"] = "nowhere"
         served.write(broken)
-        expected = served.check("--offline")
+        expected, done = await asyncio.gather(
+            asyncio.to_thread(served.check, "--offline"), asyncio.to_thread(served.reload_cli)
+        )
         assert expected == [
             f"{served.config}: toolgate.groups: Group {group!r} names unknown parent 'nowhere'"
         ]
-        done = served.reload_cli()
         assert done.returncode == 1
         assert done.stderr.splitlines()[:-1] == expected
         assert "reload refused" in done.stderr.splitlines()[-1]
