@@ -292,6 +292,10 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
         attach(gateway.relay, (backend,))
         fleet.add(backend)
     await fleet.first_attempts((*plan.added, *plan.reconnected))
+    for name in (*plan.added, *plan.reconnected):
+        b = fleet.backends[name]
+        if not b.up:  # supervised: retried with backoff, its tools join when it lists them
+            warnings.append(f"mcpServers.{name}: not up ({b.last_error or b.status}); retrying")
     await gateway.sync(reason="the config reload")  # and the sessions told, as after any sync
     after = set(gateway.toolset.catalog.groups)
     gone = frozenset(before - after)
