@@ -1,4 +1,5 @@
-"""The ``toolgate`` command: ``serve``, ``demo``, ``inspect``, ``check``, ``init``, ``schema``.
+"""The ``toolgate`` command: ``serve``, ``reload``, ``demo``, ``inspect``, ``check``, ``init``,
+``schema``.
 
 Parses arguments, sets up logging on stderr (stdout carries MCP in stdio mode, and
 JSON for ``inspect --format json``) and hands over to ``toolgate.gateway``. The top
@@ -70,6 +71,21 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the gateway described by CONFIG")
     serve.add_argument("config", metavar="CONFIG", help="toolgate.json or a .toml file")
     transport_args(serve, 8765)
+
+    reload = sub.add_parser(
+        "reload",
+        help="have a running gateway read its config file again (SIGHUP does the same)",
+        description="POST to the gateway's /admin/reload with an operator token (its "
+        "SHA-256 in toolgate.dashboard.tokens), read from TOOLGATE_OPERATOR_TOKEN or "
+        "--token-file; exit status 1 when the gateway refuses the config.",
+    )
+    reload.add_argument(
+        "--url",
+        default=None,
+        help="the gateway's URL (TOOLGATE_URL, else http://127.0.0.1:8765)",
+    )
+    reload.add_argument("--token-file", default=None, metavar="PATH", help="the operator token")
+    reload.add_argument("--json", action="store_true", help="print the report as JSON")
 
     demo = sub.add_parser("demo", help="the gateway over the built-in demo backends")
     transport_args(demo, 8765)
@@ -158,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(
                 serve(
                     cfg,
+                    path=args.config,
                     transport=args.transport,
                     host=args.host,
                     port=args.port,
@@ -165,6 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
             return 0
+        if args.command == "reload":
+            from toolgate.gateway.commands.reload import run_reload
+
+            return run_reload(args.url, token_file=args.token_file, as_json=args.json)
         if args.command == "demo":
             from toolgate.demo.run import run_demo
 
