@@ -4,8 +4,9 @@ clients of both eras, a backend speaking JSON-RPC by hand (``servers/raw_malform
 
 Each shape (an error object of the wrong types, neither result nor error, a result that is
 no ``CallToolResult``, a line that is not JSON) on each way a call reaches a backend:
-stdio, HTTP by hand and HTTP through the SDK's session (a backend that gives no session
-id), each with JSON and SSE answers. The backend then answers a good call as before.
+stdio; HTTP by hand and HTTP through the SDK's session (a backend that gives no session
+id), each with JSON and SSE answers; and as 2026-07-28 requests to a backend serving them
+(``modern``, for the 2026-07-28 client). The backend then answers a good call as before.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ PROBLEMS = {
     "bad_json": "not JSON",
 }
 #: backend name -> how it is reached
-BACKENDS = ("stdio", "hand", "hand_sse", "sdk", "sdk_sse")
+BACKENDS = ("stdio", "hand", "hand_sse", "modern", "sdk", "sdk_sse")
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +50,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpGateway]:
         "hand": {"url": f"http://127.0.0.1:{json_port}/mcp"},
         "hand_sse": {"url": f"http://127.0.0.1:{sse_port}/mcp"},
         # no session id: calls go through the SDK's client session
+        # serves 2026-07-28 requests too: a 2026-07-28 client's calls go to it as such
+        "modern": {"url": f"http://127.0.0.1:{json_port}/modern"},
         "sdk": {"url": f"http://127.0.0.1:{json_port}/plain"},
         "sdk_sse": {"url": f"http://127.0.0.1:{sse_port}/plain"},
     }

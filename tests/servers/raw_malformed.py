@@ -1,7 +1,8 @@
 """A backend that speaks JSON-RPC by hand and answers some calls malformed, over stdio
 (default) or streamable HTTP (``--port N``: ``/mcp`` gives a session id, ``/plain``
-none). ``initialize`` and ``tools/list`` are answered properly; each tool answers a call
-with one shape: ``bad_error`` an error object of the wrong types, ``no_outcome`` neither
+none, ``/modern`` one and serves 2026-07-28 requests too, as ``server/discover`` says).
+``initialize`` and ``tools/list`` are answered properly; each tool answers a call with
+one shape: ``bad_error`` an error object of the wrong types, ``no_outcome`` neither
 result nor error, ``bad_result`` a result that is no ``CallToolResult``, ``bad_json`` a
 line that is not JSON, ``fine`` a good result. ``--sse`` answers HTTP calls as SSE.
 """
@@ -33,8 +34,9 @@ TOOLS = [
 ]
 
 
-def answer(message: dict[str, Any]) -> str | None:
-    """The line answering ``message`` (None for a notification)."""
+def answer(message: dict[str, Any], modern: bool = False) -> str | None:
+    """The line answering ``message`` (None for a notification); ``modern``: as a server
+    of 2026-07-28 requests too."""
     method, rid = message.get("method"), message.get("id")
     if rid is None:
         return None
@@ -48,6 +50,12 @@ def answer(message: dict[str, Any]) -> str | None:
         result = {"tools": TOOLS}
     elif method == "tools/call":
         return SHAPES[message["params"]["name"]](rid)
+    elif method == "server/discover" and modern:
+        result = {
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "raw-malformed", "version": "1"},
+        }
     elif method == "ping":
         result = {}
     else:
@@ -73,7 +81,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         message = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        reply = answer(message)
+        reply = answer(message, modern=self.path == "/modern")
         if reply is None:
             self.send_response(202)
             self.send_header("content-length", "0")
@@ -87,7 +95,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("content-type", kind)
         self.send_header("content-length", str(len(data)))
-        if message.get("method") == "initialize" and self.path == "/mcp":
+        if message.get("method") == "initialize" and self.path != "/plain":
             self.send_header("mcp-session-id", "raw-session")
         self.end_headers()
         self.wfile.write(data)
