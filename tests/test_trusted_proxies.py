@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,7 @@ def gateway(tmp: Path, **http: Any) -> HttpGateway:
 
 @pytest.fixture(scope="module")
 def gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, HttpGateway]]:
-    """Three gateways, started at once. ``behind_proxy``: the default share (32 sessions
+    """Three gateways. ``behind_proxy``: the default share (32 sessions
     per client), the loopback peer a trusted proxy. ``one_each``: one session per client,
     so a second session tells whether two requests came from the same client; 127.0.0.1,
     10.0.0.0/8 and fd00::/8 are trusted. ``no_proxy``: nothing trusted, two each."""
@@ -62,9 +61,8 @@ def gateways(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Htt
         "no_proxy": gateway(tmp / "c", max_sessions_per_client=2),
     }
     try:
-        with ThreadPoolExecutor(3) as pool:
-            for _ in pool.map(HttpGateway.start, started.values()):
-                pass
+        for each in started.values():  # one by one: each has its own start deadline
+            each.start()
         yield started
     finally:
         for each in started.values():
@@ -200,6 +198,21 @@ def test_unknown_and_garbage_hops_leave_the_proxy_as_the_client(one_each: HttpGa
 )
 def test_the_rule_on_its_own(peer: str, headers: dict[str, list[str]], client: str) -> None:
     assert TrustedProxies.of(["127.0.0.0/8", "10.0.0.0/8"]).client(peer, headers) == client
+
+
+@pytest.mark.parametrize(
+    ("peer", "headers", "scheme"),
+    [
+        ("127.0.0.1", {"x-forwarded-proto": ["https"]}, "https"),
+        ("127.0.0.1", {"forwarded": ["for=1.2.3.4;proto=http, for=10.0.0.1;proto=https"]}, "https"),
+        ("127.0.0.1", {"x-forwarded-proto": ["gopher"]}, "http"),
+        ("192.0.2.1", {"x-forwarded-proto": ["https"]}, "http"),
+    ],
+)
+def test_the_scheme_is_the_nearest_trusted_proxys(
+    peer: str, headers: dict[str, list[str]], scheme: str
+) -> None:
+    assert TrustedProxies.of(["127.0.0.0/8"]).scheme(peer, "http", headers) == scheme
 
 
 def test_a_bad_trusted_proxy_entry_is_a_config_problem_naming_the_key_and_the_entry() -> None:

@@ -32,15 +32,15 @@ def _address(node: str) -> str | None:
         return None
 
 
-def _forwarded_for(value: str) -> list[str]:
-    """The ``for=`` node of each element of a ``Forwarded`` value, oldest first (an
-    element without one gives ``unknown``)."""
+def _forwarded(value: str, parameter: str, missing: str = "unknown") -> list[str]:
+    """The ``parameter`` (``for``, ``proto``) of each element of a ``Forwarded`` value,
+    oldest first (an element without one gives ``missing``)."""
     nodes: list[str] = []
     for element in value.split(","):
-        node = "unknown"
+        node = missing
         for pair in element.split(";"):
             name, _, token = pair.partition("=")
-            if name.strip().lower() == "for":
+            if name.strip().lower() == parameter:
                 node = token.strip().strip('"')
         nodes.append(node)
     return nodes
@@ -82,7 +82,7 @@ class TrustedProxies:
         if not self.networks or not self.trusts(peer):
             return peer
         if headers.get("forwarded"):
-            hops = _forwarded_for(",".join(headers["forwarded"]))
+            hops = _forwarded(",".join(headers["forwarded"]), "for")
         elif headers.get("x-forwarded-for"):
             hops = ",".join(headers["x-forwarded-for"]).split(",")
         else:
@@ -97,6 +97,18 @@ class TrustedProxies:
             if not self.trusts(address):
                 return address
         return client
+
+    def scheme(self, peer: str, scheme: str, headers: dict[str, list[str]]) -> str:
+        """The scheme the client used (``http`` or ``https``): the nearest proxy's word
+        (``Forwarded: proto=``, else ``X-Forwarded-Proto``) when ``peer`` is trusted."""
+        if not self.networks or not self.trusts(peer):
+            return scheme
+        if headers.get("forwarded"):
+            said = _forwarded(",".join(headers["forwarded"]), "proto", "")[-1]
+        else:
+            said = ",".join(headers.get("x-forwarded-proto", [])).split(",")[-1]
+        said = said.strip().lower()
+        return said if said in ("http", "https") else scheme
 
 
 __all__ = ["TrustedProxies"]

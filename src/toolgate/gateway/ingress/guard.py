@@ -214,7 +214,7 @@ class Guard:
             return
         headers = Headers(scope=scope)
         if self.proxies.networks and scope.get("client"):
-            scope["client"] = self.client(scope["client"], headers)
+            self.forwarded(scope, headers)
         refusal = self.refusal(scope, headers)
         if refusal is not None:
             await refusal(scope, receive, send)
@@ -258,12 +258,16 @@ class Guard:
         scope[BODY] = body
         await self.app(scope, replay(body, receive), send)
 
-    def client(self, peer: tuple[str, int], headers: Headers) -> tuple[str, int]:
-        """The client's ``(address, port)``: the peer's own, or the one its forwarding
-        headers name when it is a trusted proxy (the port is then unknown: 0)."""
-        names = ("forwarded", "x-forwarded-for")
-        address = self.proxies.client(peer[0], {n: headers.getlist(n) for n in names})
-        return peer if address == peer[0] else (address, 0)
+    def forwarded(self, scope: Scope, headers: Headers) -> None:
+        """The client's address (``scope["client"]``, port 0 when a proxy named it) and
+        scheme (``scope["scheme"]``) as a trusted proxy's headers give them."""
+        peer = scope["client"]
+        names = ("forwarded", "x-forwarded-for", "x-forwarded-proto")
+        said = {n: headers.getlist(n) for n in names}
+        address = self.proxies.client(peer[0], said)
+        if address != peer[0]:
+            scope["client"] = (address, 0)
+        scope["scheme"] = self.proxies.scheme(peer[0], scope["scheme"], said)
 
     def refusal(self, scope: Scope, headers: Headers) -> Response | None:
         """Host, Origin and Authorization, before anything else is looked at."""
