@@ -192,6 +192,7 @@ class RedisStore(SessionListing):
     wait_timeout: float = field(default=1.0, init=False)
     _pool: aioredis.BlockingConnectionPool[Any] = field(init=False, repr=False)
     _client: aioredis.Redis[bytes] = field(init=False, repr=False)
+    _sentinel: Sentinel | None = field(default=None, init=False, repr=False)
     _cas: Any = field(init=False, repr=False)
     _rate_hit: Any = field(init=False, repr=False)
     _sweep: Any = field(init=False, repr=False)
@@ -385,6 +386,5 @@ class RedisStore(SessionListing):
     async def close(self) -> None:
         await self._client.aclose()  # type: ignore[attr-defined,unused-ignore]  # old stubs
         await self._pool.disconnect()
-        sentinel = getattr(self, "_sentinel", None)
-        if sentinel is not None:
-            await sentinel.aclose()
+        if self._sentinel is not None:
+            await self._sentinel.aclose()  # type: ignore[attr-defined,unused-ignore]  # old stubs
