@@ -60,6 +60,7 @@ class SentinelGroup:
             pytest.fail(f"redis-server or redis-sentinel not on PATH: {HINT}", pytrace=False)
         primary, replica = self.data_ports
         common = ["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"]
+        common += ["--dir", str(self.directory)]  # a full sync writes an RDB file there
         self._spawn(primary, [server, "--port", str(primary), *common])
         self._spawn(
             replica,
