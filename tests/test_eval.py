@@ -24,7 +24,7 @@ from _fixtures.replay_scripts import DEMO_SCRIPTS
 from servers.replay_provider import ReplayProvider
 from toolgate.cli import main
 from toolgate.errors import ConfigError
-from toolgate.eval.gateway import GatewayPool
+from toolgate.eval.gateway import GatewayPool, ServedGateway
 from toolgate.eval.offers import parse_offers
 from toolgate.eval.providers import parse_model
 from toolgate.eval.report import Report
@@ -461,3 +461,14 @@ async def test_a_refused_key_stops_the_evaluation_and_is_never_printed(
         await evaluate(plan, pool, replay)
     assert "refused the API key from OPENAI_API_KEY (HTTP 401)" in raised.value.message
     assert SECRET not in str(raised.value)
+
+
+def test_a_gateway_that_cannot_start_says_what_it_printed(tmp_path: Path) -> None:
+    config = tmp_path / "toolgate.json"
+    config.write_text(json.dumps({"mcpServers": {}, "toolgate": {"page_size": 0}}))
+    gateway = ServedGateway(str(config), {"strategy": "flat"})
+    with pytest.raises(ConfigError) as raised:
+        gateway.start()
+    message = raised.value.message
+    assert message.startswith(f"the gateway for {config} exited with 1 before it served; it said:")
+    assert "toolgate.page_size: Input should be greater than or equal to 1" in message

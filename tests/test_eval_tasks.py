@@ -216,7 +216,9 @@ def test_strategies_map_to_the_config_and_native_needs_a_provider_with_tool_sear
     ]
     with pytest.raises(ConfigError, match="only the Anthropic Messages API"):
         parse_offers("flat,native", native_ok=False)
-    with pytest.raises(ConfigError, match="unknown strategy 'menus'; known: activators, catalog, flat"):
+    with pytest.raises(
+        ConfigError, match="unknown strategy 'menus'; known: activators, catalog, flat"
+    ):
         parse_offers("menus", native_ok=True)
     with pytest.raises(ConfigError, match="names 'flat' twice"):
         parse_offers("flat,flat", native_ok=True)

@@ -100,6 +100,8 @@ class ServedGateway:
         self.log = log
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        # without a log of the caller's, the output is kept to say why a start failed
+        self._output: IO[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -111,20 +113,24 @@ class ServedGateway:
         return argv + (["--db", str(self.db)] if self.db is not None else [])
 
     def start(self) -> None:
+        if self.log is None:
+            self._output = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self.proc = subprocess.Popen(
             self.argv(),
             stdin=subprocess.DEVNULL,
-            stdout=self.log or subprocess.DEVNULL,
-            stderr=subprocess.STDOUT if self.log else subprocess.DEVNULL,
+            stdout=self.log or self._output,
+            stderr=subprocess.STDOUT,
             env=os.environ.copy(),
         )
         deadline = time.monotonic() + START_TIMEOUT_S
         ready = f"http://127.0.0.1:{self.port}/readyz"
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                said = self._said()
+                self.stop()
                 raise ConfigError(
                     f"the gateway for {self.config} exited with {self.proc.returncode} "
-                    "before it served (see its log)",
+                    f"before it served{said}",
                     key="(gateway)",
                 )
             try:
@@ -139,6 +145,14 @@ class ServedGateway:
             key="(gateway)",
         )
 
+    def _said(self, limit: int = 2000) -> str:
+        """The end of what the gateway printed, or where to find it."""
+        if self._output is None:
+            return " (see its log)"
+        self._output.seek(0)
+        text = self._output.read().decode("utf-8", "replace").strip()[-limit:]
+        return f"; it said:\n{text}" if text else ""
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
@@ -147,6 +161,9 @@ class ServedGateway:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self._output is not None:
+            self._output.close()
+            self._output = None
 
     def __enter__(self) -> ServedGateway:
         self.start()
