@@ -51,6 +51,7 @@ MATH_SCRIPTS: list[dict[str, Any]] = [
                 "ways": [
                     {"call": "enable_tools", "args": {"groups": ["arith"]}},
                     {"call": "get_group", "args": {"name": "arith"}},
+                    {"call": "search_tools", "args": {"query": "add two integers"}},
                     {
                         "call": "call_tool",
                         "args": {"name": "add", "arguments": ADD},
@@ -366,6 +367,25 @@ async def test_native_tool_search_defers_every_group_tool_and_counts_only_the_ea
         assert (space["name"], [t["name"] for t in space["tools"]]) == ("arith", ["add"])
     assert offered(replay.log[0]) == ["echo"]  # up front: the top-level tools
     assert_accounting(report, replay.log)
+
+
+async def test_catalog_and_search_reach_a_group_tool_through_their_own_meta_tools(
+    pool: GatewayPool, replay: ReplayProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    plan = make_plan(pool, [ADD_TASK], "openai:m", replay.openai_base_url, "catalog,search")
+    report = await evaluate(plan, pool, replay)
+    catalog, search = ([(c.name, c.tool) for c in r.calls] for r in report.runs)
+    assert all(r.success for r in report.runs)
+    # enable_tools is the catalog's alias that changes nothing; get_group shows the tool,
+    # and the catalog's fixed list reaches it through call_tool
+    assert catalog == [
+        ("enable_tools", "enable_tools"),
+        ("get_group", "get_group"),
+        ("call_tool", "add"),
+    ]
+    assert search == [("search_tools", "search_tools"), ("call_tool", "add")]
+    assert [s.strategy for s in report.summaries] == ["catalog", "search"]
 
 
 async def test_a_host_that_does_not_relist_reaches_the_tool_through_the_dispatcher(
