@@ -74,10 +74,12 @@ def chart(report: Report) -> str:
     for i, s in enumerate(rows):  # the spread over repeats
         if len(s.repeat_rates) > 1:
             lo, hi = (x1 + PANEL * r for r in (min(s.repeat_rates), max(s.repeat_rates)))
-            y = TOP + i * ROW + ROW / 2
+            y = TOP + i * ROW + ROW - 4  # under the bar, clear of its label
             parts.append(
-                f'<line x1="{lo:.1f}" y1="{y}" x2="{hi:.1f}" y2="{y}" stroke="#000" '
-                'stroke-width="2" class="spread"/>'
+                f'<path d="M{lo:.1f} {y - 3}v6M{lo:.1f} {y}H{hi:.1f}M{hi:.1f} {y - 3}v6" '
+                'stroke="#000" stroke-width="1.5" fill="none" class="spread">'
+                f"<title>{_e(s.strategy)}: {min(s.repeat_rates):.0%} to "
+                f"{max(s.repeat_rates):.0%} per repeat</title></path>"
             )
     x2 = x1 + PANEL + 70 + GAP
     top_tokens = max(
@@ -167,8 +169,8 @@ def page(report: Report) -> str:
 <style>
 body{{font-family:sans-serif;margin:2em;color:#222}}
 table{{border-collapse:collapse;margin:1em 0}}
-th,td{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
-th:first-child,td:nth-child(2){{text-align:left}}
+th,td{{border:1px solid #ccc;padding:4px 8px;text-align:right;white-space:nowrap}}
+#summary th,#runs td:nth-child(-n+2),#runs td:last-child{{text-align:left}}
 caption{{caption-side:bottom;font-size:90%;color:#555}}
 </style></head><body>
 <h1>toolgate eval</h1>
