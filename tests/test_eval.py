@@ -10,6 +10,7 @@ command are judged as the report says.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from _fixtures.mcp_servers import free_port
 from _fixtures.replay_scripts import DEMO_SCRIPTS
@@ -445,7 +447,9 @@ async def test_repeats_report_the_spread_of_the_success_rate(
     assert summary["success_rate_spread"]["max"] == 1.0
     turns = summary["per_run"]["turns"]
     assert (turns["min"], turns["max"]) == (1, 3)
-    assert "50%-100%" in str(report.table().columns[1]._cells)
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(report.table())
+    assert "3/4 (75%) 50%-100%" in console.export_text()
 
 
 async def test_a_check_command_judges_the_run_with_the_answer_and_the_gateway_url(
