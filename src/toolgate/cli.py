@@ -1,5 +1,5 @@
 """The ``toolgate`` command: ``serve``, ``reload``, ``demo``, ``inspect``, ``check``, ``init``,
-``schema``.
+``schema``, ``eval``.
 
 Parses arguments, sets up logging on stderr (stdout carries MCP in stdio mode, and
 JSON for ``inspect --format json``) and hands over to ``toolgate.gateway``. The top
@@ -156,6 +156,36 @@ def _parser() -> argparse.ArgumentParser:
         help="one group per server, whatever its size (no proposed groups)",
     )
 
+    evaluate = sub.add_parser(
+        "eval",
+        help="run tasks with a real model once per strategy and compare success, tokens, "
+        "turns and calls",
+    )
+    evaluate.add_argument("config", metavar="CONFIG", help="toolgate.json, .toml, or 'demo'")
+    evaluate.add_argument("tasks", metavar="TASKS", help="the tasks file (.yaml, .yml, .json)")
+    evaluate.add_argument(
+        "--model",
+        required=True,
+        metavar="PROVIDER:MODEL",
+        help="openai:, openai-compatible: (with --base-url), openai-responses: or anthropic:",
+    )
+    evaluate.add_argument(
+        "--strategies",
+        default=None,
+        metavar="LIST",
+        help="comma-separated: flat, menu, activators, catalog, search, lazy, groups, "
+        "native (default: flat,menu,catalog,search)",
+    )
+    evaluate.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per task")
+    evaluate.add_argument("--seed", type=int, default=None, help="for providers that take one")
+    evaluate.add_argument("--base-url", default=None, help="the provider's API address")
+    evaluate.add_argument(
+        "--api-key-env", default=None, metavar="NAME", help="the variable holding the API key"
+    )
+    evaluate.add_argument("--json", default=None, metavar="PATH", help="write the JSON report")
+    evaluate.add_argument("--html", default=None, metavar="PATH", help="write the HTML report")
+    evaluate.add_argument("--log", default=None, metavar="PATH", help="the gateways' output")
+
     schema = sub.add_parser("schema", help="print the config file's JSON Schema")
     schema.add_argument("--output", "-o", default=None, metavar="PATH", help="write it here")
     return parser
@@ -238,6 +268,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(
                 run_init(args.source, args.output, force=args.force, grouping=grouping)
             )
+        if args.command == "eval":
+            from toolgate.eval.run import run_command
+
+            configure_logging("error")
+            return run_command(args)
         if args.command == "schema":
             from toolgate.gateway.config.model import json_schema
 
