@@ -8,6 +8,8 @@ bash scripts/bootstrap.sh dev
 
 need_pkgs=()
 command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server)
+# the store's failover tests run a primary, a replica and three sentinels
+command -v redis-sentinel >/dev/null 2>&1 || need_pkgs+=(redis-sentinel)
 # the dashboard and WebMCP tests drive Debian's Chromium (no downloaded browsers)
 command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 \
     || need_pkgs+=(chromium-headless-shell)

@@ -227,6 +227,8 @@ def test_every_event_type_is_known_and_events_serialize_flat() -> None:
         "group.deactivated",
         "budget.exceeded",
         "tool.selection",
+        "config.reloaded",
+        "config.refused",
     } == EVENT_TYPES
     e = Event("tool.executed", "s", "p", {"tool": "x"}, time=12.5)
     assert e.to_dict() == {

@@ -20,6 +20,7 @@ from toolgate.gateway.backends.http import HttpTransport, usable
 from toolgate.gateway.backends.http11 import Body, Events, Reader, Reply, ResponseError, read_head
 from toolgate.gateway.backends.http_calls import HttpCalls, _answer
 from toolgate.gateway.backends.http_client import SessionSeen
+from toolgate.gateway.backends.malformed import MalformedAnswer
 from toolgate.gateway.backends.stateless import Stateless, completed, header_params
 from toolgate.gateway.config.servers import HttpServer
 
@@ -109,8 +110,8 @@ def test_an_answer_is_the_result_or_the_error_for_its_own_id() -> None:
         {"jsonrpc": "2.0", "id": "h-1", "error": {"code": -32042, "message": "x"}}, "h-1"
     )
     assert error == mt.ErrorData(code=-32042, message="x")
-    broken = _answer({"jsonrpc": "2.0", "id": "h-1", "error": "nope"}, "h-1")
-    assert isinstance(broken, mt.ErrorData) and broken.code == mt.INTERNAL_ERROR
+    with pytest.raises(MalformedAnswer, match="its error object is malformed"):
+        _answer({"jsonrpc": "2.0", "id": "h-1", "error": "nope"}, "h-1")
 
 
 def test_the_hop_leaves_a_backend_behind_a_proxy_to_the_sdks_client(

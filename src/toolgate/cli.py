@@ -1,4 +1,5 @@
-"""The ``toolgate`` command: ``serve``, ``demo``, ``inspect``, ``check``, ``init``, ``schema``.
+"""The ``toolgate`` command: ``serve``, ``reload``, ``demo``, ``inspect``, ``check``, ``init``,
+``schema``, ``eval``.
 
 Parses arguments, sets up logging on stderr (stdout carries MCP in stdio mode, and
 JSON for ``inspect --format json``) and hands over to ``toolgate.gateway``. The top
@@ -71,6 +72,21 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("config", metavar="CONFIG", help="toolgate.json or a .toml file")
     transport_args(serve, 8765)
 
+    reload = sub.add_parser(
+        "reload",
+        help="have a running gateway read its config file again (SIGHUP does the same)",
+        description="POST to the gateway's /admin/reload with an operator token (its "
+        "SHA-256 in toolgate.dashboard.tokens), read from TOOLGATE_OPERATOR_TOKEN or "
+        "--token-file; exit status 1 when the gateway refuses the config.",
+    )
+    reload.add_argument(
+        "--url",
+        default=None,
+        help="the gateway's URL (TOOLGATE_URL, else http://127.0.0.1:8765)",
+    )
+    reload.add_argument("--token-file", default=None, metavar="PATH", help="the operator token")
+    reload.add_argument("--json", action="store_true", help="print the report as JSON")
+
     demo = sub.add_parser("demo", help="the gateway over the built-in demo backends")
     transport_args(demo, 8765)
     demo.add_argument(
@@ -140,6 +156,36 @@ def _parser() -> argparse.ArgumentParser:
         help="one group per server, whatever its size (no proposed groups)",
     )
 
+    evaluate = sub.add_parser(
+        "eval",
+        help="run tasks with a real model once per strategy and compare success, tokens, "
+        "turns and calls",
+    )
+    evaluate.add_argument("config", metavar="CONFIG", help="toolgate.json, .toml, or 'demo'")
+    evaluate.add_argument("tasks", metavar="TASKS", help="the tasks file (.yaml, .yml, .json)")
+    evaluate.add_argument(
+        "--model",
+        required=True,
+        metavar="PROVIDER:MODEL",
+        help="openai:, openai-compatible: (with --base-url), openai-responses: or anthropic:",
+    )
+    evaluate.add_argument(
+        "--strategies",
+        default=None,
+        metavar="LIST",
+        help="comma-separated: flat, menu, activators, catalog, search, lazy, groups, "
+        "native (default: flat,menu,catalog,search)",
+    )
+    evaluate.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per task")
+    evaluate.add_argument("--seed", type=int, default=None, help="for providers that take one")
+    evaluate.add_argument("--base-url", default=None, help="the provider's API address")
+    evaluate.add_argument(
+        "--api-key-env", default=None, metavar="NAME", help="the variable holding the API key"
+    )
+    evaluate.add_argument("--json", default=None, metavar="PATH", help="write the JSON report")
+    evaluate.add_argument("--html", default=None, metavar="PATH", help="write the HTML report")
+    evaluate.add_argument("--log", default=None, metavar="PATH", help="the gateways' output")
+
     schema = sub.add_parser("schema", help="print the config file's JSON Schema")
     schema.add_argument("--output", "-o", default=None, metavar="PATH", help="write it here")
     return parser
@@ -158,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(
                 serve(
                     cfg,
+                    path=args.config,
                     transport=args.transport,
                     host=args.host,
                     port=args.port,
@@ -165,6 +212,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             )
             return 0
+        if args.command == "reload":
+            from toolgate.gateway.commands.reload import run_reload
+
+            return run_reload(args.url, token_file=args.token_file, as_json=args.json)
         if args.command == "demo":
             from toolgate.demo.run import run_demo
 
@@ -217,6 +268,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(
                 run_init(args.source, args.output, force=args.force, grouping=grouping)
             )
+        if args.command == "eval":
+            from toolgate.eval.run import run_command
+
+            configure_logging("error")
+            return run_command(args)
         if args.command == "schema":
             from toolgate.gateway.config.model import json_schema
 

@@ -30,6 +30,8 @@ EVENT_TYPES = frozenset(
         "group.deactivated",
         "budget.exceeded",
         "tool.selection",
+        "config.reloaded",
+        "config.refused",
     }
 )
 

@@ -78,7 +78,9 @@ class Flow:
         return name
 
     def current(self, stage: str | None) -> str:
-        return self.initial if stage is None else stage
+        """The stage a session is in: ``initial`` before it moved, and also when the
+        stage it moved to is no longer in the flow (the flow was replaced, a reload)."""
+        return stage if stage is not None and stage in self._by_name else self.initial
 
     def allowed_stages(self, stage: str) -> frozenset[str]:
         """The stage itself plus the stages it enables."""

@@ -118,6 +118,8 @@ class HttpGateway:
     log: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    #: how long ``start`` waits for the port (the gateway listens once its backends started)
+    start_timeout: float = 30.0
 
     @property
     def url(self) -> str:
@@ -132,7 +134,7 @@ class HttpGateway:
                 stderr=subprocess.STDOUT,
                 env=gateway_env(),
             )
-        wait_for_port(self.port, self.proc)
+        wait_for_port(self.port, self.proc, self.start_timeout)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -152,11 +152,42 @@ class Catalog:
 
     def reserved_owner(self, name: str) -> str | None:
         """Which meta-tool owns ``name``, if it is reserved."""
+        return self._reserved_in(name, self._groups)
+
+    def replace_all(self, source: Catalog) -> list[str]:
+        """Take ``source``'s groups, exclusion sets, flow and tools in one change (one
+        version bump, each listener called once; none when nothing differs), keeping
+        this catalog's reserved names and listeners. A tool whose name a meta-tool
+        reserves is left out and its name returned; a tool equal to one held now stays
+        the held object. ``source`` was validated as it was built.
+
+        >>> live.replace_all(rebuilt)   # a gateway's catalog after its config changed
+        """
+        groups = dict(source._groups)
+        tools: dict[str, Tool] = {}
+        refused: list[str] = []
+        for name, tool in source._tools.items():
+            if self._reserved_in(name, groups) is not None:
+                refused.append(name)
+                continue
+            held = self._tools.get(name)
+            tools[name] = held if held == tool else tool
+        exclusions = list(source._exclusions)
+        now = (self._groups, self._exclusions, self._flow, self._tools)
+        if (groups, exclusions, source._flow, tools) == now:
+            return refused
+        self._groups, self._exclusions, self._flow = groups, exclusions, source._flow
+        self._tools = tools
+        self._changed()
+        return refused
+
+    def _reserved_in(self, name: str, groups: Mapping[str, Group]) -> str | None:
+        """``reserved_owner`` as if ``groups`` were the catalog's groups."""
         owner = self._reserved.get(name)
         if owner is not None:
             return owner
         for x, o in self._reserved_suffixes.items():
-            if name.endswith(x) and name[: -len(x)] in self._groups:
+            if name.endswith(x) and name[: -len(x)] in groups:
                 return o
         return None
 

@@ -2,8 +2,9 @@
 signals the process obeys (``SIGNALS``, one line per signal) and how it stops
 (``Process.stop``: unready at once, new work refused, calls drained up to
 ``toolgate.http.drain_timeout``, the rest answered, then the server and the backends
-closed and exit 0). It is the one owner of the signals: uvicorn's handlers are off.
-Gateway layer, under ``serve``: imports the ingress and uvicorn, never ``serve.py``.
+closed and exit 0) or reloads (``Process.reload``: ``ops.reload``). It is the one owner
+of the signals: uvicorn's handlers are off. Gateway layer, under ``serve``: imports the
+ingress, ``ops`` and uvicorn, never ``serve.py``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.app import server_options
 from toolgate.gateway.ingress.drain import Drain
 from toolgate.gateway.ingress.protocol import GuardedProtocol
+from toolgate.gateway.ops.reload import Reloadable, ReloadReport, reload
 
 logger = logging.getLogger("toolgate.gateway")
 
@@ -34,7 +36,7 @@ ANSWER_GRACE = 2.0
 CLOSE_GRACE = 3
 
 
-class Serving(Protocol):
+class Serving(Reloadable, Protocol):
     """What the process needs of a gateway (``toolgate.gateway.serve.Gateway``)."""
 
     cfg: GatewayConfig
@@ -65,6 +67,7 @@ class Process:
         self.gateway = gateway
         self.server = server
         self._stopping: asyncio.Task[None] | None = None
+        self._reloads: set[asyncio.Task[ReloadReport]] = set()
 
     @property
     def drain(self) -> Drain:
@@ -104,11 +107,20 @@ class Process:
         logger.info("drained; %d stream(s) ended; closing the server", ended)
         self.server.should_exit = True
 
+    def reload(self) -> None:
+        """Read the config file again and apply it (``toolgate.gateway.ops.reload``);
+        the report goes to the log and the event bus. Reloads run one at a time."""
+        logger.info("reloading %s", self.gateway.config_path)
+        task = asyncio.get_running_loop().create_task(reload(self.gateway), name="reload")
+        self._reloads.add(task)
+        task.add_done_callback(self._reloads.discard)
+
 
 #: What each signal does to a serving process; one owner, one line per signal.
 SIGNALS: Mapping[signal.Signals, Callable[[Process], None]] = {
     signal.SIGTERM: Process.stop,
     signal.SIGINT: Process.stop,
+    signal.SIGHUP: Process.reload,
 }
 
 

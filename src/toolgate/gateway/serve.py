@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from mcp.server import Server
@@ -26,11 +27,11 @@ from mcp.shared.inbound import x_mcp_header_map
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount
 
-from toolgate.catalog import CallContext, Handler, Tool, ToolResult
+from toolgate.catalog import CallContext, Handler, ToolResult
 from toolgate.errors import ConfigError
 from toolgate.events import EventBus
 from toolgate.gateway.backends.backend import Backend, Timing
-from toolgate.gateway.backends.fleet import make_backends, running
+from toolgate.gateway.backends.fleet import Fleet
 from toolgate.gateway.config.build import (
     BackendTool,
     BuildReport,
@@ -42,6 +43,7 @@ from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.app import http_app
 from toolgate.gateway.ingress.drain import Drain
 from toolgate.gateway.ingress.fast_path import FastPath
+from toolgate.gateway.ops.admin import mount_admin
 from toolgate.gateway.ops.health import gateway_metrics, ops_routes
 from toolgate.gateway.ops.observe import event_bus, log_store_failures
 from toolgate.gateway.relay.access import PrimitiveAccess
@@ -99,7 +101,7 @@ class Gateway:
     """
 
     #: what ``http_app`` serves beside ``/mcp``, in order (set on an instance to change)
-    apps: Sequence[GatewayApp] = (mount_webmcp, mount_ops, mount_dashboard)
+    apps: Sequence[GatewayApp] = (mount_webmcp, mount_ops, mount_dashboard, mount_admin)
 
     def __init__(
         self,
@@ -110,8 +112,11 @@ class Gateway:
         store: StateStore | None = None,
         events: EventBus | None = None,
         access: PrimitiveAccess | None = None,
+        config_path: str | Path | None = None,
     ) -> None:
         self.cfg = cfg
+        #: the file a reload reads (as given: a symlink swapped by a deploy is followed)
+        self.config_path = Path(config_path) if config_path is not None else cfg.source
         tg = cfg.toolgate
         self.events = events if events is not None else event_bus(cfg)
         if store is None:
@@ -123,9 +128,8 @@ class Gateway:
         # Prometheus metrics from events (toolgate.gateway.ops.health)
         self.metrics = gateway_metrics(self)
         self.timing = timing or Timing.from_env()
-        self.backends: dict[str, Backend] = make_backends(
-            cfg, timing=self.timing, on_tools=self._tools_changed, errlog=errlog
-        )
+        self.fleet = Fleet(cfg, timing=self.timing, on_tools=self._tools_changed, errlog=errlog)
+        self.backends: dict[str, Backend] = self.fleet.backends
         self.server: Server[Any] = Server(
             "toolgate",
             version="0.1.0",
@@ -153,6 +157,7 @@ class Gateway:
         self.report = BuildReport()
         self._handlers: dict[tuple[str, str], Handler] = {}
         self._sync_lock = asyncio.Lock()
+        self.reload_lock = asyncio.Lock()  # one reload at a time (``ops.reload``)
         self._tasks: set[asyncio.Task[Any]] = set()
         self.syncs = 0  # how many times backend changes were synced (tests, logs)
         self.drain = Drain()  # the stop over HTTP (``toolgate.gateway.process``)
@@ -193,12 +198,11 @@ class Gateway:
         key = (tool.server, tool.name)
         handler = self._handlers.get(key)
         if handler is None:
-            backend = self.backends[tool.server]
-            name = tool.name
-            calls = self.calls
+            backends, server, name, calls = self.backends, tool.server, tool.name, self.calls
 
             async def handler(arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-                return await calls.call(backend, name, arguments, ctx)
+                # looked up per call: a reload may reconnect or replace the backend
+                return await calls.call(backends[server], name, arguments, ctx)
 
             self._handlers[key] = handler
         return handler
@@ -331,7 +335,8 @@ class Gateway:
             for e in report.errors:
                 logger.warning("config after %s changed: %s", reason or "a backend", e.message)
             before = await self._lists()
-            self._apply(toolset, scratch.catalog.tools)
+            for name in toolset.reconfigure(scratch):  # the one way the catalog changes
+                logger.warning("tool %r not served: a meta-tool has its name", name)
             self._header_params(toolset)
             after = await self._lists()
             self.syncs += 1
@@ -357,23 +362,6 @@ class Gateway:
         # the SDK's own reading of a schema's declarations, as its check reads them
         declared = any(x_mcp_header_map(t.input_schema) for t in toolset.catalog.tools.values())
         self.server.get_tool_input_schema = None if declared else _nothing_to_check
-
-    def _apply(self, toolset: ToolSet, wanted: Mapping[str, Tool]) -> None:
-        cat = toolset.catalog
-        for name in sorted(set(cat.tools) - set(wanted)):
-            toolset.remove_tool(name)
-        for name in sorted(wanted):
-            tool = wanted[name]
-            current = cat.tool(name)
-            if current == tool:
-                continue
-            try:
-                if current is None:
-                    toolset.add_tool(tool)
-                else:
-                    cat.add_tools([tool], replace_existing=True)
-            except Exception as exc:
-                logger.warning("tool %r from %r not served: %s", name, tool.source, exc)
 
     def _connections(self) -> LiveConnections:
         if self.binding is None:
@@ -402,7 +390,7 @@ class Gateway:
         (``sync``), which notifies the legacy sessions whose list changed."""
         names = ", ".join(self.backends) or "none"
         logger.info("starting %d backend(s): %s", len(self.backends), names)
-        async with running(self.backends):
+        async with self.fleet.running():
             starting = sorted(n for n, b in self.backends.items() if not b.ready.is_set())
             failed = sorted(n for n, b in self.backends.items() if b.ready.is_set() and not b.up)
             if starting:
@@ -477,12 +465,13 @@ def _nothing_to_check(name: str) -> None:
 async def serve(
     cfg: GatewayConfig,
     *,
+    path: str | Path | None = None,
     transport: str = "stdio",
     host: str = "127.0.0.1",
     port: int = 8765,
     allowed_hosts: Sequence[str] = (),
 ) -> None:
-    gateway = Gateway(cfg)
+    gateway = Gateway(cfg, config_path=path)
     try:
         if transport == "stdio":
             await gateway.serve_stdio()

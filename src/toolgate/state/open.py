@@ -22,7 +22,8 @@ def is_store_path(url: str) -> bool:
 
 
 def open_store(url: str, *, idle_ttl: float = 3600.0, **options: Any) -> SessionListing:
-    """A store from a URL: ``memory://``, ``sqlite:///path``, ``redis://host:port/db``;
+    """A store from a URL: ``memory://``, ``sqlite:///path``, ``redis://host:port/db``,
+    ``redis+sentinel://host:26379,host2:26379/service/db`` (``SentinelTarget``);
     a bare filesystem path (no scheme) is a SQLite file, the embedded store."""
     if url in ("memory://", "memory", ""):
         from toolgate.state.memory import MemoryStore
@@ -37,8 +38,15 @@ def open_store(url: str, *, idle_ttl: float = 3600.0, **options: Any) -> Session
         from toolgate.state.redis import RedisStore
 
         return RedisStore(url=url, idle_ttl=idle_ttl, **options)
+    if url.startswith(("redis+sentinel://", "rediss+sentinel://")):
+        from toolgate.state.redis import RedisStore
+
+        try:
+            return RedisStore(url=url, idle_ttl=idle_ttl, **options)
+        except ValueError as exc:
+            raise ConfigError(f"Bad Redis Sentinel store URL: {exc}", key="store") from None
     raise ConfigError(
-        f"Unknown store URL {url!r}: use memory://, sqlite:///path (or a bare file path) "
-        "or redis://host:port/db",
+        f"Unknown store URL {url!r}: use memory://, sqlite:///path (or a bare file path), "
+        "redis://host:port/db or redis+sentinel://host:26379,.../service/db",
         key="store",
     )

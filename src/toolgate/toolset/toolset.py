@@ -160,6 +160,36 @@ class ToolSet:
     def set_flow(self, flow: Flow) -> None:
         self.catalog.set_flow(flow)
 
+    def reconfigure(self, source: ToolSet) -> list[str]:
+        """Become what ``source`` was built as, keeping this toolset's store, event bus,
+        token counter, rules and reserved names: ``source``'s catalog in one change
+        (``Catalog.replace_all``) and its settings (trust ladder, initial groups,
+        budgets, hidden-tool errors, page size, separator, default principal, search
+        settings). Sessions keep their state in the store. Returns the tools left out
+        because a meta-tool reserves their names.
+
+        >>> live.reconfigure(rebuilt)   # a gateway after its config or a backend changed
+        """
+        before = dict(self.catalog.tools)
+        self.ladder = source.ladder
+        self.initial_groups = source.initial_groups
+        self.max_tools, self.max_tokens = source.max_tools, source.max_tokens
+        self.hidden_tool_errors = source.hidden_tool_errors
+        self.page_size, self.separator = source.page_size, source.separator
+        self.default_principal = source.default_principal
+        if source.search_settings != self.search_settings:
+            self.search_settings = source.search_settings
+            self._search_index = None  # made again, with the new settings, on first use
+        self.views.clear()  # views are keyed by catalog version, not by the ladder
+        refused = self.catalog.replace_all(source.catalog)
+        after = self.catalog.tools
+        for name in sorted(set(before) - set(after)):
+            self.events.emit("tool.unregistered", tool=name)
+        for name in sorted(after):
+            if before.get(name) is not after[name]:
+                self.events.emit("tool.registered", tool=name, groups=list(after[name].groups))
+        return refused
+
     def tool(self, fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         """Decorator: register a function as a tool (see ``toolgate.declare.tool``)."""
         from toolgate.declare import tool_from_function

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO, TypeVar
 
 import mcp_types as mt
+import pydantic
 import pydantic_core
 from mcp import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
@@ -28,6 +29,7 @@ from mcp_types import REQUEST_TIMEOUT
 
 from toolgate.catalog import ToolResult
 from toolgate.errors import RelayedError
+from toolgate.gateway.backends import malformed
 from toolgate.gateway.backends.errors import (
     CONNECTION_CLOSED,
     BackendDown,
@@ -36,6 +38,7 @@ from toolgate.gateway.backends.errors import (
     SessionEnded,
     reason,
 )
+from toolgate.gateway.backends.malformed import MalformedAnswer
 from toolgate.gateway.backends.stateless import Stateless
 from toolgate.gateway.backends.transport import BackendTransport
 from toolgate.gateway.config.servers import ServerSpec
@@ -293,6 +296,8 @@ class Backend:
             return self.unavailable()
         except BackendTimeout:
             return self.timed_out(tool, seconds)
+        except MalformedAnswer as exc:
+            return malformed.result(self.name, tool, str(exc))
         except BackendFailed as exc:
             return ToolResult.error(f"Backend {self.name!r} failed on {tool!r}: {exc}")
         except MCPError as exc:  # the client hears the backend's error as it was sent
@@ -410,9 +415,9 @@ class Backend:
         """``send`` on the live session within ``seconds`` (+ ``slack``), its failures
         sorted once for calls and relayed requests alike: ``BackendDown`` (down, or the
         connection closed: the supervisor is told), ``BackendTimeout`` (no answer: the
-        SDK's own read timeout or ours), ``BackendFailed`` (transport trouble or a
-        result the SDK rejected: the supervisor pings it now); the backend's own
-        JSON-RPC errors pass through as ``MCPError``."""
+        SDK's own read timeout or ours), ``MalformedAnswer`` (an answer that is no valid
+        one), ``BackendFailed`` (transport trouble: the supervisor pings it now); the
+        backend's own JSON-RPC errors pass through as ``MCPError``."""
         session = self.session
         if session is None or self.status != "up":
             raise BackendDown(f"backend {self.name!r} is not up")
@@ -430,8 +435,15 @@ class Backend:
             if exc.error.code == CONNECTION_CLOSED:
                 self.lost(f"the connection closed during {what}")
                 raise BackendDown(f"backend {self.name!r} closed the connection") from None
+            problem = malformed.of_error(exc.error)
+            if problem is not None:
+                raise MalformedAnswer(problem) from exc
             raise
-        except Exception as exc:  # transport trouble, or a result the SDK rejected
+        except MalformedAnswer:
+            raise
+        except pydantic.ValidationError as exc:  # a result the SDK's model refused
+            raise MalformedAnswer(malformed.result_problem(exc)) from exc
+        except Exception as exc:  # transport trouble
             self.wake.set()  # have the supervisor ping it now
             raise BackendFailed(str(exc)) from exc
 

@@ -1,5 +1,6 @@
 """The gateway's backends together: one ``Backend`` per configured server, all supervised
-while serving (``running``), or connected once to list what they offer (``connect_all``,
+while serving (``running``; a ``Fleet`` also adds, stops and reconnects one while the
+others serve, for a reload), or connected once to list what they offer (``connect_all``,
 for ``toolgate check``). Imports the backend and its supervision, and the config.
 """
 
@@ -7,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
+from pathlib import Path
 from typing import TextIO
 
 from toolgate.gateway.backends.backend import Backend, Timing, ToolsChanged
 from toolgate.gateway.backends.supervision import connect, supervise
 from toolgate.gateway.config.model import GatewayConfig
+from toolgate.gateway.config.servers import ServerSpec
 
 
 def make_backends(
@@ -30,15 +33,110 @@ def make_backends(
     }
 
 
+class Fleet:
+    """The gateway's backends by name (``backends``, the one dict the gateway shares),
+    made alike from the config and, while ``running``, each supervised in a task of its
+    own: ``add`` one, ``remove`` one, ``reconnect`` one with a new spec (the same
+    ``Backend``: its tools stay listed until the new connection lists its own).
+
+    >>> fleet = Fleet(cfg, on_tools=gateway_sync)
+    >>> async with fleet.running(): ...
+    """
+
+    def __init__(
+        self,
+        cfg: GatewayConfig,
+        *,
+        timing: Timing | None = None,
+        on_tools: ToolsChanged | None = None,
+        errlog: TextIO | None = None,
+    ) -> None:
+        self.timing = timing
+        self.on_tools = on_tools
+        self.errlog = errlog
+        self.backends: dict[str, Backend] = make_backends(
+            cfg, timing=timing, on_tools=on_tools, errlog=errlog
+        )
+        self._tasks: dict[str, asyncio.Task[None]] | None = None  # None: not running
+
+    def make(self, name: str, spec: ServerSpec, *, base_dir: Path) -> Backend:
+        """A backend made as the others were (not added, not started)."""
+        return Backend(
+            name,
+            spec,
+            base_dir=base_dir,
+            timing=self.timing,
+            on_tools=self.on_tools,
+            errlog=self.errlog,
+        )
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Fleet]:
+        """Supervise every backend (see ``running``); stop them all on exit, the ones
+        added since included."""
+        self._tasks = {}
+        try:
+            async with running(self.backends, tasks=self._tasks):
+                yield self
+        finally:
+            self._tasks = None
+
+    def _start(self, backend: Backend) -> None:
+        if self._tasks is not None:
+            self._tasks[backend.name] = asyncio.create_task(
+                supervise(backend), name=f"backend:{backend.name}"
+            )
+
+    async def _stop(self, name: str) -> None:
+        task = self._tasks.pop(name, None) if self._tasks is not None else None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    def add(self, backend: Backend) -> None:
+        """Serve ``backend`` too: supervised from now on when the fleet is running."""
+        self.backends[backend.name] = backend
+        self._start(backend)
+
+    async def remove(self, name: str) -> Backend:
+        """Stop serving backend ``name``: out of ``backends`` at once, then disconnected."""
+        backend = self.backends.pop(name)
+        await self._stop(name)
+        return backend
+
+    async def reconnect(self, name: str, spec: ServerSpec, *, base_dir: Path) -> Backend:
+        """Connect backend ``name`` anew by ``spec`` (its command, URL, environment...)."""
+        backend = self.backends[name]
+        await self._stop(name)
+        backend.spec, backend.base_dir = spec, base_dir
+        backend.ready.clear()
+        self._start(backend)
+        return backend
+
+    async def first_attempts(self, names: Iterable[str]) -> None:
+        """Wait until each of ``names`` made its first attempt, up or failed (at most a
+        second past the longest ``start_timeout``; no grace: nobody waits to be served),
+        so a reload's new backends join its catalog sync and its report."""
+        some = {n: self.backends[n] for n in names if n in self.backends}
+        if some:
+            limit = max(b.timing.start_timeout for b in some.values()) + 1
+            await _first_attempts(some, limit, limit)
+
+
 @contextlib.asynccontextmanager
-async def running(backends: Mapping[str, Backend]) -> AsyncIterator[Mapping[str, Backend]]:
+async def running(
+    backends: Mapping[str, Backend], *, tasks: dict[str, asyncio.Task[None]] | None = None
+) -> AsyncIterator[Mapping[str, Backend]]:
     """Run every backend in its own task; yields once each has made its first attempt,
     or the longest ``start_grace`` after the first one came up, or one second past the
     longest ``start_timeout``, whichever comes first. So one slow backend does not hold
     the others back, and backends that start about as fast as each other are all in
     the first catalog; the slower ones go on starting in their tasks. Cancels them all
-    on exit."""
-    tasks = [asyncio.create_task(supervise(b), name=f"backend:{n}") for n, b in backends.items()]
+    on exit, and those in ``tasks`` (where they are kept, by name) when it is given."""
+    tasks = {} if tasks is None else tasks
+    for n, b in backends.items():
+        tasks[n] = asyncio.create_task(supervise(b), name=f"backend:{n}")
     try:
         if backends:
             timings = [b.timing for b in backends.values()]
@@ -47,9 +145,10 @@ async def running(backends: Mapping[str, Backend]) -> AsyncIterator[Mapping[str,
             await _first_attempts(backends, limit, patience)
         yield backends
     finally:
-        for t in tasks:
+        stopping = list(tasks.values())
+        for t in stopping:
             t.cancel()
-        for t in tasks:
+        for t in stopping:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
 
@@ -96,4 +195,4 @@ async def connect_all(
     return listed, failures
 
 
-__all__ = ["connect_all", "make_backends", "running"]
+__all__ = ["Fleet", "connect_all", "make_backends", "running"]

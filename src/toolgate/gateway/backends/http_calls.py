@@ -26,9 +26,11 @@ from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
 from mcp.shared.transport_context import TransportContext
 from mcp_types.version import LATEST_MODERN_VERSION
 
+from toolgate.gateway.backends import malformed
 from toolgate.gateway.backends.errors import SessionEnded
 from toolgate.gateway.backends.http11 import Body, Connections, Events, Reply, ResponseError
 from toolgate.gateway.backends.http_client import SessionSeen
+from toolgate.gateway.backends.malformed import MalformedAnswer
 from toolgate.gateway.backends.stateless import Stateless, completed, envelope
 from toolgate.sdk_internals import client_asked, client_notified
 
@@ -135,7 +137,7 @@ class HttpCalls:
             async with asyncio.timeout(timeout):
                 reply = await self._post(body, self._stateless_head("server/discover", {}))
                 outcome = await self._outcome(reply, session, request_id, None)
-        except (OSError, ResponseError, TimeoutError) as exc:
+        except (OSError, ResponseError, MalformedAnswer, TimeoutError) as exc:
             logger.debug("server/discover failed on %s: %s", self.connections.authority, exc)
             return False
         finally:
@@ -159,7 +161,7 @@ class HttpCalls:
         if kind == "application/json":
             data = b"".join([chunk async for chunk in Body(reply)])
             self.connections.done(reply)
-            message = _parse(data)
+            message = _parse(data, request_id)
             answer = _answer(message, request_id) if message is not None else None
             if answer is None:
                 raise ResponseError(f"the backend answered HTTP {reply.status} without a response")
@@ -169,7 +171,7 @@ class HttpCalls:
             raise ResponseError(f"the backend answered with {kind or 'no content type'}")
         body = Body(reply)
         async for data in Events(body):
-            message = _parse(data)
+            message = _parse(data, request_id)
             if message is None:
                 continue
             answer = _answer(message, request_id)
@@ -328,26 +330,31 @@ class _Asked:
         return None
 
 
-def _parse(data: bytes) -> dict[str, Any] | None:
+def _parse(data: bytes, request_id: str) -> dict[str, Any] | None:
+    """``data`` as a JSON object; one that is not JSON is dropped, unless it holds
+    ``request_id`` (the gateway's own, unlike any other): then the answer is malformed."""
     try:
         message = pydantic_core.from_json(data)
-    except ValueError:
+    except ValueError as exc:
+        if f'"{request_id}"'.encode() in data:
+            raise MalformedAnswer(f"it is not JSON ({exc})") from None
         logger.warning("a message from a backend is not JSON; dropped")
         return None
     return message if isinstance(message, dict) else None
 
 
 def _answer(message: Mapping[str, Any], request_id: str) -> dict[str, Any] | mt.ErrorData | None:
-    """The result or error ``message`` answers ``request_id`` with, if it does."""
+    """The result or error ``message`` answers ``request_id`` with, if it does; raises
+    ``MalformedAnswer`` when it is no valid answer."""
     if message.get("id") != request_id or "method" in message:
         return None
+    problem = malformed.problem(message)
+    if problem is not None:
+        raise MalformedAnswer(problem)
     if isinstance(message.get("result"), dict):
         result: dict[str, Any] = message["result"]
         return result
-    try:
-        return mt.ErrorData.model_validate(message.get("error"))
-    except pydantic_core.ValidationError:
-        return mt.ErrorData(code=mt.INTERNAL_ERROR, message="The backend's answer is malformed")
+    return mt.ErrorData.model_validate(message["error"])
 
 
 __all__ = ["ID_PREFIX", "HttpCalls", "on_call_stream"]

@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST
 from pydantic import BaseModel
 
+from toolgate.gateway.backends import malformed
 from toolgate.gateway.backends.backend import PRIMITIVES, Backend
 from toolgate.gateway.backends.errors import CONNECTION_CLOSED, ConnectionLost
 from toolgate.gateway.backends.http import HttpTransport
@@ -154,7 +155,13 @@ class Connection:
         try:
             async with sink:
                 async for item in source:
-                    await sink.send(item)
+                    # what the SDK could not parse: an error for the request it answered
+                    answer = malformed.pending_error(item) if isinstance(item, Exception) else None
+                    if answer is not None:
+                        logger.warning(
+                            "backend %s: a malformed answer: %s", self.backend.name, item
+                        )
+                    await sink.send(answer or item)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
         finally:

@@ -5,14 +5,16 @@ starts every backend once to list its tools, prompts and resources (a backend th
 is reported with the last lines of its stderr), builds the catalog, the delivery and the
 relayed namespace, and collects every problem as ``key: message`` (a prompt name or
 resource URI offered twice is one; a group's ``prompts:`` / ``resources:`` pattern that
-matches nothing is a warning). ``snapshot`` is shared with ``toolgate inspect``. Edge layer.
+matches nothing is a warning). ``snapshot`` is shared with ``toolgate inspect``; ``read``,
+``assess`` and the problem lines with a reload, which refuses a config with ``check``'s
+words. Edge layer.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -84,23 +86,7 @@ async def snapshot(
         # matched against what the gateway serves, under the names it serves them by
         relayed = namespace(cfg, backends, report).items
     live = set(listed) if not offline else set()
-    toolset, report = build_toolset(
-        cfg,
-        listed,
-        _offline,
-        live=live,
-        store=MemoryStore(),
-        events=EventBus(),
-        report=report,
-    )
-    delivery: Delivery | None = None
-    try:
-        delivery = Delivery(
-            toolset,
-            delivery_config(cfg),
-        )
-    except (RegistrationError, ConfigError) as exc:
-        report.fail("toolgate.strategy", exc.message)
+    toolset, delivery = assess(cfg, listed, live=live, report=report)
     if not offline:
         report.warnings += unmatched_warnings(
             Placement.from_config(cfg), relayed, live, cfg.mcp_servers
@@ -113,16 +99,54 @@ async def snapshot(
     return Snapshot(cfg, toolset, delivery, report, listed, failures, relayed)
 
 
-def problems(path: str | Path, snap: Snapshot | None = None) -> list[str]:
-    """Every problem as one line ``key: message`` (empty: the config is fine)."""
-    if snap is None:
-        return []
+def assess(
+    cfg: GatewayConfig,
+    listed: Mapping[str, list[dict[str, Any]]],
+    *,
+    live: set[str],
+    report: BuildReport,
+) -> tuple[ToolSet, Delivery | None]:
+    """The catalog and delivery ``cfg`` makes of ``listed`` (the tools of the backends in
+    ``live``), every problem in ``report``; nothing is started or served (a reload
+    judges a new config by it too)."""
+    toolset, report = build_toolset(
+        cfg, listed, _offline, live=live, store=MemoryStore(), events=EventBus(), report=report
+    )
+    delivery: Delivery | None = None
+    try:
+        delivery = Delivery(toolset, delivery_config(cfg))
+    except (RegistrationError, ConfigError) as exc:
+        report.fail("toolgate.strategy", exc.message)
+    return toolset, delivery
+
+
+def problem_lines(errors: Iterable[ConfigError]) -> list[str]:
+    """Each problem as one line ``key: message``."""
     lines = []
-    for e in snap.report.errors:
+    for e in errors:
         text = e.message
         key = str(e.details.get("key", ""))
         lines.append(text if not key or text.startswith(key) else f"{key}: {text}")
     return lines
+
+
+def problems(path: str | Path, snap: Snapshot | None = None) -> list[str]:
+    """Every problem as one line ``key: message`` (empty: the config is fine)."""
+    return problem_lines(snap.report.errors) if snap is not None else []
+
+
+def of_file(path: str | Path, lines: Iterable[str]) -> list[str]:
+    """Problem lines as ``check`` prints them: each after the config file's path."""
+    return [f"{path}: {line}" for line in lines]
+
+
+def read(path: str | Path) -> tuple[GatewayConfig | None, list[str]]:
+    """The config at ``path``, or why it cannot be read: ``check``'s lines, one per
+    problem (they name the file themselves)."""
+    try:
+        return load_config(path), []
+    except ConfigError as exc:
+        return None, exc.message.splitlines()
 
 
 async def run_check(
@@ -130,10 +154,8 @@ async def run_check(
 ) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    try:
-        cfg = load_config(path)
-    except ConfigError as exc:
-        lines = exc.message.splitlines()
+    cfg, lines = read(path)
+    if cfg is None:
         for line in lines:
             print(line, file=err)
         if len(lines) > 1:
@@ -141,8 +163,8 @@ async def run_check(
         return 1
     snap = await snapshot(cfg, offline=offline)
     lines = problems(path, snap)
-    for line in lines:
-        print(f"{path}: {line}", file=err)
+    for line in of_file(path, lines):
+        print(line, file=err)
     if lines:
         print(f"{path}: {len(lines)} problem(s)", file=err)
         return 1

@@ -6,6 +6,7 @@ Imports the core for its value types and ``env`` and ``problems``; never starts 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import tomllib
@@ -56,6 +57,18 @@ PrimitivePattern = Annotated[
     # the schema says what the validator says: not empty, no spaces around
     Field(json_schema_extra={"minLength": 1, "pattern": r"^\S(?:[\s\S]*\S)?$"}),
 ]
+
+
+def _proxy_network(entry: str) -> str:
+    """An address or network (``10.0.0.0/8``, ``::1``) of ``http.trusted_proxies``."""
+    try:
+        ipaddress.ip_network(entry.strip(), strict=True)
+    except ValueError as exc:
+        raise ValueError(f"{entry!r} is not an IP address or network: {exc}") from None
+    return entry
+
+
+ProxyNetwork = Annotated[str, AfterValidator(_proxy_network)]
 
 
 class GroupConfig(_Model):
@@ -250,6 +263,9 @@ class HttpConfig(_Model):
     #: it answers them with a retryable error; fits Kubernetes' 30 s grace with room
     #: for a preStop pause and the backends' stop
     drain_timeout: float = Field(20.0, ge=0, le=3600)
+    #: proxies (addresses or networks) whose ``Forwarded`` / ``X-Forwarded-For`` give
+    #: the client's address; from any other peer those headers are ignored
+    trusted_proxies: list[ProxyNetwork] = Field(default_factory=list)
 
 
 def _known_strategy(name: str) -> str:

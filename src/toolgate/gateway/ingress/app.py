@@ -26,6 +26,7 @@ from toolgate.gateway.ingress.auth import authentication, oauth_settings
 from toolgate.gateway.ingress.drain import Drain, DrainGate
 from toolgate.gateway.ingress.fast_path import FastPath
 from toolgate.gateway.ingress.fast_path import install as install_fast_path
+from toolgate.gateway.ingress.forwarded import TrustedProxies
 from toolgate.gateway.ingress.guard import Guard, GuardLimits, allowed_names
 from toolgate.gateway.ingress.protocol import guarded_protocol
 from toolgate.gateway.ingress.session_cap import ClientOf, SessionCap
@@ -73,6 +74,7 @@ def http_app(
             origins=limits.allowed_origins,
             limits=GuardLimits(limits.max_body_bytes, limits.max_json_depth, limits.body_timeout),
             identity=identity,
+            proxies=TrustedProxies.of(limits.trusted_proxies),
         ),
         Middleware(DrainGate, drain=drain or Drain()),  # while stopping: calls counted, new refused
         Middleware(
@@ -101,7 +103,8 @@ def client_of(*, by_credential: bool) -> ClientOf:
     """Who a request comes from, for the per-client session bound: the principal the
     guard admitted (``CALLER``), or its credential itself when OAuth verified it
     (``by_credential``); otherwise the client's address, so made-up credentials cannot
-    buy a caller more sessions."""
+    buy a caller more sessions. The address is the one the guard resolved behind trusted
+    proxies (``scope["client"]``)."""
 
     def client(scope: Scope, headers: Headers) -> str:
         resolved = scope.get(CALLER)
@@ -130,6 +133,9 @@ def server_options(
         "log_level": "warning",
         "lifespan": "on",
         "access_log": False,
+        # the guard alone reads forwarding headers, from ``http.trusted_proxies``;
+        # uvicorn's own reading (on by default for loopback peers) would be a second rule
+        "proxy_headers": False,
         "http": guarded_protocol(
             header_timeout=limits.header_timeout,
             max_connections=limits.max_connections,

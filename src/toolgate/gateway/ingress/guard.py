@@ -1,9 +1,10 @@
 """The HTTP guard: every request passes these checks, once, before any route sees it.
 
 ``Guard`` is ASGI middleware around the whole gateway app (``/mcp``, WebMCP, the
-dashboard): ``Host`` and ``Origin`` against the one list of allowed hosts (DNS
-rebinding), one well-formed ``Authorization`` credential resolved once (``CALLER``), the
-body read once (``BODY``), its size, JSON nesting, lone surrogates and JSON-RPC ids.
+dashboard): the client's address behind trusted proxies (``scope["client"]``), ``Host``
+and ``Origin`` against the one list of allowed hosts (DNS rebinding), one well-formed
+``Authorization`` credential resolved once (``CALLER``), the body read once (``BODY``),
+its size, JSON nesting, lone surrogates and JSON-RPC ids.
 Ingress layer: Starlette, the core's identity and ``toolgate.request``'s verdict.
 """
 
@@ -21,6 +22,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from toolgate.gateway.ingress.forwarded import TrustedProxies
 from toolgate.identity import Caller, IdentityResolver
 from toolgate.request import CALLER, Resolved
 
@@ -181,7 +183,8 @@ class Guard:
     a caller it admits, others reach the route unread (it answers 401 without reading),
     except on ``own_credentials`` paths (the dashboard's login form: its body is the
     credential). A body read is handed on once: under ``BODY``, and replayed to
-    ``receive``. ``rpc_paths`` hold JSON-RPC.
+    ``receive``. ``rpc_paths`` hold JSON-RPC. Behind ``proxies`` the client's address
+    is resolved first, once, into ``scope["client"]``: the one every later reader uses.
     """
 
     def __init__(
@@ -194,6 +197,7 @@ class Guard:
         identity: IdentityResolver | None = None,
         own_credentials: tuple[str, ...] = ("/dashboard",),
         rpc_paths: Iterable[str] = ("/mcp",),
+        proxies: TrustedProxies | None = None,
     ) -> None:
         self.app = app
         self.names = names
@@ -202,12 +206,15 @@ class Guard:
         self.identity = identity
         self.own_credentials = own_credentials
         self.rpc_paths = frozenset(rpc_paths)
+        self.proxies = proxies or TrustedProxies()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        if self.proxies.networks and scope.get("client"):
+            self.forwarded(scope, headers)
         refusal = self.refusal(scope, headers)
         if refusal is not None:
             await refusal(scope, receive, send)
@@ -250,6 +257,17 @@ class Guard:
                 return
         scope[BODY] = body
         await self.app(scope, replay(body, receive), send)
+
+    def forwarded(self, scope: Scope, headers: Headers) -> None:
+        """The client's address (``scope["client"]``, port 0 when a proxy named it) and
+        scheme (``scope["scheme"]``) as a trusted proxy's headers give them."""
+        peer = scope["client"]
+        names = ("forwarded", "x-forwarded-for", "x-forwarded-proto")
+        said = {n: headers.getlist(n) for n in names}
+        address = self.proxies.client(peer[0], said)
+        if address != peer[0]:
+            scope["client"] = (address, 0)
+        scope["scheme"] = self.proxies.scheme(peer[0], scope["scheme"], said)
 
     def refusal(self, scope: Scope, headers: Headers) -> Response | None:
         """Host, Origin and Authorization, before anything else is looked at."""

@@ -151,6 +151,11 @@ class GroupExposure:
         self._groups: dict[Relayed, tuple[str, ...]] = {}
 
     # -- placement ---------------------------------------------------------------------
+    def place(self, cfg: GatewayConfig) -> None:
+        """Place the primitives by the groups' patterns of ``cfg`` from now on (a reload)."""
+        self.placement = Placement.from_config(cfg)
+        self._groups.clear()
+
     def groups_of(self, item: Relayed) -> tuple[str, ...]:
         """The catalog groups holding ``item`` (a configured group that failed to
         register holds nothing, as for tools)."""

@@ -131,6 +131,12 @@ class Relay:
             self.server.instructions = merged_instructions(self.own_instructions, self.backends)
         return self.namespace
 
+    def reconfigure(self, cfg: GatewayConfig) -> None:
+        """Serve by ``cfg`` from now on (a reload): its page size, its backends' prefixes."""
+        self.cfg = cfg
+        self.page_size = cfg.toolgate.page_size
+        self.refresh()
+
     # -- following the backends -------------------------------------------------------------
     async def changed(self, backend: Backend, kinds: frozenset[str]) -> None:
         """``Backend.on_primitives``: recompute now (the next request sees the new lists),

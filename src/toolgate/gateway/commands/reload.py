@@ -1,0 +1,126 @@
+"""``toolgate reload``: ask a running gateway to read its config file again.
+
+POSTs to the gateway's ``/admin/reload`` with an operator token (the SHA-256 of which is
+in ``toolgate.dashboard.tokens``), read from ``TOOLGATE_OPERATOR_TOKEN`` or a file, never
+from the command line and never printed; prints the report. Exit status 0 applied, 1
+refused (the problems on stderr, as ``toolgate check`` words them), 2 not reached or not
+allowed. Edge layer: the standard library's HTTP client only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, TextIO
+
+PATH = "/admin/reload"
+TOKEN_ENV = "TOOLGATE_OPERATOR_TOKEN"
+URL_ENV = "TOOLGATE_URL"
+DEFAULT_URL = "http://127.0.0.1:8765"
+
+
+def endpoint(url: str) -> str:
+    """The reload endpoint of a gateway at ``url`` (its root, or its ``/mcp`` URL)."""
+    base = url.rstrip("/").removesuffix("/mcp")
+    return base if base.endswith(PATH) else base + PATH
+
+
+def operator_token(token_file: str | None) -> str | None:
+    if token_file is not None:
+        return Path(token_file).read_text(encoding="utf-8").strip() or None
+    return os.environ.get(TOKEN_ENV, "").strip() or None
+
+
+def _post(url: str, token: str, timeout: float) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(
+        url, data=b"", method="POST", headers={"Authorization": f"Bearer {token}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        body = exc.read()
+        try:
+            data = json.loads(body) if body else {}
+        except json.JSONDecodeError:
+            data = {"error": body.decode("utf-8", "replace")[:200]}
+        return exc.code, data if isinstance(data, dict) else {"error": str(data)}
+
+
+def _print_report(data: dict[str, Any], out: TextIO) -> None:
+    print(f"reloaded {data.get('config', '')}", file=out)
+    for label, key in (
+        ("changed", "changed"),
+        ("backends added", "added_backends"),
+        ("backends removed", "removed_backends"),
+        ("backends reconnected", "reconnected_backends"),
+        ("groups added", "added_groups"),
+        ("groups removed", "removed_groups"),
+    ):
+        if data.get(key):
+            print(f"  {label}: {', '.join(data[key])}", file=out)
+    print(
+        f"  {data.get('tools', 0)} tools; a removed group left "
+        f"{data.get('sessions_changed', 0)} stored session(s)",
+        file=out,
+    )
+    for w in data.get("warnings", []):
+        print(f"  warning: {w}", file=out)
+
+
+def run_reload(
+    url: str | None = None,
+    *,
+    token_file: str | None = None,
+    as_json: bool = False,
+    timeout: float = 120.0,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    target = endpoint(url or os.environ.get(URL_ENV) or DEFAULT_URL)
+    try:
+        token = operator_token(token_file)
+    except OSError as exc:
+        print(f"toolgate: cannot read the token file: {exc.strerror}", file=err)
+        return 2
+    if token is None:
+        print(
+            f"toolgate: no operator token: set {TOKEN_ENV} or give --token-file "
+            "(its SHA-256 is in toolgate.dashboard.tokens)",
+            file=err,
+        )
+        return 2
+    try:
+        status, data = _post(target, token, timeout)
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        print(f"toolgate: cannot reach {target}: {reason}", file=err)
+        return 2
+    if status in (401, 403, 404):
+        why = data.get("error") or {404: "no such endpoint (no operator token configured?)"}.get(
+            status, ""
+        )
+        print(f"toolgate: {target} answered {status}: {why}", file=err)
+        return 2
+    if as_json:
+        print(json.dumps(data, indent=2), file=out)
+    if status == 200 and data.get("applied"):
+        if not as_json:
+            _print_report(data, out)
+        return 0
+    lines = [*data.get("problems", []), *(f"{k}: needs a restart" for k in data.get("restart", []))]
+    if not lines:
+        lines = [f"{target} answered {status}: {data.get('error', 'refused')}"]
+    for line in lines:
+        print(line, file=err)
+    print(f"toolgate: reload refused: {len(lines)} problem(s); the running config stays", file=err)
+    return 1
+
+
+__all__ = ["PATH", "endpoint", "run_reload"]

@@ -1,0 +1,48 @@
+"""``POST /admin/reload``: an operator asks a running gateway to read its config again.
+
+Served when ``toolgate.dashboard.tokens`` names an operator token, and checked as the
+dashboard checks it (``OperatorAuth``): no token 401, a wrong one 403. Answers the
+reload's report as JSON: 200 applied, 422 refused. Operations layer: Starlette, the
+dashboard's token rule and ``reload``; never imports ``serve``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from toolgate.gateway.commands.reload import PATH
+from toolgate.gateway.ops.dashboard.auth import OperatorAuth
+from toolgate.gateway.ops.reload import Reloadable, reload
+
+
+def mount_admin(
+    gateway: Reloadable, host: str, allowed_hosts: Sequence[str]
+) -> Sequence[BaseRoute]:
+    """``/admin/reload`` when an operator token is configured (none: no route, 404)."""
+    digests = gateway.cfg.toolgate.dashboard.tokens
+    if not digests:
+        return []
+    auth = OperatorAuth(digests)
+
+    async def reload_config(request: Request) -> Response:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        token = token.strip() if scheme.lower() == "bearer" else ""
+        if not token:
+            return JSONResponse(
+                {"error": "operator token required"},
+                401,
+                headers={"WWW-Authenticate": 'Bearer realm="toolgate-admin"'},
+            )
+        if not auth.token_ok(token):
+            return JSONResponse({"error": "this token is not an operator token"}, 403)
+        report = await reload(gateway)
+        return JSONResponse(report.to_json(), 200 if report.applied else 422)
+
+    return [Route(PATH, reload_config, methods=["POST"])]
+
+
+__all__ = ["mount_admin"]

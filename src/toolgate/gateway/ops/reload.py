@@ -1,0 +1,326 @@
+"""A running gateway reads its config file again and applies it without a restart:
+``reload(gateway, path)``, whichever way it is asked (SIGHUP, ``POST /admin/reload``).
+
+A config ``toolgate check`` would fail (with the same lines), or one changing a key
+only a restart applies, is refused and nothing changes. Otherwise backends are added,
+removed or reconnected, the catalog is synced in place (``Gateway.sync``) and removed
+groups leave every stored session. Operations layer: reads a gateway through
+``Reloadable``; never imports ``serve``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from toolgate.errors import ConfigError
+from toolgate.events import EventBus
+from toolgate.gateway.backends.fleet import Fleet
+from toolgate.gateway.commands.check import assess, of_file, problem_lines, read
+from toolgate.gateway.config.build import BuildReport
+from toolgate.gateway.config.identity import identity_of
+from toolgate.gateway.config.model import GatewayConfig
+from toolgate.gateway.relay.calls import CallRelay
+from toolgate.gateway.relay.exposure import GroupExposure
+from toolgate.gateway.relay.primitives import Relay, attach
+from toolgate.identity import BearerTokens, IdentityResolver
+from toolgate.lowlevel import Binding
+from toolgate.oauth import OAuthResolver
+from toolgate.state.base import SessionState, StateStore
+from toolgate.state.listing import SessionListing
+from toolgate.strategies import Delivery
+from toolgate.toolset import ToolSet
+
+logger = logging.getLogger("toolgate.gateway")
+
+#: ``toolgate`` keys a reload applies; a change to any other key needs a restart
+RELOADABLE = frozenset(
+    {
+        "groups",
+        "exclusive",
+        "always",
+        "policies",
+        "stages",
+        "initial_groups",
+        "max_tools",
+        "max_tokens",
+        "hidden_tool_errors",
+        "page_size",
+        "separator",
+        "identity",  # but see ``restart_keys``: tokens on or off, OAuth
+        "search",  # but not ``enabled`` or ``full_results``: the delivery's
+    }
+)
+#: a backend's keys the gateway reads per call or per listing: changed, no reconnect
+GATEWAY_SIDE = frozenset({"timeout", "tool_timeouts", "prefix", "title"})
+
+
+class Reloadable(Protocol):
+    """What a reload reads and changes of a running gateway (``serve.Gateway``)."""
+
+    cfg: GatewayConfig
+    config_path: Path | None
+    reload_lock: asyncio.Lock
+    fleet: Fleet
+    identity: IdentityResolver
+    events: EventBus
+    relay: Relay
+    calls: CallRelay
+    binding: Binding | None
+
+    @property
+    def toolset(self) -> ToolSet: ...
+    @property
+    def delivery(self) -> Delivery: ...
+    async def sync(self, reason: str = "") -> int: ...
+
+
+@dataclass(frozen=True)
+class ReloadReport:
+    """What a reload did, or why it did nothing (``applied`` false: ``problems`` are
+    ``toolgate check``'s lines, ``restart`` the keys only a restart applies)."""
+
+    applied: bool
+    config: str
+    problems: tuple[str, ...] = ()
+    restart: tuple[str, ...] = ()
+    #: the ``toolgate`` keys whose value changed
+    changed: tuple[str, ...] = ()
+    added_backends: tuple[str, ...] = ()
+    removed_backends: tuple[str, ...] = ()
+    reconnected_backends: tuple[str, ...] = ()
+    added_groups: tuple[str, ...] = ()
+    removed_groups: tuple[str, ...] = ()
+    #: stored sessions a removed group was dropped from
+    sessions_changed: int = 0
+    tools: int = 0
+    warnings: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    def summary(self) -> str:
+        """One line for the log."""
+        if not self.applied:
+            why = [*self.problems, *(f"{k} needs a restart" for k in self.restart)]
+            return f"config reload refused ({self.config}): " + "; ".join(why)
+        parts = [f"{len(self.changed)} key(s) changed" + _names(self.changed)]
+        for label, names in (
+            ("backends added", self.added_backends),
+            ("backends removed", self.removed_backends),
+            ("backends reconnected", self.reconnected_backends),
+            ("groups added", self.added_groups),
+            ("groups removed", self.removed_groups),
+        ):
+            if names:
+                parts.append(f"{label}: {', '.join(names)}")
+        parts.append(f"a removed group left {self.sessions_changed} stored session(s)")
+        parts.append(f"{self.tools} tools")
+        return f"config reloaded ({self.config}): " + "; ".join(parts)
+
+
+def _names(names: Sequence[str]) -> str:
+    return f" ({', '.join(names)})" if names else ""
+
+
+@dataclass(frozen=True)
+class BackendPlan:
+    """How the backends differ between two configs, by name."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    reconnected: tuple[str, ...] = ()  # how it is reached changed
+    updated: tuple[str, ...] = ()  # only what the gateway reads per call changed
+
+    @classmethod
+    def of(cls, old: GatewayConfig, new: GatewayConfig) -> BackendPlan:
+        before, after = old.mcp_servers, new.mcp_servers
+        reconnected, updated = [], []
+        for name in sorted(set(before) & set(after)):
+            was, now = before[name].model_dump(), after[name].model_dump()
+            reached = {k: v for k, v in was.items() if k not in GATEWAY_SIDE}
+            if (
+                type(before[name]) is not type(after[name])
+                or old.base_dir != new.base_dir
+                or reached != {k: v for k, v in now.items() if k not in GATEWAY_SIDE}
+            ):
+                reconnected.append(name)
+            elif was != now:
+                updated.append(name)
+        return cls(
+            added=tuple(sorted(set(after) - set(before))),
+            removed=tuple(sorted(set(before) - set(after))),
+            reconnected=tuple(reconnected),
+            updated=tuple(updated),
+        )
+
+
+def restart_keys(old: GatewayConfig, new: GatewayConfig) -> tuple[list[str], list[str]]:
+    """``(changed, restart)``: the ``toolgate`` keys whose value changed, and those of
+    them a reload cannot apply."""
+    was = old.toolgate.model_dump(by_alias=True)
+    now = new.toolgate.model_dump(by_alias=True)
+    changed = sorted(k for k in was.keys() | now.keys() if was.get(k) != now.get(k))
+    restart = [f"toolgate.{k}" for k in changed if k not in RELOADABLE]
+    oi, ni = old.toolgate.identity, new.toolgate.identity
+    if oi.oauth != ni.oauth:
+        restart.append("toolgate.identity.oauth")
+    elif oi.oauth is not None and oi.trust_levels != ni.trust_levels:
+        restart.append("toolgate.identity.trust_levels (with identity.oauth)")
+    if bool(oi.tokens) != bool(ni.tokens):
+        # the HTTP edge asks for a credential or not from how it was started
+        restart.append("toolgate.identity.tokens (none before or none now)")
+    os_, ns = old.toolgate.search, new.toolgate.search
+    for key in ("enabled", "full_results"):
+        if getattr(os_, key) != getattr(ns, key):
+            restart.append(f"toolgate.search.{key}")
+    return [f"toolgate.{k}" for k in changed], restart
+
+
+def _retoken(current: IdentityResolver, fresh: IdentityResolver) -> None:
+    """The bearer tokens of ``fresh`` in the resolver every part of the gateway holds."""
+    mine = current.static if isinstance(current, OAuthResolver) else current
+    theirs = fresh.static if isinstance(fresh, OAuthResolver) else fresh
+    if isinstance(mine, BearerTokens) and isinstance(theirs, BearerTokens):
+        mine.tokens = theirs.tokens
+
+
+async def drop_groups(store: StateStore, keys: Sequence[str], removed: frozenset[str]) -> int:
+    """Take ``removed`` out of every stored session that has one active: each session
+    the store lists (``SessionListing``), else each of ``keys``. Returns how many."""
+    candidates = set(keys)
+    if isinstance(store, SessionListing):
+        async for key, state in store.sessions():
+            if state.active & removed:
+                candidates.add(key)
+
+    async def change(state: SessionState) -> tuple[SessionState, bool]:
+        kept = state.active - removed
+        return replace(state, active=kept), kept != state.active
+
+    count = 0
+    for key in sorted(candidates):
+        count += await store.mutate(key, change)
+    return count
+
+
+def _live_keys(gateway: Reloadable) -> list[str]:
+    """The store keys of the legacy sessions and listen streams connected here."""
+    if gateway.binding is None:
+        return []
+    keys = []
+    for live in gateway.binding.live:
+        with contextlib.suppress(Exception):  # a session we cannot evaluate is left alone
+            key = live.facts.request(gateway.delivery)[1].session.key
+            if key is not None:
+                keys.append(key)
+    return keys
+
+
+async def reload(gateway: Reloadable, path: str | Path | None = None) -> ReloadReport:
+    """Read the config at ``path`` (default: the file the gateway was started with) and
+    apply it, one reload at a time; the report is logged and emitted as an event
+    (``config.reloaded`` or ``config.refused``).
+
+    >>> report = await reload(gateway)          # doctest: +SKIP
+    """
+    async with gateway.reload_lock:
+        began = time.monotonic()
+        where = path if path is not None else gateway.config_path
+        if where is None:
+            report = ReloadReport(
+                False, "", problems=("the gateway was not started from a config file",)
+            )
+        else:
+            try:
+                report = await _reload(gateway, where)
+            except ConfigError as exc:  # a problem only applying found: nothing changed yet
+                report = ReloadReport(False, str(where), problems=tuple(exc.message.splitlines()))
+        report = replace(report, seconds=round(time.monotonic() - began, 3))
+    (logger.info if report.applied else logger.warning)("%s", report.summary())
+    data = report.to_json()
+    gateway.events.emit("config.reloaded" if report.applied else "config.refused", **data)
+    return report
+
+
+async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
+    label = str(where)
+    new, lines = read(where)
+    if new is None:
+        return ReloadReport(False, label, problems=tuple(lines))
+    old = gateway.cfg
+    changed, restart = restart_keys(old, new)
+    plan = BackendPlan.of(old, new)
+    fleet = gateway.fleet
+    # judged as ``toolgate check`` judges it, over what the backends it keeps list now
+    listed = {
+        n: list(b.tools) for n, b in fleet.backends.items() if b.listed and n in new.mcp_servers
+    }
+    live = {n for n, b in fleet.backends.items() if b.up and n in new.mcp_servers}
+    found = BuildReport()
+    assess(new, listed, live=live, report=found)
+    problems = of_file(where, problem_lines(found.fatal))
+    if problems or restart:
+        return ReloadReport(False, label, problems=tuple(problems), restart=tuple(restart))
+    fresh = identity_of(new)  # ConfigError: refused, nothing changed yet
+    warnings = [*problem_lines(e for e in found.errors if e not in found.fatal), *found.warnings]
+    before = set(gateway.toolset.catalog.groups)
+    # backends first out: no sync in between sees the new config with them still listed
+    for name in plan.removed:
+        backend = await fleet.remove(name)
+        await gateway.relay.changed(backend, backend.declared())  # its prompts, resources
+    gateway.cfg = new
+    _retoken(gateway.identity, fresh)
+    gateway.relay.reconfigure(new)
+    if isinstance(gateway.relay.access, GroupExposure):
+        gateway.relay.access.place(new)
+    for name in plan.updated:
+        fleet.backends[name].spec = new.mcp_servers[name]
+    for name in plan.reconnected:
+        await fleet.reconnect(name, new.mcp_servers[name], base_dir=new.base_dir)
+    for name in plan.added:
+        backend = fleet.make(name, new.mcp_servers[name], base_dir=new.base_dir)
+        backend.peer = gateway.calls  # as the gateway's first backends (``CallRelay``)
+        attach(gateway.relay, (backend,))
+        fleet.add(backend)
+    await fleet.first_attempts((*plan.added, *plan.reconnected))
+    for name in (*plan.added, *plan.reconnected):
+        b = fleet.backends[name]
+        if not b.up:  # supervised: retried with backoff, its tools join when it lists them
+            warnings.append(f"mcpServers.{name}: not up ({b.last_error or b.status}); retrying")
+    await gateway.sync(reason="the config reload")  # and the sessions told, as after any sync
+    after = set(gateway.toolset.catalog.groups)
+    gone = frozenset(before - after)
+    sessions = 0
+    if gone:
+        sessions = await drop_groups(gateway.toolset.store, _live_keys(gateway), gone)
+    return ReloadReport(
+        True,
+        label,
+        changed=tuple(changed),
+        added_backends=plan.added,
+        removed_backends=plan.removed,
+        reconnected_backends=plan.reconnected,
+        added_groups=tuple(sorted(after - before)),
+        removed_groups=tuple(sorted(gone)),
+        sessions_changed=sessions,
+        tools=len(gateway.toolset.catalog.tools),
+        warnings=tuple(warnings),
+    )
+
+
+__all__ = [
+    "BackendPlan",
+    "ReloadReport",
+    "Reloadable",
+    "drop_groups",
+    "reload",
+    "restart_keys",
+]
