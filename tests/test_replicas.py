@@ -11,6 +11,7 @@ and its legacy sessions get the spec's 404, after which a new ``initialize`` wor
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 import time
@@ -162,6 +163,43 @@ async def test_behind_nginx_legacy_clients_keep_their_replica_and_2026_07_28_spr
         assert spread == {"r1", "r2"}
     finally:
         nginx.stop()
+
+
+# -- a reload -------------------------------------------------------------------------------
+
+
+async def test_a_reload_of_every_replica_changes_what_live_sessions_see(
+    replicas: ReplicaSet,
+) -> None:
+    config = replicas.replicas[0].config
+    original = config.read_text()
+    stricter = json.loads(original)
+    stricter["toolgate"]["policies"] = [{"tools": ["whoami"], "min_trust": "verified"}]
+    async with legacy(replicas.url) as session, modern(replicas.url) as stateless:
+        home = await served_by(session)
+        sid = session_id(session)
+        config.write_text(json.dumps(stricter))
+        try:
+            await asyncio.to_thread(replicas.reload)
+            # bob (trust "declared") no longer sees whoami, in his live legacy session...
+            with pytest.raises(MCPError) as hidden:
+                await session.call_tool("whoami", {})
+            assert hidden.value.error.message == "Unknown tool: whoami"
+            # ...which was not dropped: same id, same replica
+            assert await served_by(session, "work", ms=1) == home
+            assert session_id(session) == sid
+            # nor on 2026-07-28, asked of each replica itself, while alice ("verified") is
+            with pytest.raises(MCPError):
+                await stateless.call_tool("whoami", {})
+            for replica in replicas.replicas:
+                async with modern(replica.url) as bob, modern(replica.url, ALICE_TOKEN) as alice:
+                    with pytest.raises(MCPError):
+                        await bob.call_tool("whoami", {})
+                    assert await served_by(alice) == replica.name
+        finally:
+            config.write_text(original)
+            await asyncio.to_thread(replicas.reload)
+        assert await served_by(session) == home
 
 
 # -- a rolling restart ---------------------------------------------------------------------

@@ -109,6 +109,11 @@ class Replica:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def url(self) -> str:
+        """The replica's own MCP endpoint, past the balancer."""
+        return f"http://{self.address}/mcp"
+
+    @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
