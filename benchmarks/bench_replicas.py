@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,7 @@ class Call:
     started: float
     ended: float
     ok: bool
+    error: str = ""
 
 
 async def client_loop(
@@ -77,12 +79,13 @@ async def client_loop(
                     started = time.monotonic()
                     try:
                         await client.call_tool("work", {"ms": WORK_MS})
-                    except Exception:
-                        calls.append(Call(era, number, started, time.monotonic(), False))
+                    except Exception as exc:
+                        calls.append(Call(era, number, started, time.monotonic(), False, str(exc)))
                         break
                     calls.append(Call(era, number, started, time.monotonic(), True))
-        except Exception:  # a failed connect, or the broken client's exit
-            calls.append(Call(era, number, time.monotonic(), time.monotonic(), False))
+        except Exception as exc:  # a failed connect, or the broken client's exit
+            now = time.monotonic()
+            calls.append(Call(era, number, now, now, False, f"connect: {exc}"))
         await asyncio.sleep(0.05)
 
 
@@ -191,12 +194,16 @@ async def measure(stage: Stage, event: str, clients: dict[str, int]) -> list[str
     rows = []
     for era in clients:
         mine = [c for c in calls if c.era == era]
+        errors = Counter(c.error[:120] for c in mine if not c.ok and c.ended >= before)
+        for error, count in errors.most_common():
+            print(f"  {event} {era}: {count} x {error}", file=sys.stderr, flush=True)
         failed = [c.ended for c in mine if not c.ok and c.ended >= begun]
         recovered = f"{max(failed) - begun:.1f} s" if failed else "no error"
+        # a call counts where it ended, when its client learned how it went
         phases = (
-            [c for c in mine if before <= c.started < begun],
-            [c for c in mine if begun <= c.started < ended],
-            [c for c in mine if c.started >= ended],
+            [c for c in mine if before <= c.ended < begun],
+            [c for c in mine if begun <= c.ended < ended],
+            [c for c in mine if c.ended >= ended],
         )
         cells = " | ".join(row(p) for p in phases)
         rows.append(f"| {TITLES[event]} | {era} | {ended - begun:.1f} s | {cells} | {recovered} |")
@@ -208,7 +215,7 @@ async def main() -> None:
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--events", default=",".join(EVENTS))
     parser.add_argument("--no-write", action="store_true")
-    parser.add_argument("--store", choices=("redis", "sentinel"), default="redis")
+    parser.add_argument("--store", choices=("redis", "sentinel"), default="sentinel")
     ns = parser.parse_args()
     clients = {"2026-07-28": 6, "legacy": 4}
     events = ns.events.split(",")
@@ -236,7 +243,8 @@ async def main() -> None:
             f"{clients['2026-07-28']} 2026-07-28 clients and {clients['legacy']} legacy "
             f"clients (fastmcp) each calling `work({WORK_MS} ms)` in a loop, reconnecting "
             f"after a failure (a legacy client: a new session). {PHASE_S:.0f} s before and "
-            "after each event; *during* is the event itself. Columns: calls, errors, p50 and "
+            "after each event; *during* is the event itself; a call counts in the window it "
+            "ended in. Columns: calls, errors, p50 and "
             "p99 latency in ms; *last error* is how long after the event began the last "
             "failure came. Measured "
             f"{time.strftime('%Y-%m-%d')} on a shared 2-core machine (load average "
