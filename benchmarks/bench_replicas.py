@@ -1,7 +1,7 @@
 """Replicas behind HAProxy under load: what a kill, a rolling restart, a reload and a
 Redis failover cost the clients.
 
-N ``toolgate serve`` replicas on one Redis behind Debian's HAProxy running
+N ``toolgate serve`` replicas on Redis with Sentinel (or one Redis) behind Debian's HAProxy running
 ``deploy/haproxy.cfg`` as shipped (the test suite's harness, ``tests/_fixtures/replicas``),
 and real clients calling ``work(10 ms)`` in a loop: 2026-07-28 clients (fastmcp's default
 mode) and legacy ones (``mode="legacy"``, a new session after any failure). For each event
@@ -9,7 +9,8 @@ it reports calls, errors, p50 and p99 latency before, during and after, and how 
 the event the last error came. On a 2-core machine shared with other work, throughput does
 not grow with replicas: read the errors and recovery times, not the call rates.
 
-Run: ``.venv/bin/python benchmarks/bench_replicas.py [--events kill,rolling] [--no-write]``
+Run: ``.venv/bin/python benchmarks/bench_replicas.py [--store sentinel|redis]
+[--events kill,rolling,reload,failover] [--no-write]`` (the failover needs Sentinel).
 """
 
 from __future__ import annotations
