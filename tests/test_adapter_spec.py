@@ -124,7 +124,10 @@ async def test_enable_tools_returns_the_wags_fields_the_new_definitions_and_noti
         listed = await tool_names(wire.client)
         called = await wire.call("get_file", {"path": "README"})
     assert result.is_error is False
-    assert json.loads(text(result)) == structured(result)
+    # the model reads the text: the same answer, less the names its index repeats
+    assert json.loads(text(result)) == {
+        k: v for k, v in structured(result).items() if k != "available_tools"
+    }
     assert structured(result) == {
         "enabled": ["code"],
         "enabled_groups": ["code"],
