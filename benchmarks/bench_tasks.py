@@ -465,7 +465,7 @@ async def measure_style(style: Style, counter: TokenCounter) -> list[Reading]:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = gateway_config(Path(tmp), style.toolgate)
         gateway = HttpGateway([*toolgate_argv(), "serve", str(cfg)], Path(tmp) / "gateway.log")
-        gateway.start()
+        gateway.start(timeout=180)  # a loaded machine starts a gateway slowly
         try:
             return [await run_task(style, task, gateway.url, counter) for task in TASKS]
         finally:

@@ -123,7 +123,7 @@ class HttpGateway:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
-    def start(self) -> None:
+    def start(self, timeout: float = 30.0) -> None:
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [*self.argv, "--transport", "http", "--port", str(self.port)],
@@ -132,7 +132,7 @@ class HttpGateway:
                 stderr=subprocess.STDOUT,
                 env=gateway_env(),
             )
-        wait_for_port(self.port, self.proc)
+        wait_for_port(self.port, self.proc, timeout)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
