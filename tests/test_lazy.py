@@ -168,8 +168,7 @@ async def test_reading_one_tool_returns_its_doc_file_with_the_tools_own_schema()
     data = await read(delivery, f"{URI}?tools=add_comment")
     assert list(data) == ["add_comment"]
     doc = data["add_comment"]
-    assert list(doc) == [
-        "name",
+    assert list(doc) == [  # keyed by the tool's name: the name is not repeated inside
         "description",
         "inputSchema",
         "examples",
@@ -187,14 +186,13 @@ async def test_reading_two_tools_keeps_the_requested_order_and_derives_undocumen
     data = await read(delivery, f"{URI}?tools=whoami,search_issues")
     assert list(data) == ["whoami", "search_issues"]
     assert data["whoami"] == {
-        "name": "whoami",
         "description": "Tell who the current user is. Returns the login and display name.",
         "inputSchema": {"type": "object", "properties": {}},
         "examples": [{"description": "No arguments", "input": {}}],
         "usage_guidance": {"important_notes": ["The login never changes within a session."]},
     }
     # what a model reads: the output schema and annotations stay with tools/list
-    assert set(data["search_issues"]) == {"name", "description", "inputSchema"}
+    assert set(data["search_issues"]) == {"description", "inputSchema"}
 
 
 @pytest.mark.parametrize("uri", [URI, f"{URI}?tools=", f"{URI}?tools=,"])
@@ -224,7 +222,7 @@ async def test_an_unknown_name_gets_a_per_tool_error_and_the_others_are_describe
         "code": "unknown_tool",
         "available_tools": VISIBLE,
     }
-    assert data["whoami"]["name"] == "whoami"
+    assert data["whoami"]["description"].startswith("Tell who the current user is.")
 
 
 async def test_an_access_hidden_tool_looks_exactly_like_an_unknown_one() -> None:

@@ -127,7 +127,7 @@ async def test_unknown_and_access_hidden_names_get_per_tool_errors() -> None:
     unknown = {"code": "unknown_tool", "available_tools": VISIBLE}
     assert data["nope"] == {"error": "Unknown tool: nope", **unknown}
     assert data["delete_repo"] == {"error": "Unknown tool: delete_repo", **unknown}
-    assert data["whoami"]["name"] == "whoami"
+    assert data["whoami"]["description"].startswith("Tell who the current user is.")
 
 
 async def test_describe_tools_returns_the_same_json_as_the_resource() -> None:

@@ -43,10 +43,13 @@ LONG_FORM = ("examples", "usage_guidance", "error_guidance")
 
 
 def as_model_reads(described: Mapping[str, Any]) -> dict[str, Any]:
-    """A full description as a model reads it: name, description, input schema
-    (``toolgate.tokens.model_form``) and the long-form docs; the fields hosts keep for
-    themselves (title, annotations, output schema, icons) are left to ``tools/list``."""
-    return {**model_form(described), **{k: described[k] for k in LONG_FORM if k in described}}
+    """A full description as a model reads it, in an answer keyed by the tool's name:
+    its description and input schema (``toolgate.tokens.model_form``, less the name the
+    key already gives) and the long-form docs; the fields hosts keep for themselves
+    (title, annotations, output schema, icons) are left to ``tools/list``."""
+    form = model_form(described)
+    del form["name"]
+    return {**form, **{k: described[k] for k in LONG_FORM if k in described}}
 
 
 def workflow_text(uri: str, describe_tool: str) -> str:

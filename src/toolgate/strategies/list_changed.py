@@ -124,11 +124,11 @@ class ListChangedStrategy(Strategy):
                 result = await session.deactivate([group])
             return self._change_reply(result, request)
 
-        # every group's activator is listed: a child's names its parent, which must be on
-        verb = "Enable" if action == "activate" else "Disable"
+        # every group's activator is listed: a child's names its parent, which must be on.
+        # The name says which group and what it does; the description, what is in it.
         what = few_words(g.description or g.title or group, ACTIVATOR_WORDS)
         inside = f" (inside {g.parent})" if g.parent and action == "activate" else ""
-        return MetaTool(name, f"{verb} {group}: {what}{inside}", NO_ARGUMENTS, run)
+        return MetaTool(name, f"{what}{inside}", NO_ARGUMENTS, run)
 
     def listed_meta(self, request: Request, view: View) -> list[MetaTool]:
         metas = super().listed_meta(request, view)
