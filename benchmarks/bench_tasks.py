@@ -297,6 +297,10 @@ class Reading:
                 self.named.add(name)
                 if name in self.needed and self.needed[name] in obj.values():
                     self.reached.add(name)
+            for key, value in obj.items():  # definitions keyed by name (describe_tools)
+                needed = self.needed.get(key)
+                if needed is not None and isinstance(value, Mapping) and needed in value.values():
+                    self.reached.add(key)
             for value in obj.values():  # compact index lines: "name(args): summary"
                 lines = value if isinstance(value, list) else []
                 self.named.update(m.group(1) for v in lines if (m := INDEX_LINE.match(str(v))))
