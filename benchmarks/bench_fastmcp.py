@@ -30,7 +30,7 @@ from fastmcp import Client, Context, FastMCP
 from toolgate import Group, ToolSet
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.strategies import DeliveryConfig
-from toolgate.tokens import TokenCounter, best_counter, wire_text
+from toolgate.tokens import TokenCounter, best_counter, model_text
 
 GROUPS = 50
 PER_GROUP = 20
@@ -107,8 +107,9 @@ async def medians_ms(ops: list[Callable[[], Awaitable[Any]]], rounds: int) -> li
 
 
 def list_tokens(tools: list[Any], counter: TokenCounter) -> int:
+    """What the model reads of a list: each tool's name, description and input schema."""
     return sum(
-        counter.count(wire_text(t.model_dump(by_alias=True, exclude_none=True, mode="json")))
+        counter.count(model_text(t.model_dump(by_alias=True, exclude_none=True, mode="json")))
         for t in tools
     )
 

@@ -1,8 +1,9 @@
 """Tokens an agent reads with lazy descriptions vs. a flat tool list, on a real server.
 
 The catalog is GitHub's MCP server (117 tools, ``../shared/data/catalogs``). Counts are
-o200k_base tokens over the JSON wire form (compact, sorted keys) of what the client
-receives: ``tools/list`` (+ ``resources/list`` for lazy) and, for a task, the
+o200k_base tokens of what the model reads (compact, sorted keys): ``tools/list`` with
+each tool as hosts hand it to a model (``toolgate.tokens.model_form``: name,
+description, input schema), ``resources/list`` for lazy and, for a task, the
 descriptions it fetches. Writes ``benchmarks/RESULTS.md`` between the ``lazy`` markers.
 
 Run: ``.venv/bin/python benchmarks/bench_lazy.py``
@@ -25,7 +26,7 @@ from search_eval import RESULTS, write_section  # noqa: E402
 from toolgate import Tool, ToolSet  # noqa: E402
 from toolgate.strategies import Delivery, DeliveryConfig  # noqa: E402
 from toolgate.strategies.lazy import LazyDescriptions  # noqa: E402
-from toolgate.tokens import TokenCounter, best_counter, wire_text  # noqa: E402
+from toolgate.tokens import TokenCounter, best_counter, model_form, wire_text  # noqa: E402
 
 CATALOG = ROOT.parent / "shared" / "data" / "catalogs" / "github-mcp-server.json"
 VOCAB = ROOT.parent / "shared" / "data" / "tokenizers"
@@ -72,6 +73,9 @@ async def measure(counter: TokenCounter) -> dict[str, Any]:
     def tokens(data: Any) -> int:
         return counter.count(wire_text(data))
 
+    def list_tokens(tools: list[dict[str, Any]]) -> int:
+        return tokens({"tools": [model_form(t) for t in tools]})
+
     async def listing(delivery: Delivery, key: str) -> list[dict[str, Any]]:
         strategy, request = delivery.request(session_key=key)
         items: list[dict[str, Any]] = []
@@ -84,7 +88,7 @@ async def measure(counter: TokenCounter) -> dict[str, Any]:
                 return items
 
     flat_list = await listing(Delivery(toolset(), DeliveryConfig(strategy="flat")), "flat")
-    out: dict[str, Any] = {"tools": len(flat_list), "flat": tokens({"tools": list(flat_list)})}
+    out: dict[str, Any] = {"tools": len(flat_list), "flat": list_tokens(flat_list)}
     for mode in ("full", "minimal"):
         ts = toolset()
         lazy = LazyDescriptions(ts, schema=mode)  # type: ignore[arg-type]
@@ -92,7 +96,7 @@ async def measure(counter: TokenCounter) -> dict[str, Any]:
         listed = await listing(delivery, mode)
         _, request = delivery.request(session_key=mode)
         resources = await delivery.list_resources(request)
-        initial = tokens({"tools": list(listed)}) + tokens({"resources": resources})
+        initial = list_tokens(listed) + tokens({"resources": resources})
         out[mode] = {"initial": initial}
         for task, names in TASKS.items():
             text = await delivery.read_resource(request, lazy.resource_uri(names))
@@ -100,11 +104,8 @@ async def measure(counter: TokenCounter) -> dict[str, Any]:
             fetched = json.loads(text)
             assert all("error" not in v for v in fetched.values()), fetched
             out[mode][task] = initial + tokens(fetched)
-    out["upstream"] = tokens({"tools": json.loads(CATALOG.read_text("utf-8"))})
-    # the same flat list without icons, for readers comparing model-facing text only
-    out["flat_no_icons"] = tokens(
-        {"tools": [{k: v for k, v in w.items() if k != "icons"} for w in flat_list]}
-    )
+    # every field the server sends, icons included: what counting the wire would say
+    out["flat_wire"] = tokens({"tools": list(flat_list)})
     out["tokenizer"] = counter.name
     return out
 
@@ -139,17 +140,19 @@ def table(r: dict[str, Any]) -> str:
     verdict = "met" if 1 - two / flat >= TARGET else "NOT met"
     return (
         f"Lazy descriptions on GitHub's MCP server ({r['tools']} tools), tokenizer "
-        f"`{r['tokenizer']}`, over the compact sorted-key JSON of each response. Lazy lists "
-        "carry each tool's first sentence (plus the `describe_tools` meta-tool and the "
-        "`tool_descriptions` resource entry); descriptions are derived from the tools "
-        "(no doc files). Tasks: " + tasks + ".\n\n" + "\n".join(rows) + "\n\n"
+        f"`{r['tokenizer']}`, over the compact sorted-key JSON of what the model reads (each "
+        "listed tool's name, description and input schema). Lazy lists carry each tool's "
+        "first sentence and the pointer to `describe_tools` (plus that meta-tool and the "
+        "`tool_descriptions` resource entry); `minimal` keeps only the required arguments "
+        "and their types; descriptions are derived from the tools (no doc files). Tasks: "
+        + tasks
+        + ".\n\n"
+        + "\n".join(rows)
+        + "\n\n"
         f"Seed claim: 75-80 % saved on a 2-tool task; target >= {TARGET:.0%}: {verdict} with "
-        f'`schema="minimal"` ({pct(two, flat)} against the flat list). The flat list carries '
-        "every field the server sends, `icons` included (the upstream server's own "
-        f"`tools/list` is {r['upstream']:,} tokens in this count); the minimal list leaves "
-        "icons to the full definition, like annotations and output schemas. Counting no "
-        f"icons on either side (flat {r['flat_no_icons']:,} tokens), the 2-tool task saves "
-        f"{pct(two, r['flat_no_icons'])}."
+        f'`schema="minimal"` ({pct(two, flat)} against the flat list). Icons, `_meta`, '
+        "titles and annotations are never counted, on either side (with every wire field "
+        f"the flat list would be {r['flat_wire']:,} tokens)."
     )
 
 

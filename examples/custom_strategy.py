@@ -1,7 +1,7 @@
 """A strategy of your own, registered by name: toolgate's files stay as they are.
 
-``summaries`` lists every tool the caller may use in one line (its summary and an open
-schema), so a large server's whole list stays cheap; ``describe_tools`` gives the full
+``summaries`` lists every tool the caller may use in one line (its summary and its
+required arguments), so a large server's whole list stays cheap; ``describe_tools`` gives the full
 definitions of the ones an agent picks. It subclasses ``FlatStrategy`` and is
 registered in a ``StrategyRegistry``, which ``DeliveryConfig`` reads:
 

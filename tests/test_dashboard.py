@@ -50,7 +50,7 @@ from toolgate.state.listing import SessionInfo, SessionListing
 from toolgate.state.memory import MemoryStore
 from toolgate.state.sqlite import SqliteStore
 from toolgate.strategies.base import LEGACY
-from toolgate.tokens import wire_text
+from toolgate.tokens import model_text
 from toolgate.toolset import ToolSet
 
 OPERATOR = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
@@ -198,7 +198,7 @@ async def test_group_page_draws_the_tree_and_the_flat_vs_disclosed_token_chart(
     tokens = {n: toolset.tool_tokens(t) for n, t in toolset.catalog.tools.items()}
     strategy, request = gateway.binding.delivery.request(session_key=None, protocol=LEGACY)
     disclosed = sum(
-        toolset.token_counter.count(wire_text(w)) for w in await strategy.list_tools(request)
+        toolset.token_counter.count(model_text(w)) for w in await strategy.list_tools(request)
     )
     page = await logged_in(browser, gateway.url)
     await page.click("nav >> text=Groups & tokens")
@@ -219,9 +219,9 @@ async def test_group_page_draws_the_tree_and_the_flat_vs_disclosed_token_chart(
     )
     # bar lengths follow the numbers (on six tools the meta-tools outweigh the saving)
     values = [int(v) for _, v in expected]
-    assert [round(w / max(widths), 2) for w in widths] == [
-        round(v / max(values), 2) for v in values
-    ]
+    drawn = [w / max(widths) for w in widths]
+    # within a pixel's rounding: the chart draws whole pixels
+    assert all(abs(d - v / max(values)) < 0.01 for d, v in zip(drawn, values, strict=True))
     await expect(page.locator("li[data-group='admin'] > .count")).to_have_text("2 tools")
     await expect(page.locator("#flat-tokens")).to_have_text(str(sum(tokens.values())))
     shot = await screenshot(page, "dashboard-groups")

@@ -65,7 +65,7 @@ async def test_valid_arguments_reach_the_handler() -> None:
             "('x' was unexpected)",
         ),
     ],
-)
+)  # each ends naming the required arguments and their types
 async def test_bad_arguments_are_an_error_result_and_the_handler_does_not_run(
     args: dict[str, Any], message: str
 ) -> None:
@@ -74,7 +74,7 @@ async def test_bad_arguments_are_an_error_result_and_the_handler_does_not_run(
     ts.add_tool(Tool("read", "Read.", handler=handler, input_schema=SCHEMA))
     out = await ts.session("s").call("read", args)
     assert out.result.is_error is True
-    assert out.result.text_content == message
+    assert out.result.text_content == f"{message}. Required arguments: path (string)."
     assert calls == []
 
 

@@ -110,7 +110,7 @@ async def test_fastmcp_example_with_lazy_descriptions_wants_a_description_before
         first = await client.call_tool("ping", {}, raise_on_error=False)
         await client.call_tool("describe_tools", {"tools": ["ping"]})
         second = await client.call_tool("ping", {})
-    assert listed["ping"].input_schema == {"type": "object", "additionalProperties": True}
+    assert listed["ping"].input_schema == {"type": "object"}  # it has no required argument
     assert first.structured_content["code"] == "TOOL_DESCRIPTION_REQUIRED"
     assert text(second) == "pong"
 
@@ -240,8 +240,14 @@ async def test_custom_strategy_example_lists_every_tool_in_one_line_and_describe
         described = await client.call_tool("describe_tools", {"tools": ["km_to_miles"]})
         miles = await client.call_tool("km_to_miles", {"km": 10})
     assert sorted(listed) == ["celsius_to_fahrenheit", "describe_tools", "km_to_miles"]
-    assert listed["km_to_miles"].description == "Convert kilometres to miles."
-    assert listed["km_to_miles"].input_schema == {"type": "object", "additionalProperties": True}
+    assert listed["km_to_miles"].description == (
+        "Convert kilometres to miles. Full definition: describe_tools."
+    )
+    assert listed["km_to_miles"].input_schema == {
+        "type": "object",
+        "properties": {"km": {"type": "number"}},
+        "required": ["km"],
+    }
     full = described.structured_content["km_to_miles"]
     assert full["description"] == "Convert kilometres to miles. Rounded to three decimals."
     assert full["inputSchema"]["required"] == ["km"]
@@ -296,7 +302,11 @@ async def test_custom_strategy_example_runs_the_gateway_with_its_strategy_regist
         "units_whoami",
         "whoami",
     ]
-    assert listed["todo_add"].input_schema == {"type": "object", "additionalProperties": True}
+    assert listed["todo_add"].input_schema == {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    }
     assert text(miles) == "6.214"
 
 

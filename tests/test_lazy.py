@@ -66,7 +66,7 @@ async def test_tools_list_carries_summaries_and_keeps_full_schemas_by_default() 
     tools = {t["name"]: t for t in page.items}
     assert tools["search_issues"] == {
         "name": "search_issues",
-        "description": "Search issues by keyword.",
+        "description": "Search issues by keyword. Full definition: describe_tools.",
         "inputSchema": dict(SEARCH_SCHEMA),
         "outputSchema": {
             "type": "object",
@@ -75,7 +75,9 @@ async def test_tools_list_carries_summaries_and_keeps_full_schemas_by_default() 
         },
         "annotations": {"readOnlyHint": True},
     }
-    assert tools["add_comment"]["description"] == "Add a comment to an issue."
+    assert tools["add_comment"]["description"] == (
+        "Add a comment to an issue. Full definition: describe_tools."
+    )
     assert tools["add_comment"]["inputSchema"] == dict(COMMENT_SCHEMA)
 
 
@@ -83,18 +85,23 @@ async def test_an_explicit_summary_wins_over_the_first_sentence() -> None:
     delivery, _ = serve()
     strategy, request = req(delivery)
     tools = {t["name"]: t for t in (await delivery.list_tools(strategy, request)).items}
-    assert tools["whoami"]["description"] == "Who am I?"
+    assert tools["whoami"]["description"] == "Who am I? Full definition: describe_tools."
 
 
-async def test_minimal_mode_sends_the_seeds_minimal_tool() -> None:
+async def test_minimal_mode_sends_the_seeds_minimal_tool_with_its_required_arguments() -> None:
     delivery, _ = serve("minimal")
     strategy, request = req(delivery)
     tools = {t["name"]: t for t in (await delivery.list_tools(strategy, request)).items}
     assert tools["search_issues"] == {
         "name": "search_issues",
-        "description": "Search issues by keyword.",
-        "inputSchema": {"type": "object", "additionalProperties": True},
+        "description": "Search issues by keyword. Full definition: describe_tools.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"query": {"type": "string"}},
+            "required": ["query"],
+        },
     }
+    assert tools["whoami"]["inputSchema"] == {"type": "object"}  # nothing is required
 
 
 async def test_describe_tools_is_listed_with_a_fixed_description() -> None:
@@ -161,8 +168,7 @@ async def test_reading_one_tool_returns_its_doc_file_with_the_tools_own_schema()
     data = await read(delivery, f"{URI}?tools=add_comment")
     assert list(data) == ["add_comment"]
     doc = data["add_comment"]
-    assert list(doc) == [
-        "name",
+    assert list(doc) == [  # keyed by the tool's name: the name is not repeated inside
         "description",
         "inputSchema",
         "examples",
@@ -180,14 +186,13 @@ async def test_reading_two_tools_keeps_the_requested_order_and_derives_undocumen
     data = await read(delivery, f"{URI}?tools=whoami,search_issues")
     assert list(data) == ["whoami", "search_issues"]
     assert data["whoami"] == {
-        "name": "whoami",
         "description": "Tell who the current user is. Returns the login and display name.",
         "inputSchema": {"type": "object", "properties": {}},
         "examples": [{"description": "No arguments", "input": {}}],
         "usage_guidance": {"important_notes": ["The login never changes within a session."]},
     }
-    assert data["search_issues"]["outputSchema"]["required"] == ["issues"]
-    assert data["search_issues"]["annotations"] == {"readOnlyHint": True}
+    # what a model reads: the output schema and annotations stay with tools/list
+    assert set(data["search_issues"]) == {"description", "inputSchema"}
 
 
 @pytest.mark.parametrize("uri", [URI, f"{URI}?tools=", f"{URI}?tools=,"])
@@ -217,7 +222,7 @@ async def test_an_unknown_name_gets_a_per_tool_error_and_the_others_are_describe
         "code": "unknown_tool",
         "available_tools": VISIBLE,
     }
-    assert data["whoami"]["name"] == "whoami"
+    assert data["whoami"]["description"].startswith("Tell who the current user is.")
 
 
 async def test_an_access_hidden_tool_looks_exactly_like_an_unknown_one() -> None:

@@ -86,10 +86,16 @@ async def test_tools_list_carries_summaries_over_the_wire_in_minimal_mode() -> N
     server, _ = build(schema="minimal")
     async with legacy(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert tools["add_comment"].description == "Add a comment to an issue."
-    assert tools["add_comment"].input_schema == {"type": "object", "additionalProperties": True}
+    assert tools["add_comment"].description == (
+        "Add a comment to an issue. Full definition: describe_tools."
+    )
+    assert tools["add_comment"].input_schema == {
+        "type": "object",
+        "properties": {"issue_id": {"type": "integer"}, "body": {"type": "string"}},
+        "required": ["issue_id", "body"],
+    }
     assert tools["search_issues"].output_schema is None
-    assert tools["whoami"].description == "Who am I?"
+    assert tools["whoami"].description == "Who am I? Full definition: describe_tools."
     assert "describe_tools" in tools
 
 
@@ -121,7 +127,7 @@ async def test_unknown_and_access_hidden_names_get_per_tool_errors() -> None:
     unknown = {"code": "unknown_tool", "available_tools": VISIBLE}
     assert data["nope"] == {"error": "Unknown tool: nope", **unknown}
     assert data["delete_repo"] == {"error": "Unknown tool: delete_repo", **unknown}
-    assert data["whoami"]["name"] == "whoami"
+    assert data["whoami"]["description"].startswith("Tell who the current user is.")
 
 
 async def test_describe_tools_returns_the_same_json_as_the_resource() -> None:
@@ -209,7 +215,9 @@ async def test_the_agent_prompt_detects_lazy_descriptions_from_a_real_clients_li
         tools = (await client.list_tools()).tools
         resources = (await client.list_resources()).resources
     prompt = system_prompt(tools, resources)
-    assert "  - add_comment: Add a comment to an issue.\n" in prompt
+    assert (
+        "  - add_comment: Add a comment to an issue. Full definition: describe_tools.\n" in prompt
+    )
     assert f'   Example: read_resource(resource_uri="{URI}?tools=TOOL_NAME")\n' in prompt
 
 
@@ -230,8 +238,14 @@ async def test_a_fastmcp_server_lists_summaries_and_gates_calls_until_described(
         before = await client.call_tool_mcp("add_comment", {"issue_id": 7, "body": "hi"})
         described = await client.call_tool_mcp("describe_tools", {"tools": ["add_comment"]})
         after = await client.call_tool_mcp("add_comment", {"issue_id": 7, "body": "hi"})
-    assert tools["add_comment"].description == "Add a comment to an issue."
-    assert tools["add_comment"].input_schema == {"type": "object", "additionalProperties": True}
+    assert tools["add_comment"].description == (
+        "Add a comment to an issue. Full definition: describe_tools."
+    )
+    assert tools["add_comment"].input_schema == {
+        "type": "object",
+        "properties": {"issue_id": {"type": "integer"}, "body": {"type": "string"}},
+        "required": ["issue_id", "body"],
+    }
     assert before.is_error is True
     assert before.structured_content is not None
     assert before.structured_content["describe_call"] == {

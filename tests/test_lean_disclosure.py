@@ -18,7 +18,7 @@ import pytest
 from toolgate import CallContext, Group, Policy, Principal, Tool, ToolSet
 from toolgate.errors import UnknownToolsets
 from toolgate.strategies import Delivery, DeliveryConfig, parse_toolsets
-from toolgate.strategies.detail import OPEN_SCHEMA, index_entry
+from toolgate.strategies.detail import index_entry
 
 LEGACY = "2025-11-25"
 STATELESS = "2026-07-28"
@@ -169,7 +169,7 @@ async def test_describe_tools_gives_full_definitions_in_every_on_demand_strategy
         described = reply.result.structured["issue_read"]
         assert described["inputSchema"] == ISSUE, strategy
         assert described["description"] == "Read an issue. Returns its title, body and state."
-        assert described["annotations"] == {"readOnlyHint": True}
+        assert "annotations" not in described  # what a model reads: hosts keep the hints
         assert "describe_tools" in await listed(delivery, key=strategy), strategy
 
 
@@ -278,8 +278,12 @@ async def test_a_refreshed_list_shows_opened_groups_at_the_summary_level() -> No
     tools = await listed(delivery)
     assert tools["issue_read"] == {  # annotations (and an output schema) stay
         "name": "issue_read",
-        "description": "Read an issue.",
-        "inputSchema": dict(OPEN_SCHEMA),
+        "description": "Read an issue. Full definition: describe_tools.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"repo": {"type": "string"}, "number": {"type": "integer"}},
+            "required": ["repo", "number"],
+        },
         "annotations": {"readOnlyHint": True},
     }
     assert tools["ping"]["description"] == "Check the server. Answers pong."  # root: full

@@ -18,6 +18,8 @@ from toolgate.tokens import (
     encoding_spec,
     estimate_tokens,
     find_vocabulary,
+    model_form,
+    model_text,
     wire_text,
 )
 
@@ -245,14 +247,38 @@ def test_github_catalog_with_default_json_separators_reproduces_the_readme_figur
     assert round(sum(counts) / len(counts)) == 254
 
 
-def test_github_full_wire_estimate_reports_outliers_and_groups(
+def test_github_full_wire_estimate_counts_what_a_model_reads_and_reports_outliers(
     shared_data: Path, o200k: TiktokenCounter
 ) -> None:
-    wires = github_wires(shared_data, ("name", "description", "inputSchema", "annotations"))
+    # every field the server sends: annotations, icons (base64 PNGs) and _meta too
+    wires = github_wires(
+        shared_data, ("name", "description", "inputSchema", "annotations", "icons", "_meta")
+    )
     groups_of = {w["name"]: [w["name"].split("_", 1)[0]] for w in wires}
     result = estimate_tokens(wires, o200k, groups_of=groups_of)
     assert sum(g["tools"] for g in result["per_group"].values()) == 117
     assert sum(g["tokens"] for g in result["per_group"].values()) == result["total"]
-    assert result["total"] == 28_270
-    assert sorted(r["tokens"] for r in result["per_tool"])[58] == 193  # the median
-    assert result["outliers"] == ["actions_list", "issue_write", "projects_write"]
+    # hosts hand a model name, description and schema only: the UI fields cost nothing
+    assert result["total"] == 25_218
+    assert sorted(r["tokens"] for r in result["per_tool"])[58] == 158  # the median
+    assert "actions_list" in result["outliers"] and "issue_write" in result["outliers"]
+
+
+def test_a_model_reads_name_description_and_schema_and_a_title_only_without_a_description(
+    o200k: TiktokenCounter,
+) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    bare = {"name": "fork", "description": "Fork a repository.", "inputSchema": schema}
+    dressed = {
+        **bare,
+        "title": "Fork",
+        "annotations": {"title": "Fork it", "readOnlyHint": False},
+        "outputSchema": {"type": "object"},
+        "icons": [{"src": "data:image/png;base64," + "A" * 4000, "mimeType": "image/png"}],
+        "_meta": {"ui": {"visibility": ["app"]}},
+    }
+    assert model_form(dressed) == bare
+    assert model_text(dressed) == model_text(bare)
+    assert estimate_tokens([dressed], o200k)["total"] == estimate_tokens([bare], o200k)["total"]
+    untitled = {"name": "fork", "title": "Fork a repository", "inputSchema": schema}
+    assert model_form(untitled)["description"] == "Fork a repository"

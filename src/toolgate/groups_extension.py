@@ -125,6 +125,12 @@ class GroupsEndpoint:
     async def _request(self, ctx: Context, method: str) -> tuple[RequestFacts, Request]:
         facts = await self.facts(ctx)
         strategy, request = facts.request(self.delivery)
+        if request.toolsets and self.delivery.choose(request.protocol, request.extensions) is (
+            self.strategy
+        ):
+            # a request that names toolsets is served a view of those groups, and is still
+            # a request of a client that declared the extension: groups/* answer it
+            strategy = self.strategy
         if strategy is not self.strategy:
             # the draft: no groups/* from a client that did not declare the extension;
             # its tools/list is flat, so a group's placement would be a lie to it

@@ -2,8 +2,9 @@
 
 ``TokenCounter`` is the narrow extension point (one ``count`` method); the default
 counts ``ceil(chars / 4)``, ``TiktokenCounter`` counts real BPE tokens from a vocabulary
-on disk (never downloaded). ``wire_text`` is the one serialization every count uses:
-compact JSON with sorted keys of a tool's MCP wire form. Core: no MCP imports.
+on disk (never downloaded). ``model_form`` is what a model reads of a tool (name,
+description, input schema) and ``model_text`` its one serialization, compact JSON with
+sorted keys: every count of a tool definition uses them. Core: no MCP imports.
 """
 
 from __future__ import annotations
@@ -30,9 +31,42 @@ TOKENIZER_DIR_ENV = "TOOLGATE_TOKENIZER_DIR"
 OUTLIER_FACTOR = 3
 
 
-def wire_text(wire: Mapping[str, Any]) -> str:
-    """The exact text a tool definition costs: compact JSON, sorted keys, UTF-8."""
-    return json.dumps(wire, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+#: the fields of an MCP tool definition a host hands to a model: Anthropic's tool format
+#: carries ``name``, ``description``, ``input_schema``; OpenAI's ``name``, ``description``,
+#: ``parameters``. The rest (``icons``, ``_meta``, ``title``, ``annotations``,
+#: ``outputSchema``) is for the host's UI and its own checks.
+MODEL_FIELDS = ("name", "description", "inputSchema")
+
+
+def model_form(wire: Mapping[str, Any]) -> dict[str, Any]:
+    """What a model reads of a tool: its name, description and input schema.
+
+    A tool without a description is shown by its ``title`` (or its annotations'
+    title), as hosts do; otherwise no title is counted.
+
+    >>> model_form({"name": "fork", "description": "Fork.", "icons": [{"src": "data:"}]})
+    {'name': 'fork', 'description': 'Fork.', 'inputSchema': {}}
+    """
+    description = wire.get("description") or wire.get("title")
+    if not description:
+        annotations = wire.get("annotations")
+        description = annotations.get("title") if isinstance(annotations, Mapping) else None
+    return {
+        "name": wire.get("name", ""),
+        "description": description or "",
+        "inputSchema": wire.get("inputSchema") or {},
+    }
+
+
+def wire_text(data: Any) -> str:
+    """The one serialization counts use: compact JSON, sorted keys, UTF-8."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def model_text(wire: Mapping[str, Any]) -> str:
+    """The exact text a tool definition costs a model: :func:`wire_text` of its
+    :func:`model_form`."""
+    return wire_text(model_form(wire))
 
 
 class TokenCounter:
@@ -251,12 +285,14 @@ def estimate_tokens(
     *,
     groups_of: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
-    """What a list of tool definitions costs, per tool and per group.
+    """What a list of tool definitions costs a model, per tool and per group.
 
-    ``wires`` are MCP wire dicts (``tool.wire()``). ``counter`` defaults to
-    :func:`best_counter`. ``groups_of`` maps a tool name to the groups it is counted in
-    (a tool in two groups counts in both; pass ``tool.scope_groups`` to count root tools
-    as ``"default"``). ``outliers`` names the tools costing more than 3x the median.
+    ``wires`` are MCP wire dicts (``tool.wire()``), each counted as :func:`model_text`
+    (name, description, input schema; never icons, ``_meta`` or annotations).
+    ``counter`` defaults to :func:`best_counter`. ``groups_of`` maps a tool name to the
+    groups it is counted in (a tool in two groups counts in both; pass
+    ``tool.scope_groups`` to count root tools as ``"default"``). ``outliers`` names the
+    tools costing more than 3x the median.
 
     >>> estimate_tokens([{"name": "a", "description": "", "inputSchema": {}}],
     ...                 TokenCounter())["total"]
@@ -265,7 +301,7 @@ def estimate_tokens(
     counter = counter if counter is not None else best_counter()
     rows: list[tuple[str, int, int]] = []  # (name, characters, tokens)
     for wire in wires:
-        text = wire_text(wire)
+        text = model_text(wire)
         rows.append((str(wire["name"]), len(text), counter.count(text)))
     rows.sort()
     per_group: dict[str, dict[str, int]] = {}

@@ -125,7 +125,8 @@ class HttpGateway:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
-    def start(self) -> None:
+    def start(self, timeout: float | None = None) -> None:
+        """Start the gateway and wait for its port (``timeout`` or ``start_timeout`` s)."""
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [*self.argv, "--transport", "http", "--port", str(self.port)],
@@ -134,7 +135,7 @@ class HttpGateway:
                 stderr=subprocess.STDOUT,
                 env=gateway_env(),
             )
-        wait_for_port(self.port, self.proc, self.start_timeout)
+        wait_for_port(self.port, self.proc, self.start_timeout if timeout is None else timeout)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -27,7 +27,7 @@ from toolgate.demo.tracker.schema import TRACKER_SCHEMA
 from toolgate.errors import ConfigError
 from toolgate.gateway.config.model import GatewayConfig, parse_config
 from toolgate.gateway.serve import Gateway, serve
-from toolgate.tokens import TokenCounter, best_counter, wire_text
+from toolgate.tokens import TokenCounter, best_counter, model_text
 
 DEMO_DIR = Path(__file__).parent
 CONFIG_PATH = DEMO_DIR / "toolgate.json"
@@ -179,7 +179,7 @@ class Tour:
         self.say("-" * (len(text) + 9))
 
     def tokens(self, wires: Sequence[Mapping[str, Any]]) -> int:
-        return sum(self.counter.count(wire_text(w)) for w in wires)
+        return sum(self.counter.count(model_text(w)) for w in wires)
 
     async def listing(self) -> list[dict[str, Any]]:
         result = await self.client.session.list_tools()

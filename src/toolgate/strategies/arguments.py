@@ -48,12 +48,7 @@ def short(text: str, limit: int) -> str:
     return f"{text[:limit]}… ({len(text)} characters)"
 
 
-DETAIL_PROPERTY: Mapping[str, Any] = {
-    "type": "string",
-    "enum": list(DETAILS),
-    "default": "summary",
-    "description": "summary (default): one line per tool; full: whole definitions.",
-}
+DETAIL_PROPERTY: Mapping[str, Any] = {"type": "string", "enum": list(DETAILS), "default": "summary"}
 
 
 def detail_arg(arguments: Mapping[str, Any], default: Detail = "summary") -> Detail:
@@ -125,36 +120,21 @@ def tool_name_arg(arguments: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]
 GROUPS_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {
-        "groups": {
-            "type": "array",
-            "items": {"type": "string"},
-            "minItems": 1,
-            "description": "Names of the groups, as list_groups shows them.",
-        }
+        "groups": {"type": "array", "items": {"type": "string"}, "minItems": 1},
     },
     "required": ["groups"],
-    "additionalProperties": False,
 }
 OPEN_GROUPS_SCHEMA: Mapping[str, Any] = {
     **GROUPS_SCHEMA,
     "properties": {**GROUPS_SCHEMA["properties"], "detail": DETAIL_PROPERTY},
 }
-DETAIL_SCHEMA: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {"detail": DETAIL_PROPERTY},
-    "additionalProperties": False,
-}
-EMPTY_OBJECT: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {},
-    "additionalProperties": False,
-}
+# Meta-tool schemas are listed to every model on every turn, so they say only what a
+# model needs to call them; each run refuses an unexpected argument by name
+# (``unexpected_arguments``), so ``additionalProperties: false`` would add nothing.
+DETAIL_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {"detail": DETAIL_PROPERTY}}
+EMPTY_OBJECT: Mapping[str, Any] = {"type": "object", "properties": {}}
 CALL_SCHEMA: Mapping[str, Any] = {
     "type": "object",
-    "properties": {
-        "name": {"type": "string", "description": "The tool to run."},
-        "arguments": {"type": "object", "description": "The tool's arguments."},
-    },
+    "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
     "required": ["name"],
-    "additionalProperties": False,
 }

@@ -20,7 +20,7 @@ from toolgate.errors import InvalidArguments, ToolgateError
 from toolgate.policy import Confirmer
 from toolgate.strategies.arguments import CALL_SCHEMA, EMPTY_OBJECT, no_arguments, tool_name_arg
 from toolgate.strategies.detail import Detail, tool_entries
-from toolgate.tokens import wire_text
+from toolgate.tokens import model_form, model_text
 from toolgate.toolset import CallOutcome, Session, ToolSet
 from toolgate.view import View
 
@@ -131,13 +131,33 @@ def groups_note(view: View) -> str:
     return "Groups: " + "; ".join(parts) + tail + "."
 
 
-def structured(data: Mapping[str, Any], *, is_error: bool = False) -> ToolResult:
-    """A meta-tool result: structured content plus the same JSON as compact text (the
-    model reads every byte of it)."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+def structured(
+    data: Mapping[str, Any], *, is_error: bool = False, text: Mapping[str, Any] | None = None
+) -> ToolResult:
+    """A meta-tool result: structured content plus its JSON as compact text (the model
+    reads every byte of it); ``text``, when given, is what the text says instead."""
+    shown = data if text is None else text
+    text_json = json.dumps(shown, ensure_ascii=False, separators=(",", ":"), default=str)
     return ToolResult(
-        content=({"type": "text", "text": text},), structured=dict(data), is_error=is_error
+        content=({"type": "text", "text": text_json},), structured=dict(data), is_error=is_error
     )
+
+
+#: what the text of an answer that opens groups leaves to its structured content: the
+#: names its ``tools`` entry gives again, with the root tools the model's list holds
+REPEATED_IN_TEXT = ("available_tools",)
+
+
+def opening_answer(data: Mapping[str, Any], *, is_error: bool = False) -> ToolResult:
+    """The answer of a meta-tool that opens groups (``enable_tools``, ``get_group``, an
+    activator). The structured content has every field, whole definitions for hosts;
+    the text, which the model reads, gives full definitions as a model reads them
+    (``toolgate.tokens.model_form``) and leaves out what repeats (``REPEATED_IN_TEXT``)."""
+    text = {k: v for k, v in data.items() if k not in REPEATED_IN_TEXT}
+    tools = text.get("tools")
+    if isinstance(tools, list):
+        text["tools"] = [model_form(t) if isinstance(t, Mapping) else t for t in tools]
+    return structured(data, is_error=is_error, text=text)
 
 
 def error_result(message: str, **details: Any) -> ToolResult:
@@ -148,12 +168,19 @@ READ_ONLY = {"readOnlyHint": True, "idempotentHint": True}
 
 
 def emit_selection(
-    request: Request, kind: str, strategy: Strategy, shown: Sequence[Mapping[str, Any]]
+    request: Request,
+    kind: str,
+    strategy: Strategy,
+    shown: Sequence[Mapping[str, Any]],
+    *,
+    result: ToolResult | None = None,
 ) -> None:
-    """Emit one ``tool.selection`` event for a listing or a search: how many catalog
-    tools were candidates, shown, hidden by access (rules 1-5) and hidden by
-    discovery (accessible, not shown), with the tokens of what was shown against a
-    flat listing of every accessible tool. Counts only, never names."""
+    """Emit one ``tool.selection`` event for a listing (``kind`` "list"), a search
+    ("search") or an opened group ("group"): how many catalog tools were candidates,
+    shown, hidden by access (rules 1-5) and hidden by discovery (accessible, not
+    shown), with the tokens the model reads of it against a flat listing of every
+    accessible tool. Tools count as a model reads them (``toolgate.tokens.model_form``);
+    a meta-tool's ``result`` counts its text content blocks. Counts only, never names."""
     session = request.session
     ts = session.toolset
     if not ts.events.active:
@@ -179,7 +206,11 @@ def emit_selection(
         meta=len(shown) - tools_shown,
         hidden_access=len(catalog) - accessible,
         hidden_discovery=max(accessible - tools_shown, 0),
-        tokens_shown=sum(strategy.wire_tokens(w) for w in shown),
+        tokens_shown=(
+            sum(strategy.wire_tokens(w) for w in shown)
+            if result is None
+            else strategy.toolset.token_counter.count(result.text_content)
+        ),
         tokens_flat=flat_tokens,
     )
 
@@ -280,7 +311,7 @@ class Strategy:
         hit = self._wire_tokens.get(name)
         if hit is not None and hit[0] == wire:
             return hit[1]
-        count = self.toolset.token_counter.count(wire_text(wire))
+        count = self.toolset.token_counter.count(model_text(wire))
         if len(self._wire_tokens) > 2 * len(self.toolset.catalog.tools) + 64:
             self._wire_tokens.clear()  # names the catalog no longer holds
         self._wire_tokens[name] = (dict(wire), count)
@@ -322,10 +353,26 @@ class Strategy:
             extras=request.extras,
             handler=handler,
         )
-        return self.reply_for_call(outcome)
+        return self.reply_for_call(outcome, name)
 
-    def reply_for_call(self, outcome: CallOutcome) -> Reply:
-        return Reply(outcome.result, self.can_change_list and outcome.visible_changed)
+    def reply_for_call(self, outcome: CallOutcome, name: str | None = None) -> Reply:
+        result = outcome.result
+        describe = self.names.describe_tools
+        if outcome.refused == "invalid-arguments" and name and self.meta_tool(describe):
+            # the list may have shown less than the whole definition: say where it is
+            pointer = f'Call {describe} with {{"tools": ["{name}"]}} for its full definition.'
+            blocks = list(result.content)
+            if blocks and blocks[0].get("type") == "text":
+                blocks[0] = {**blocks[0], "text": f"{blocks[0].get('text', '')} {pointer}"}
+            else:
+                blocks.append({"type": "text", "text": pointer})
+            result = ToolResult(
+                content=tuple(blocks),
+                structured=result.structured,
+                is_error=result.is_error,
+                meta=result.meta,
+            )
+        return Reply(result, self.can_change_list and outcome.visible_changed)
 
     # -- shared meta-tool bodies -----------------------------------------------------
     def _list_groups_tool(self) -> MetaTool:
@@ -336,8 +383,7 @@ class Strategy:
 
         return MetaTool(
             self.names.list_groups,
-            "List the tool groups: name, description, whether it is active, its parent "
-            "and how many tools it holds.",
+            "List the tool groups: name, description, active, parent, tool count.",
             EMPTY_OBJECT,
             run,
             READ_ONLY,
@@ -354,12 +400,12 @@ class Strategy:
                 )
             except ToolgateError as exc:
                 return Reply(error_result(exc.message, code=exc.code, **exc.details))
-            return self.reply_for_call(outcome)
+            return self.reply_for_call(outcome, name)
 
         return MetaTool(
             self.names.call_tool,
-            "Run any tool you are allowed to use by name, with its arguments. Use it for "
-            "tools you found through groups or search that are not in your tool list.",
+            "Run a tool by name with its arguments: for tools found through groups or "
+            "search that are not in your tool list.",
             CALL_SCHEMA,
             run,
         )

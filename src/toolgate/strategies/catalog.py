@@ -26,8 +26,9 @@ from toolgate.strategies.base import (
     Reply,
     Request,
     Strategy,
+    emit_selection,
     error_result,
-    structured,
+    opening_answer,
 )
 from toolgate.strategies.detail import Detail, tool_entries
 from toolgate.view import View
@@ -35,11 +36,10 @@ from toolgate.view import View
 GET_GROUP_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {
-        "name": {"type": "string", "description": "A group name, as listed below."},
+        "name": {"type": "string"},
         "detail": DETAIL_PROPERTY,
     },
     "required": ["name"],
-    "additionalProperties": False,
 }
 
 
@@ -57,7 +57,8 @@ def group_contents(view: View, name: str, detail: Detail = "full") -> dict[str, 
         out["title"] = g.title
     if g.instructions is not None:
         out["instructions"] = g.instructions
-    out["tools"] = tool_entries([s.tool for s in tools if s.visible and s.tool is not None], detail)
+    visible = [s.tool for s in tools if s.visible and s.tool is not None]
+    out["tools"] = tool_entries(visible, detail)
     out["groups"] = [
         {"name": c.name, "description": c.description, **({"title": c.title} if c.title else {})}
         for c in children
@@ -96,16 +97,19 @@ class CatalogStrategy(Strategy):
             detail = detail_arg(arguments)
             view = await request.session.view()
             try:
-                return Reply(structured(group_contents(view, name, detail)))
+                contents = group_contents(view, name, detail)
             except GroupNotFound as exc:
                 return Reply(error_result(exc.message, code=exc.code))
+            answer = opening_answer(contents)
+            opened = [{"name": t} for t in group_contents(view, name, "names")["tools"]]
+            emit_selection(request, "group", self, opened, result=answer)
+            return Reply(answer)
 
         return MetaTool(
             self.names.get_group,
-            "Open one tool group: its instructions, its child groups and its tools, "
-            f"compactly (name, summary, required arguments); call {self.names.describe_tools} "
-            "for the full definitions of the ones you pick, then run them directly or with "
-            f"call_tool. For several groups at once use {self.names.enable_tools}.",
+            "Open a tool group: its instructions, child groups and tools, one line each; "
+            f"{self.names.describe_tools} gives the ones you pick in full, then run them "
+            f"directly or with call_tool. Several groups: {self.names.enable_tools}.",
             GET_GROUP_SCHEMA,
             run,
             READ_ONLY,
@@ -122,7 +126,10 @@ class CatalogStrategy(Strategy):
             result = await trial.activate(groups)
             data = self.menu_result(result, Request(trial, request.protocol), detail)
             nothing = not result.changed
-            return Reply(structured(data, is_error=nothing and bool(result.errors)))
+            answer = opening_answer(data, is_error=nothing and bool(result.errors))
+            opened = [{"name": t.name} for t in result.newly_visible]
+            emit_selection(request, "group", self, opened, result=answer)
+            return Reply(answer)
 
         return MetaTool(
             self.names.enable_tools,

@@ -11,15 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolgate.catalog import Always, Group, Tool
 from toolgate.errors import GroupNotFound
 from toolgate.policy import Principal
 from toolgate.state.base import EMPTY
-from toolgate.strategies.base import Addon, MetaNames, Request, Strategy
+from toolgate.strategies.base import Addon, MetaNames, Request, Strategy, emit_selection
 from toolgate.strategies.catalog import group_contents
+from toolgate.strategies.toolsets import toolset_groups
 from toolgate.toolset import ToolSet
 from toolgate.view import paginate
 
@@ -111,13 +112,30 @@ class GroupsStrategy(Strategy):
             self._listings.popitem(last=False)
         return items
 
+    def named_listing(self, principal: Principal, names: tuple[str, ...]) -> list[dict[str, Any]]:
+        """The ``Group`` objects of a request that names toolsets: the named groups the
+        principal may see, less those inside another named one (nesting is navigation).
+        Raises ``UnknownToolsets`` as that request's ``tools/list`` does."""
+        view = self.toolset.view(principal, EMPTY)  # scope does not depend on state
+        toolset_groups(view, names)
+        cat = self.toolset.catalog
+        named = set(names)
+        top = [cat.groups[n] for n in named if named.isdisjoint(cat.ancestors(n))]
+        return [group_wire(g) for g in sorted(top, key=lambda g: g.wire_name)]
+
     def groups_list(self, request: Request, cursor: str | None = None) -> dict[str, Any]:
-        """The ``groups/list`` result: ``{"groups": [...], "nextCursor"?: str}``.
+        """The ``groups/list`` result: ``{"groups": [...], "nextCursor"?: str}``; for a
+        request that names toolsets, those groups (:meth:`named_listing`).
 
         Raises ``InvalidCursor`` for a cursor this server did not issue.
         """
         size = self.page_size or self.toolset.page_size
-        items = self.listing(request.session.principal, request.extensions)
+        principal = request.session.principal
+        items: Sequence[Mapping[str, Any]] = (
+            self.named_listing(principal, request.toolsets)
+            if request.toolsets
+            else self.listing(principal, request.extensions)
+        )
         page = paginate(items, lambda g: str(g["name"]), cursor, size)
         out: dict[str, Any] = {"groups": [dict(g) for g in page.items]}
         if page.next_cursor is not None:
@@ -165,4 +183,5 @@ class GroupsStrategy(Strategy):
         if "instructions" in data:
             out["instructions"] = data["instructions"]
         out["contents"] = {"tools": tools, "groups": children}
+        emit_selection(request, "group", self, tools)  # a host hands these to its model
         return out

@@ -19,7 +19,8 @@ from toolgate.docs import ToolDocs
 from toolgate.errors import ConfigError, DescriptionRequired, InvalidArguments, json_type
 from toolgate.strategies.arguments import unexpected_arguments
 from toolgate.strategies.base import READ_ONLY, Addon, MetaNames, MetaTool, Reply, Request, Strategy
-from toolgate.strategies.detail import summary_wire
+from toolgate.strategies.detail import rest_pointer, summary_wire
+from toolgate.tokens import model_form
 from toolgate.toolset import ToolSet
 
 SchemaMode = Literal["full", "minimal"]
@@ -31,15 +32,24 @@ TOO_MANY_TOOLS = "TOO_MANY_TOOLS"
 DESCRIBE_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {
-        "tools": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": 'Names of the tools you picked from your tool list, e.g. ["a", "b"].',
-        }
+        "tools": {"type": "array", "items": {"type": "string"}},
     },
     "required": ["tools"],
-    "additionalProperties": False,
 }
+
+
+#: what a description answer adds to a tool's model form: its long-form docs
+LONG_FORM = ("examples", "usage_guidance", "error_guidance")
+
+
+def as_model_reads(described: Mapping[str, Any]) -> dict[str, Any]:
+    """A full description as a model reads it, in an answer keyed by the tool's name:
+    its description and input schema (``toolgate.tokens.model_form``, less the name the
+    key already gives) and the long-form docs; the fields hosts keep for themselves
+    (title, annotations, output schema, icons) are left to ``tools/list``."""
+    form = model_form(described)
+    del form["name"]
+    return {**form, **{k: described[k] for k in LONG_FORM if k in described}}
 
 
 def workflow_text(uri: str, describe_tool: str) -> str:
@@ -108,9 +118,8 @@ class ToolDescriptions(Addon):
 
     def describe_text(self) -> str:
         return (
-            "Get the full definitions of the tools you picked (from a group's or a search's "
-            "compact list): description, parameters and examples. Describe only what your "
-            "task needs."
+            "The full definitions (description, parameters, examples) of the tools you "
+            "picked from a one-line list."
         )
 
     # -- the one implementation behind the resource and the meta-tool ------------------
@@ -140,7 +149,7 @@ class ToolDescriptions(Addon):
         for name in requested:
             s = view.surfacing(name)
             if s.visible and s.tool is not None:
-                out[name] = self.docs.describe(s.tool)
+                out[name] = as_model_reads(self.docs.describe(s.tool))
                 described.append(name)
             else:
                 exc = self.toolset.hidden_error(s, view.ctx.stage)
@@ -241,9 +250,10 @@ class LazyDescriptions(ToolDescriptions):
         )
 
     def transform(self, wire: dict[str, Any], tool: Tool, request: Request) -> dict[str, Any]:
-        if self.schema == "minimal":
-            return summary_wire(wire, tool)  # the seed's minimal tool
-        return {**wire, "description": tool.summary_text}
+        if self.schema == "minimal":  # the seed's minimal tool, with its required arguments
+            return summary_wire(wire, tool, describe_tool=self.describe_name)
+        pointer = rest_pointer(self.describe_name)
+        return {**wire, "description": f"{tool.summary_text} {pointer}".lstrip()}
 
     async def list_resources(self, request: Request) -> list[dict[str, Any]]:
         return [

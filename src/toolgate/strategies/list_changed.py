@@ -30,6 +30,7 @@ from toolgate.strategies.base import (
     Request,
     Strategy,
     few_words,
+    opening_answer,
     structured,
 )
 from toolgate.strategies.detail import Detail, summary_wire
@@ -91,7 +92,7 @@ class ListChangedStrategy(Strategy):
 
     def shape(self, wire: dict[str, Any], tool: Tool) -> dict[str, Any]:
         if self.grouped_list == "summary" and tool.groups:
-            return summary_wire(wire, tool, minimal=False)
+            return summary_wire(wire, tool, describe_tool=self.names.describe_tools, minimal=False)
         return wire
 
     def activator_suffixes(self) -> list[str]:
@@ -123,11 +124,11 @@ class ListChangedStrategy(Strategy):
                 result = await session.deactivate([group])
             return self._change_reply(result, request)
 
-        # every group's activator is listed: a child's names its parent, which must be on
-        verb = "Enable" if action == "activate" else "Disable"
+        # every group's activator is listed: a child's names its parent, which must be on.
+        # The name says which group and what it does; the description, what is in it.
         what = few_words(g.description or g.title or group, ACTIVATOR_WORDS)
         inside = f" (inside {g.parent})" if g.parent and action == "activate" else ""
-        return MetaTool(name, f"{verb} {group}: {what}{inside}", NO_ARGUMENTS, run)
+        return MetaTool(name, f"{what}{inside}", NO_ARGUMENTS, run)
 
     def listed_meta(self, request: Request, view: View) -> list[MetaTool]:
         metas = super().listed_meta(request, view)
@@ -167,20 +168,18 @@ class ListChangedStrategy(Strategy):
     def _change_reply(
         self, result: ChangeResult, request: Request, detail: Detail = "summary"
     ) -> Reply:
-        if result.action == "activate":
-            data = self.menu_result(result, request, detail)
-        else:
-            data = {
-                "disabled": list(result.changed),
-                "enabled_groups": list(result.active_groups),
-                "available_tools": sorted(result.after.visible_names),
-                "errors": [e.message for e in result.errors],
-            }
         nothing = not result.changed and not result.also_disabled
-        return Reply(
-            structured(data, is_error=nothing and bool(result.errors)),
-            list_changed=result.visible_changed,
-        )
+        failed = nothing and bool(result.errors)
+        if result.action == "activate":
+            answer = opening_answer(self.menu_result(result, request, detail), is_error=failed)
+            return Reply(answer, list_changed=result.visible_changed)
+        data = {
+            "disabled": list(result.changed),
+            "enabled_groups": list(result.active_groups),
+            "available_tools": sorted(result.after.visible_names),
+            "errors": [e.message for e in result.errors],
+        }
+        return Reply(structured(data, is_error=failed), list_changed=result.visible_changed)
 
     def _enable_tool(self) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
@@ -191,15 +190,14 @@ class ListChangedStrategy(Strategy):
         if self.style == "activators":
             # the activators name every group; this opens several in one call
             text = (
-                "Enable several tool groups at once (as their activators do); "
+                "Enable several tool groups at once; "
                 f"{self.names.describe_tools} gives the tools you pick in full."
             )
         else:
             text = (
-                "Enable one or more tool groups. Their tools join your tool list; the result "
-                "lists them in one line each (name, required arguments, summary): call "
-                f"{self.names.describe_tools} for the full definitions of the ones you pick. A "
-                "child group needs its parent enabled first or in the same call."
+                "Enable tool groups: their tools join your list and the answer names them, "
+                f"one line each; {self.names.describe_tools} gives the ones you pick in full. "
+                "A child group needs its parent enabled too."
             )
         return MetaTool(
             self.names.enable_tools,
@@ -216,8 +214,7 @@ class ListChangedStrategy(Strategy):
 
         return MetaTool(
             self.names.disable_tools,
-            "Disable tool groups you no longer need (their child groups are disabled too), "
-            "to keep your tool list short.",
+            "Disable tool groups you no longer need, and their child groups.",
             GROUPS_SCHEMA,
             run,
         )

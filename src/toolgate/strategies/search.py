@@ -28,6 +28,7 @@ from toolgate.strategies.base import (
 )
 from toolgate.strategies.catalog import CatalogStrategy
 from toolgate.strategies.detail import Detail, index_entry
+from toolgate.tokens import model_form
 from toolgate.toolset import ToolSet
 
 DEFAULT_LIMIT = 5
@@ -35,54 +36,39 @@ DEFAULT_FULL_RESULTS = 1
 MAX_QUERY_LENGTH = 1000
 MAX_NEEDS = 10  # needs one search_tools call ranks: ``query`` and up to 9 ``queries``
 
+# Listed to every model on every turn: the schemas say what a model needs to call; the
+# bounds (lengths, counts, the limit's range) are checked by the run with a clear error.
 _LIMIT_PROPERTY: Mapping[str, Any] = {
     "type": "integer",
-    "minimum": 1,
-    "maximum": MAX_LIMIT,
     "default": DEFAULT_LIMIT,
-    "description": f"How many tools to return, best first (1 to {MAX_LIMIT}).",
+    "description": f"How many tools, best first (at most {MAX_LIMIT}).",
 }
-_NEED_LIMIT_PROPERTY: Mapping[str, Any] = {
-    **_LIMIT_PROPERTY,
-    "description": f"Results per need, 1 to {MAX_LIMIT}.",
-}
+_NEED_LIMIT_PROPERTY: Mapping[str, Any] = {**_LIMIT_PROPERTY, "description": "Results per need."}
 SEARCH_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {
         "query": {
             "type": "string",
-            "minLength": 1,
             "description": 'What you want to do, in a few words, e.g. "open a pull request".',
         },
         "queries": {
             "type": "array",
-            "items": {"type": "string", "minLength": 1},
-            "maxItems": MAX_NEEDS - 1,
+            "items": {"type": "string"},
             "description": "The task's other needs, one each.",
         },
         "limit": _NEED_LIMIT_PROPERTY,
-        "detail": {
-            **DETAIL_PROPERTY,
-            "description": "summary (default): the best in full, one line for the rest; "
-            "full; names.",
-        },
+        "detail": DETAIL_PROPERTY,
     },
     "required": ["query"],
-    "additionalProperties": False,
 }
 SEARCH_REGEX_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {
-        "pattern": {
-            "type": "string",
-            "minLength": 1,
-            "description": 'A regular expression (RE2), e.g. "^get_.*issue".',
-        },
+        "pattern": {"type": "string", "description": 'A regular expression, e.g. "^get_.*issue".'},
         "limit": _LIMIT_PROPERTY,
-        "detail": SEARCH_SCHEMA["properties"]["detail"],
+        "detail": DETAIL_PROPERTY,
     },
     "required": ["pattern"],
-    "additionalProperties": False,
 }
 
 
@@ -182,11 +168,10 @@ class ToolSearch(Addon):
 
         return MetaTool(
             strategy.names.search_tools,
-            "Find the tools you may use by what they do, in plain words; put a task's other "
-            "needs in queries, each ranked on its own. Gives the best match in full, the rest "
-            f"one line each, every need's best first ({strategy.names.describe_tools} gives "
-            "them in full). "
-            "Run a result directly, or via call_tool if it is not listed.",
+            "Find tools by what they do, in plain words; a task's other needs go in queries, "
+            "each ranked on its own. The best match comes in full, the rest one line each "
+            f"({strategy.names.describe_tools} gives them in full); run them directly or "
+            "via call_tool.",
             SEARCH_SCHEMA,
             run,
             READ_ONLY,
@@ -200,9 +185,8 @@ class ToolSearch(Addon):
 
         return MetaTool(
             strategy.names.search_tools_regex,
-            "Find the tools you may use whose name, title or description match a regular "
-            "expression (case-insensitive); name matches rank first, then title, then "
-            "description. Results as search_tools gives them.",
+            "Find tools whose name, title or description match a regular expression "
+            "(case-insensitive), name matches first; results as search_tools gives them.",
             SEARCH_REGEX_SCHEMA,
             run,
             READ_ONLY,
@@ -217,7 +201,9 @@ class ToolSearch(Addon):
         if detail == "names":
             return [{"name": h.name, "score": h.score} for h, _ in found], []
         cut = len(found) if detail == "full" else self.full_results
-        results = [{"name": h.name, "score": h.score, "tool": t.wire()} for h, t in found[:cut]]
+        results = [
+            {"name": h.name, "score": h.score, "tool": model_form(t.wire())} for h, t in found[:cut]
+        ]
         return results, [index_entry(t) for _, t in found[cut:]]
 
     async def search(
@@ -255,10 +241,6 @@ class ToolSearch(Addon):
             revealed = sorted(outcome.after.visible_names - outcome.before.visible_names)
             errors = [f"Cannot show tool {n!r}: {problem}" for n, problem in outcome.refused]
             changed = outcome.visible_changed
-        # what the answer shows: full definitions, and a name for each one-line entry
-        shown = [r["tool"] if "tool" in r else {"name": r["name"]} for r in results]
-        shown += [{"name": t.name, "description": index_entry(t)} for _, t in found[len(results) :]]
-        emit_selection(request, "search", strategy, shown)
         data: dict[str, Any] = {
             "pattern" if regex else "query": needs[0],
             **({"queries": needs[1:]} if len(needs) > 1 else {}),
@@ -267,7 +249,11 @@ class ToolSearch(Addon):
             "revealed": revealed,
             "errors": errors,
         }
-        return Reply(structured(data), list_changed=changed)
+        answer = structured(data)
+        # one entry per tool the answer names; the tokens are the answer's text
+        shown = [{"name": t.name} for _, t in found]
+        emit_selection(request, "search", strategy, shown, result=answer)
+        return Reply(answer, list_changed=changed)
 
     @staticmethod
     def reveals(strategy: Strategy, request: Request) -> bool:

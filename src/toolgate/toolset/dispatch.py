@@ -75,6 +75,9 @@ class CallOutcome:
     #: the tool ran, but its stage change could not be saved (the session stays in
     #: ``stage_from``); the result is still the tool's, never a retryable failure
     state_error: str | None = None
+    #: why the call was refused before it ran, when that is an answer rather than an
+    #: error: ``"invalid-arguments"`` (a strategy adds where the full definition is)
+    refused: str | None = None
 
     @property
     def stage_changed(self) -> bool:
@@ -180,7 +183,7 @@ async def dispatch(
 
 def _refuse_args(session: CallingSession, name: str, message: str) -> CallOutcome:
     session._emit("tool.executed", tool=name, outcome="error", reason="invalid-arguments")
-    return CallOutcome(ToolResult.error(message))
+    return CallOutcome(ToolResult.error(message), refused="invalid-arguments")
 
 
 async def _confirm(

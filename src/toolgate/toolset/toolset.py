@@ -27,7 +27,7 @@ from toolgate.policy import DEFAULT_TRUST_LEVELS, Principal, TrustLadder
 from toolgate.search import SearchIndex, SearchSettings
 from toolgate.state.base import EMPTY, SessionState, StateStore
 from toolgate.state.memory import MemoryStore
-from toolgate.tokens import TokenCounter, default_counter, estimate_tokens, wire_text
+from toolgate.tokens import TokenCounter, default_counter, estimate_tokens, model_text
 from toolgate.toolset.session import Session
 from toolgate.view import DEFAULT_RULES, ReasonKind, Rule, Surfacing, View, ViewCache, compute_view
 
@@ -38,6 +38,25 @@ def plain_description_required(name: str) -> DescriptionRequired:
     return DescriptionRequired(
         f"Tool {name!r} requires fetching its description before use.", tool=name
     )
+
+
+def required_arguments(schema: Mapping[str, Any]) -> str:
+    """The sentence an argument error ends with: the required arguments and their types,
+    ``Required arguments: repo (string), number (integer).``"""
+    required = schema.get("required")
+    names = [str(r) for r in required] if isinstance(required, list | tuple) else []
+    if not names:
+        return "It has no required arguments."
+    props = schema.get("properties")
+    props = props if isinstance(props, Mapping) else {}
+    parts = []
+    for name in names:
+        prop = props.get(name)
+        kind = prop.get("type") if isinstance(prop, Mapping) else None
+        if isinstance(kind, list):
+            kind = " or ".join(map(str, kind))
+        parts.append(f"{name} ({kind})" if kind else name)
+    return f"Required arguments: {', '.join(parts)}."
 
 
 class ToolSet:
@@ -266,7 +285,7 @@ class ToolSet:
         cached = self._token_cache.get(tool.name)
         if cached is not None and cached[0] is tool:
             return cached[1]
-        n = self.token_counter.count(wire_text(tool.wire()))
+        n = self.token_counter.count(model_text(tool.wire()))
         self._token_cache[tool.name] = (tool, n)
         return n
 
@@ -353,7 +372,10 @@ class ToolSet:
         for e in errors[:5]:
             where = "/".join(str(p) for p in e.absolute_path) or "(root)"
             parts.append(f"{where}: {e.message}")
-        return f"Invalid arguments for tool {tool.name!r}: " + "; ".join(parts)
+        return (
+            f"Invalid arguments for tool {tool.name!r}: " + "; ".join(parts) + ". "
+            f"{required_arguments(tool.input_schema)}"
+        )
 
     def hidden_error(self, s: Surfacing, stage: str) -> ToolgateError:
         """The error for calling a tool that is not visible (``stage``: the current one)."""

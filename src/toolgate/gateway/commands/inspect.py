@@ -30,7 +30,7 @@ from toolgate.gateway.relay.exposure import Placement
 from toolgate.grouping import GroupingSettings
 from toolgate.policy import Principal, TrustLadder
 from toolgate.strategies.base import LEGACY
-from toolgate.tokens import TokenCounter, best_counter, wire_text
+from toolgate.tokens import TokenCounter, best_counter, model_text
 
 
 def parse_principal(cfg: GatewayConfig, spec: str | None) -> Principal:
@@ -116,7 +116,7 @@ async def describe(
     """The inspect report as plain data (the JSON output)."""
     toolset = snap.toolset
     cat = toolset.catalog
-    cost = {name: counter.count(wire_text(t.wire())) for name, t in cat.tools.items()}
+    cost = {name: counter.count(model_text(t.wire())) for name, t in cat.tools.items()}
     placement = Placement.from_config(snap.cfg)
     held: dict[str, dict[str, list[str]]] = {}  # group -> "prompts" | "resources" -> keys
     for item in snap.relayed:  # under the names the gateway serves them by
@@ -159,7 +159,7 @@ async def describe(
         )
         wires = await strategy.list_tools(request)
         disclosed_names = [str(w["name"]) for w in wires]
-        disclosed_tokens = sum(counter.count(wire_text(w)) for w in wires)
+        disclosed_tokens = sum(counter.count(model_text(w)) for w in wires)
     saved = flat_tokens - disclosed_tokens
     out: dict[str, Any] = {
         "config": str(snap.cfg.source) if snap.cfg.source else None,

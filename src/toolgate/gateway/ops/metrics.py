@@ -107,7 +107,8 @@ class Metrics(Sink):
         )
         self.selections = Counter(
             "toolgate_selections",
-            "Tool listings and searches (tool.selection events), by kind and strategy.",
+            "Tool listings, searches and opened groups (tool.selection events), by kind "
+            "and strategy.",
             ["kind", "strategy"],
             registry=r,
         )
