@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -31,7 +32,14 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from _fixtures.gateway import INIT, MCP_HEADERS, SERVERS, HttpGateway, toolgate_argv
+from _fixtures.gateway import (
+    INIT,
+    MCP_HEADERS,
+    SERVERS,
+    HttpGateway,
+    gateway_env,
+    toolgate_argv,
+)
 from _fixtures.mcp_servers import free_port
 from toolgate.errors import ConfigError
 from toolgate.gateway.config.model import parse_config
@@ -286,3 +294,51 @@ def test_a_request_whose_head_was_arriving_when_the_server_closed_is_answered_no
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+@pytest.mark.timeout(90)
+def test_a_gateway_stopped_while_its_backends_start_stops_them_and_exits_0(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM before anything is served ends the start-up: the backend still coming up
+    is ended and the process exits 0 (the default handler would kill it by the signal)."""
+    pid = tmp_path / "backend.pid"
+    hang = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)"
+    config = tmp_path / "toolgate.json"
+    config.write_text(
+        json.dumps(
+            {"mcpServers": {"stuck": {"command": sys.executable, "args": ["-c", hang, str(pid)]}}}
+        )
+    )
+    log = tmp_path / "gateway.log"
+    port = free_port()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*toolgate_argv(), "serve", str(config), "--transport", "http", "--port", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=gateway_env(),
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid.exists() and pid.read_text()) and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        assert pid.exists(), f"the backend never started: {log.read_text()}"
+        time.sleep(0.5)  # the backend is up, the gateway waits for its first answer
+        assert proc.poll() is None and refused(port), log.read_text()  # not serving yet
+        proc.send_signal(signal.SIGTERM)
+        status = proc.wait(timeout=45)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = log.read_text()
+    assert status == 0, text
+    assert "stopped before serving" in text, text
+    backend = int(pid.read_text())
+    deadline = time.monotonic() + 10
+    while alive(backend) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(backend), "the backend still starting outlived the gateway"

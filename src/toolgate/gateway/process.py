@@ -59,13 +59,24 @@ class _Server(uvicorn.Server):
 class Process:
     """One serving process: the gateway, its uvicorn server and its stop.
 
+    Until ``server`` is set the gateway is still starting (its backends coming up): a
+    stop then ends the start-up (``starting``, the task serving) instead of a drain.
+
     >>> process = Process(gateway, server)
     >>> process.stop()          # what SIGTERM does             # doctest: +SKIP
     """
 
-    def __init__(self, gateway: Serving, server: uvicorn.Server) -> None:
+    def __init__(
+        self,
+        gateway: Serving,
+        server: uvicorn.Server | None = None,
+        *,
+        starting: asyncio.Task[Any] | None = None,
+    ) -> None:
         self.gateway = gateway
         self.server = server
+        self.starting = starting
+        self.stopped_starting = False
         self._stopping: asyncio.Task[None] | None = None
         self._reloads: set[asyncio.Task[ReloadReport]] = set()
 
@@ -81,6 +92,12 @@ class Process:
         if not drain.begin():
             logger.warning("asked again to stop: answering the calls still running now")
             drain.expire()
+            return
+        if self.server is None:  # nothing served yet, nothing to drain: end the start-up
+            logger.info("stopping while starting: the backends stop, nothing was served")
+            if self.starting is not None:
+                self.stopped_starting = True
+                self.starting.cancel()
             return
         for connection in list(self.server.server_state.connections):
             if isinstance(connection, GuardedProtocol):
@@ -105,7 +122,8 @@ class Process:
             await drain.settled(ANSWER_GRACE)
         ended = drain.end()
         logger.info("drained; %d stream(s) ended; closing the server", ended)
-        self.server.should_exit = True
+        if self.server is not None:
+            self.server.should_exit = True
 
     def reload(self) -> None:
         """Read the config file again and apply it (``toolgate.gateway.ops.reload``);
@@ -147,15 +165,24 @@ async def serve_http(
     gateway: Serving, *, host: str, port: int, allowed_hosts: Sequence[str] = ()
 ) -> None:
     """Serve ``gateway`` over streamable HTTP until a signal stops it (``SIGNALS``);
-    the backends stop after the server."""
-    async with gateway.running():
-        app = gateway.http_app(host=host, allowed_hosts=allowed_hosts)
-        options = server_options(gateway.cfg, host=host, port=port, drain=gateway.drain)
-        server = _Server(uvicorn.Config(app, **options, timeout_graceful_shutdown=CLOSE_GRACE))
-        logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
-        with obeying(Process(gateway, server)):
-            await server.serve()
-        logger.info("server closed; stopping the backends")
+    the backends stop after the server. A signal while the backends are still starting
+    ends the start-up: the backends stop and this returns (the process exits 0)."""
+    process = Process(gateway, starting=asyncio.current_task())
+    with obeying(process):
+        try:
+            async with gateway.running():
+                app = gateway.http_app(host=host, allowed_hosts=allowed_hosts)
+                options = server_options(gateway.cfg, host=host, port=port, drain=gateway.drain)
+                config = uvicorn.Config(app, **options, timeout_graceful_shutdown=CLOSE_GRACE)
+                process.server = _Server(config)
+                logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
+                await process.server.serve()
+                logger.info("server closed; stopping the backends")
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not process.stopped_starting or task is None or task.uncancel() > 0:
+                raise
+            logger.info("stopped before serving; the backends stopped")
 
 
 __all__ = ["SIGNALS", "Process", "Serving", "obeying", "serve_http"]
