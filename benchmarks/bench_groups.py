@@ -2,7 +2,10 @@
 
 The catalog is grouped into GitHub's natural toolsets by the fixed name rules in
 ``RULES`` (first match wins; ``get_me`` and ``ui_get`` stay top-level). Sizes are the
-compact JSON of each JSON-RPC ``result``; tokens are o200k (``toolgate.tokens``).
+compact JSON of each JSON-RPC ``result`` with every tool definition in it as a model reads
+it (name, description, input schema: ``toolgate.tokens.model_form``; never ``icons``,
+``_meta``, ``title`` or annotations), the rule every token count of the project follows;
+tokens are o200k (``toolgate.tokens``).
 
 ``--auto`` compares groups made for you (``toolgate.grouping``, what ``toolgate init``
 writes) with hand-written ones on the same tasks, on GitHub's catalog (against ``RULES``)
@@ -30,7 +33,7 @@ from toolgate.grouping import GroupingSettings, propose_groups
 from toolgate.strategies import Delivery
 from toolgate.strategies.base import GROUPS_EXTENSION
 from toolgate.strategies.groups import GroupsStrategy
-from toolgate.tokens import TokenCounter, best_counter
+from toolgate.tokens import TokenCounter, best_counter, model_form, wire_text
 from toolgate.toolset import ToolSet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,8 +102,22 @@ def load_toolset() -> ToolSet:
     return ts
 
 
-def size(result: Any, counter: TokenCounter) -> tuple[int, int]:
-    text = json.dumps(result, separators=(",", ":"), ensure_ascii=False)
+def as_model_reads(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A result with the tool definitions in it (``tools``, a ``groups/get``'s
+    ``contents.tools``) in the form a host hands them to a model."""
+    out = dict(result)
+    if isinstance(out.get("tools"), list):
+        out["tools"] = [model_form(t) for t in out["tools"]]
+    contents = out.get("contents")
+    if isinstance(contents, Mapping) and isinstance(contents.get("tools"), list):
+        out["contents"] = {**contents, "tools": [model_form(t) for t in contents["tools"]]}
+    return out
+
+
+def size(result: Mapping[str, Any], counter: TokenCounter) -> tuple[int, int]:
+    """(bytes, tokens) of ``result`` as a model reads it: :func:`as_model_reads`, in the
+    one serialization every count uses (``toolgate.tokens.wire_text``)."""
+    text = wire_text(as_model_reads(result))
     return len(text.encode()), counter.count(text)
 
 
@@ -140,7 +157,9 @@ def table(m: dict[str, Any]) -> str:
     rows = [
         f"GitHub MCP server catalog ({m['tools']} tools) in {len(GROUPS)} groups by the fixed "
         f"name rules of `benchmarks/bench_groups.py`; `get_me` and `ui_get` stay top-level. "
-        f"Sizes are compact JSON of each JSON-RPC result; tokens: {m['counter']}.",
+        "Sizes are the compact JSON of each JSON-RPC result with its tools as a model reads "
+        "them (name, description, input schema: `toolgate.tokens.model_form`; no `icons`, "
+        f"`_meta`, `title` or annotations); tokens: {m['counter']}.",
         "",
         "| what the client reads | items | bytes | tokens | vs. flat tools/list |",
         "|---|---:|---:|---:|---:|",
@@ -416,9 +435,9 @@ async def auto_section(size_limit: int = 15) -> str:
         f"the groups above it). Tokens: {counter.name}, compact JSON of each result. A task's "
         "first rows open whole hand-written groups (`bench_groups.py`'s 1- and 3-group tasks); "
         "the rest are `bench_tasks.py`'s tasks (GitHub) and five GitLab tasks. Counted like "
-        "the section above: the whole JSON of each result, `icons` and `_meta` included "
-        "(both groupings alike). One run on a shared 2-core machine; the numbers are "
-        "deterministic.",
+        "the section above: each result's tools as a model reads them (name, description, "
+        "input schema; no `icons` or `_meta`), both groupings alike. One run on a shared "
+        "2-core machine; the numbers are deterministic.",
         "",
         *gh_rows,
         "",

@@ -17,8 +17,11 @@ twin of results separately (a host shows one of the two). The whole wire form (e
 icons included) is counted beside it, for the side-by-side table of both baselines.
 Extra calls are the requests after the first ``tools/list`` (re-lists are counted
 apart). A task is *reached* when the model has read the full input schema of every tool
-it needs. Run: ``.venv/bin/python benchmarks/bench_tasks.py`` (writes its RESULTS.md
-section); ``--style search`` runs one style (and the flat baseline) and writes nothing.
+it needs. The styles whose cost depends on the grouping run a second time on the groups
+``toolgate init`` proposes (``toolgate.grouping``; ``--grouping``), reported beside the
+hand-written ones; a task keeps its size (1 or 3 groups) from the hand-written groups.
+Run: ``.venv/bin/python benchmarks/bench_tasks.py`` (writes its RESULTS.md section);
+``--style search`` runs one style (and the flat baseline) and writes nothing.
 """
 
 from __future__ import annotations
@@ -45,7 +48,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from bench_groups import CATALOG, GROUPS, group_of  # noqa: E402
+from bench_groups import (  # noqa: E402
+    CATALOG,
+    Grouping,
+    auto_grouping,
+    github_grouping,
+    group_of,
+    raw_tools,
+)
 from search_eval import RESULTS, write_section  # noqa: E402
 
 from _fixtures.gateway import HttpGateway, toolgate_argv  # noqa: E402
@@ -56,6 +66,7 @@ from toolgate.client.extension import (  # noqa: E402
     ListGroupsParams,
     ListGroupsRequest,
 )
+from toolgate.grouping import GroupingSettings  # noqa: E402
 from toolgate.tokens import TokenCounter, best_counter, model_form  # noqa: E402
 
 VOCAB = ROOT.parent / "shared" / "data" / "tokenizers"
@@ -90,7 +101,24 @@ class Task:
 
     @property
     def groups(self) -> list[str]:
+        """The hand-written groups it needs: what makes it a 1- or 3-group task."""
         return sorted({g for t in self.tools if (g := group_of(t)) is not None})
+
+    def opens(self, grouping: Grouping) -> list[str]:
+        """The groups an agent opens for it in ``grouping``: each needed tool's first
+        group and the groups above it, parents before their children."""
+        out: set[str] = set()
+        for t in self.tools:
+            g: str | None = next(iter(grouping.member[t]), None)
+            while g is not None and g not in out:
+                out.add(g)
+                g = grouping.groups[g][1]
+
+        def depth(g: str) -> int:
+            parent = grouping.groups[g][1]
+            return 0 if parent is None else 1 + depth(parent)
+
+        return sorted(out, key=lambda g: (depth(g), g))
 
 
 TASKS = [
@@ -379,8 +407,9 @@ def takes_many(session_tools: Sequence[mt.Tool], name: str) -> str | None:
     return None
 
 
-async def open_groups(style: Style, task: Task, session: ClientSession, r: Reading) -> None:
-    groups = task.groups
+async def open_groups(
+    style: Style, groups: list[str], task: Task, session: ClientSession, r: Reading
+) -> None:
     if style.opening == "menu":
         await r.call(session, "enable_tools", {"groups": groups})
     elif style.opening == "activators":
@@ -417,10 +446,13 @@ async def open_groups(style: Style, task: Task, session: ClientSession, r: Readi
             await r.call(session, "search_tools", {"query": need})
 
 
-async def run_task(style: Style, task: Task, url: str, counter: TokenCounter) -> Reading:
+async def run_task(
+    style: Style, task: Task, url: str, counter: TokenCounter, grouping: Grouping
+) -> Reading:
     catalog = {t["name"]: t["inputSchema"] for t in json.loads(CATALOG.read_text("utf-8"))}
     r = Reading(counter, {t: catalog[t] for t in task.tools})
-    headers = {"X-MCP-Toolsets": ",".join(task.groups)} if style.opening == "view" else {}
+    groups = task.opens(grouping)
+    headers = {"X-MCP-Toolsets": ",".join(groups)} if style.opening == "view" else {}
     extra = session_options() if style.opening == "groups" else {}
     async with AsyncExitStack() as stack:
         http = await stack.enter_async_context(httpx2.AsyncClient(timeout=60, headers=headers))
@@ -428,7 +460,7 @@ async def run_task(style: Style, task: Task, url: str, counter: TokenCounter) ->
         session = await stack.enter_async_context(ClientSession(read, write, **extra))
         await session.initialize()
         await r.list_tools(session)
-        await open_groups(style, task, session, r)
+        await open_groups(style, groups, task, session, r)
         if style.relists and style.opening in ("menu", "activators"):
             await r.list_tools(session)
         if r.describable and "describe_tools" in r.names:
@@ -437,13 +469,18 @@ async def run_task(style: Style, task: Task, url: str, counter: TokenCounter) ->
 
 
 # -- running every style ---------------------------------------------------------------------
-def gateway_config(tmp: Path, toolgate: Mapping[str, Any]) -> Path:
-    catalog = json.loads(CATALOG.read_text("utf-8"))
-    members: dict[str, list[str]] = {g: [] for g in GROUPS}
-    for t in catalog:
-        g = group_of(t["name"])
-        if g is not None:
-            members[g].append(t["name"])
+def gateway_config(tmp: Path, toolgate: Mapping[str, Any], grouping: Grouping) -> Path:
+    members: dict[str, list[str]] = {g: [] for g in grouping.groups}
+    for tool, held in grouping.member.items():
+        for g in held:
+            members[g].append(tool)
+
+    def group(g: str) -> dict[str, Any]:
+        description, parent = grouping.groups[g]
+        return {"description": description, "tools": sorted(members[g])} | (
+            {"parent": parent} if parent else {}
+        )
+
     config = {
         "mcpServers": {
             "github": {
@@ -452,9 +489,7 @@ def gateway_config(tmp: Path, toolgate: Mapping[str, Any]) -> Path:
             }
         },
         "toolgate": {
-            "groups": {
-                g: {"description": GROUPS[g], "tools": sorted(members[g])} for g in sorted(GROUPS)
-            },
+            "groups": {g: group(g) for g in grouping.groups},
             "page_size": 1000,
             "events": {"logging": False},
             **toolgate,
@@ -465,13 +500,16 @@ def gateway_config(tmp: Path, toolgate: Mapping[str, Any]) -> Path:
     return path
 
 
-async def measure_style(style: Style, counter: TokenCounter) -> list[Reading]:
+async def measure_style(
+    style: Style, counter: TokenCounter, grouping: Grouping | None = None
+) -> list[Reading]:
+    grouping = grouping or github_grouping()
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = gateway_config(Path(tmp), style.toolgate)
+        cfg = gateway_config(Path(tmp), style.toolgate, grouping)
         gateway = HttpGateway([*toolgate_argv(), "serve", str(cfg)], Path(tmp) / "gateway.log")
         gateway.start(timeout=180)  # a loaded machine starts a gateway slowly
         try:
-            return [await run_task(style, task, gateway.url, counter) for task in TASKS]
+            return [await run_task(style, t, gateway.url, counter, grouping) for t in TASKS]
         finally:
             gateway.stop()
 
@@ -596,6 +634,74 @@ def report(
     return "\n".join(lines)
 
 
+#: the largest group ``toolgate init`` proposes by default (``GroupingSettings.max_size``)
+AUTO_SIZE = GroupingSettings().max_size
+#: what depends on the grouping (the flat list, search and lazy descriptions do not)
+GROUPED: tuple[Opening, ...] = ("menu", "activators", "catalog", "groups", "view")
+
+
+def auto_report(
+    results: Mapping[str, list[Reading]],
+    auto: Mapping[str, list[Reading]],
+    grouping: Grouping,
+) -> str:
+    """The grouped styles with the groups ``toolgate init`` proposes, beside the
+    hand-written groups, on the same tasks (a task's size is still its hand-written
+    group count) and against the same flat list."""
+    flat = results[STYLES[0].name]
+    sizes = sorted(
+        sum(1 for held in grouping.member.values() if g in held) for g in grouping.groups
+    )
+    nested = sum(1 for _, parent in grouping.groups.values() if parent)
+    opened = [len(t.opens(grouping)) for t in TASKS]
+    lines = [
+        f"### With the groups `toolgate init` proposes (at most {AUTO_SIZE} tools each)",
+        "",
+        f"The same tasks and agent, the catalog grouped by `toolgate.grouping` instead: "
+        f"{len(grouping.groups)} groups ({nested} nested), {sizes[0]} to {sizes[-1]} tools each; "
+        f"a task opens {min(opened)} to {max(opened)} of them (each needed tool's group and "
+        "the groups above it). Tasks keep their size from the hand-written groups (1 or 3); "
+        "saved is against the same flat list.",
+        "",
+        "| style | 1-group, hand-written | 1-group, auto | 3-group, hand-written | "
+        "3-group, auto | extra calls (auto) | reached (auto) | targets (auto) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    verdicts = []
+    for style in STYLES:
+        if style.name not in auto:
+            continue
+        hand, rows = results.get(style.name), auto[style.name]
+        one, three = savings(rows, flat, 1), savings(rows, flat, 3)
+        calls = max(r.calls for r in rows)
+        reached = all(not r.missing for r in rows)
+        target = target_of(style)
+        verdict = "—"
+        if target is not None:
+            ok = (
+                rows[0].initial <= TARGETS["initial"]
+                and one >= target[0]
+                and three >= target[1]
+                and calls <= TARGETS["calls"]
+                and reached
+            )
+            verdicts.append((style.name, ok))
+            verdict = f"{pct(target[0])} / {pct(target[1])}: {'met' if ok else 'MISSED'}"
+        by_hand = [pct(savings(hand, flat, n)) if hand else "—" for n in (1, 3)]
+        lines.append(
+            f"| {style.name} | {by_hand[0]} | {pct(one)} | {by_hand[1]} | {pct(three)} | "
+            f"{calls} | {'yes' if reached else 'NO'} | {verdict} |"
+        )
+    met = [n for n, ok in verdicts if ok]
+    missed = [n for n, ok in verdicts if not ok]
+    lines += [
+        "",
+        f"**Verdict, auto groups**: met by {', '.join(met) or 'none'}; "
+        f"missed by {', '.join(missed) or 'none'}.",
+    ]
+    return "\n".join(lines)
+
+
 def steps_report(results: Mapping[str, list[Reading]]) -> str:
     """Where each style's tokens go: every request of every task, in order."""
     lines = []
@@ -626,6 +732,13 @@ async def main() -> None:
         "--dry-run", action="store_true", help="print the tables, write nothing to RESULTS.md"
     )
     parser.add_argument(
+        "--grouping",
+        choices=("hand", "auto", "both"),
+        default="both",
+        help="the hand-written groups, the groups toolgate init proposes (grouped styles "
+        "only), or both (the default; RESULTS.md is written only with both)",
+    )
+    parser.add_argument(
         "--steps",
         action="store_true",
         help="also print what each request of each task read (where the tokens go)",
@@ -641,13 +754,26 @@ async def main() -> None:
     counter = best_counter("o200k_base", vocab_dir=VOCAB)
     results = {}
     for style in styles:
+        if args.grouping == "auto" and style is not STYLES[0]:
+            continue
         results[style.name] = await measure_style(style, counter)
         print(f"measured {style.name}", file=sys.stderr)
-    body = report(results, counter, styles)
+    body = report(results, counter, [s for s in styles if s.name in results])
+    auto: dict[str, list[Reading]] = {}
+    if args.grouping != "hand":
+        grouping = auto_grouping(raw_tools(CATALOG), "github", AUTO_SIZE)
+        for style in styles:
+            if style.opening in GROUPED:
+                auto[style.name] = await measure_style(style, counter, grouping)
+                print(f"measured {style.name} with auto groups", file=sys.stderr)
+        body += "\n\n" + auto_report(results, auto, grouping)
     print(body)
     if args.steps:
         print(steps_report(results), file=sys.stderr)
-    if len(styles) == len(STYLES) and not PHRASED and not args.dry_run:
+        if auto:
+            print("with auto groups:\n" + steps_report(auto), file=sys.stderr)
+    full = len(styles) == len(STYLES) and args.grouping == "both"
+    if full and not PHRASED and not args.dry_run:
         write_section(RESULTS, BEGIN, END, "## Tasks: what an agent reads per style\n\n" + body)
 
 
