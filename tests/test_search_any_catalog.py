@@ -38,6 +38,14 @@ CHINESE = [
     Tool("mail.send_email", "Send an email message to a recipient."),
 ]
 
+# names in pinyin, as many Chinese servers name their tools: only the text says what they do
+PINYIN = [
+    Tool("gaode.tianqi_yubao", "查询指定城市的天气预报和实时天气。"),
+    Tool("gaode.luxian_guihua", "规划从起点到终点的驾车路线。"),
+    Tool("fs.read_file", "Read a file from the disk."),
+    Tool("mail.send_email", "Send an email message to a recipient."),
+]
+
 
 def catalog(tools: Sequence[Tool]) -> Catalog:
     c = Catalog()
@@ -97,11 +105,11 @@ def test_a_chinese_description_is_found_by_a_chinese_request() -> None:
 def test_a_chinese_description_is_found_by_an_english_request_with_the_multilingual_embedder(
     multilingual: MultilingualEmbedder,
 ) -> None:
-    c = catalog(CHINESE)
+    c = catalog(PINYIN)
     query = "will it rain tomorrow in Beijing"
     assert names(SearchIndex(c), query) == []  # no word in common
     index = SearchIndex(c, SearchSettings("hybrid", embedder=multilingual))
-    assert names(index, query, 1) == ["amap.weather"]
+    assert names(index, query, 1) == ["gaode.tianqi_yubao"]
 
 
 def test_an_embedder_that_cannot_read_a_chinese_request_leaves_its_ranking_to_lexical_search(
