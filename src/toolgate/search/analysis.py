@@ -66,6 +66,43 @@ _RUN = re.compile(r"[^\W_]+")  # letters and digits; "_", "-", ".", "&", ... sep
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
+# Letters by script, for telling how much of a text an embedder was trained to read
+# (``Embedder.scripts``); a script not listed here counts as one no embedder knows.
+SCRIPTS: dict[str, str] = {
+    "Latin": "A-Za-z\u00c0-\u024f\u1e00-\u1eff",
+    "Greek": "\u0370-\u03ff",
+    "Cyrillic": "\u0400-\u04ff",
+    "Hebrew": "\u0590-\u05ff",
+    "Arabic": "\u0600-\u06ff",
+    "Devanagari": "\u0900-\u097f",
+    "Thai": "\u0e00-\u0e7f",
+    "Hangul": "\u1100-\u11ff\uac00-\ud7af",
+    "Kana": "\u3040-\u30ff",
+    "Han": "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff",
+}
+# A text's units of meaning: a character of an unspaced script, or a run of other letters.
+_UNIT = re.compile(f"[{_UNSPACED}]|(?:(?![{_UNSPACED}])[^\\W\\d_])+")
+
+
+def script_share(text: str, scripts: Iterable[str] | None) -> float:
+    """The share of ``text``'s words (a character, in scripts without spaces) written
+    in ``scripts`` (None: any script); a text without letters counts as known.
+
+    >>> script_share("搜索 web pages", {"Latin"})
+    0.5
+    """
+    if scripts is None or text.isascii():
+        return 1.0 if scripts is None or "Latin" in scripts or not _UNIT.search(text) else 0.0
+    units = _UNIT.findall(text)
+    if not units:
+        return 1.0
+    ranges = "".join(SCRIPTS[s] for s in sorted(scripts) if s in SCRIPTS)
+    if not ranges:
+        return 0.0
+    known = re.compile(f"[{ranges}]")  # re caches compiled patterns
+    return sum(1 for u in units if known.match(u)) / len(units)
+
+
 def argument_values(query: str) -> tuple[str, str]:
     """``query`` without its argument values (quoted text, URLs, paths, file names),
     and those values.

@@ -12,12 +12,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from toolgate.catalog import Catalog, Group, Tool
 from toolgate.embedding import Embedder, VectorCache, load_embedder
 from toolgate.errors import ConfigError, InvalidArguments
 from toolgate.search.analysis import Analyzer
+from toolgate.search.cover import COVER_BELOW, COVER_WEIGHT, Cover
 from toolgate.search.lexical import (
     ARGUMENT_WEIGHT,
     FEEDBACK_COVERAGE,
@@ -34,7 +35,7 @@ from toolgate.search.lexical import (
     Scope,
 )
 from toolgate.search.regex import check_pattern, compile_linear
-from toolgate.search.semantic import Vectors, meaning, unit
+from toolgate.search.semantic import Vectors, meaning, standard, trust, unit
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,10 +54,13 @@ class SearchHit:
 
 SearchMode = Literal["lexical", "hybrid"]
 
-# Hybrid score = HYBRID_WEIGHT * z(BM25 * coverage ** COVERAGE_POWER)
-#              + (1 - HYBRID_WEIGHT) * z(cosine),
-# coverage being the share of the query's idf a tool's words reach (``Postings.coverage``),
-# so the lexical signal favours the tools that cover the request over one that shares a
+# Hybrid score = HYBRID_WEIGHT * L + (1 - HYBRID_WEIGHT) * (t * z(cosine) + (1 - t) * L),
+# L = z(BM25 * coverage ** COVERAGE_POWER) and t the share of the query times the share
+# of the tool written in scripts the embedder reads (``Embedder.scripts``): where it
+# cannot read the text, its similarity is noise and the lexical score stands in for it
+# (a query it cannot read at all is ranked as lexical search ranks it). Coverage is
+# the share of the query's idf a tool's words reach (``Postings.coverage``), so the
+# lexical signal favours the tools that cover the request over one that shares a
 # single rare word with it. Both chosen on the development halves of the evaluation sets
 # (benchmarks/search_eval.py --tune), among the settings that beat lexical search and the
 # setting before on every set (docs/decisions.md, "Coverage in hybrid search").
@@ -127,6 +131,7 @@ class _Scored:
     coverage: NDArray[np.float64] | None = None  # hybrid: the share of the query's idf reached
     feedback: tuple[str, ...] = ()  # lexical: the words of feedback's second query
     gain: NDArray[np.float64] | None = None  # lexical: each slot's gain by feedback (None: none)
+    groups: list[list[str]] = field(default_factory=list)  # each query term and its matches
 
 
 class SearchIndex:
@@ -156,6 +161,8 @@ class SearchIndex:
         feedback_terms: int = FEEDBACK_TERMS,
         feedback_weight: float = FEEDBACK_WEIGHT,
         feedback_coverage: float = FEEDBACK_COVERAGE,
+        cover_below: float = COVER_BELOW,
+        cover_weight: float = COVER_WEIGHT,
     ) -> None:
         try:
             import numpy
@@ -171,6 +178,7 @@ class SearchIndex:
         )
         self._coverage_power = coverage_power
         self._feedback = Feedback(feedback_docs, feedback_terms, feedback_weight, feedback_coverage)
+        self._cover = Cover(cover_below, cover_weight)
         self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
@@ -293,7 +301,8 @@ class SearchIndex:
         import numpy as np
 
         population = scope.population
-        hybrid = self.embedder is not None
+        trusted = 0.0 if self.embedder is None else trust(query, self.embedder)
+        hybrid = trusted > 0
         postings = self._postings
         with self._lock:
             terms, weights, groups = self._matching.weighted_terms(
@@ -305,6 +314,7 @@ class SearchIndex:
                 covered = postings.coverage(groups, scope)
             names, rank = self._slot_names, self._name_rank
             vectors = None if self._vectors is None else self._vectors.matrix
+            known = None if self._vectors is None else self._vectors.known
             live = self._live
             fed = (
                 None if hybrid else self._feedback.gain(postings, scope, terms, groups, bm25, rank)
@@ -316,7 +326,19 @@ class SearchIndex:
             fused = bm25 if gain is None else bm25 + gain
             hits = np.flatnonzero(fused > 0)
             return _Scored(
-                scope, terms, weights, fused, bm25, None, hits, names, rank, None, added, gain
+                scope,
+                terms,
+                weights,
+                fused,
+                bm25,
+                None,
+                hits,
+                names,
+                rank,
+                None,
+                added,
+                gain,
+                groups,
             )
         assert self.embedder is not None
         embedded = self.embedder.embed([meaning(query, self._matching.argument_weight)])
@@ -324,18 +346,12 @@ class SearchIndex:
         cosine = vectors[: len(names)] @ q
         lexical = bm25 if covered is None else bm25 * covered**self._coverage_power
         w = self.settings.weight
-        fused = w * _standard(lexical, live) + (1 - w) * _standard(cosine, live)
+        lex = standard(lexical, live)
+        t = trusted * (1.0 if known is None else known[: len(names)])
+        fused = w * lex + (1 - w) * (t * standard(cosine, live) + (1 - t) * lex)
+        hits = np.flatnonzero(live)
         return _Scored(
-            scope,
-            terms,
-            weights,
-            fused,
-            bm25,
-            cosine,
-            np.flatnonzero(live),
-            names,
-            rank,
-            covered,
+            scope, terms, weights, fused, bm25, cosine, hits, names, rank, covered, groups=groups
         )
 
     def _ranked(
@@ -352,6 +368,7 @@ class SearchIndex:
         fused, hits, names, rank = scored.fused, scored.hits, scored.names, scored.rank
         out: list[int] = []
         seen = 0
+        wanted, limit = limit, max(limit, self._cover.pool if self._cover.weight else 0)
         # Sort only the best few (every tool scores in hybrid mode); widen while the
         # caller's access check leaves fewer than ``limit``.
         want = 4 * limit + 16
@@ -372,7 +389,10 @@ class SearchIndex:
             if len(batch) == len(hits):
                 break
             want *= 4
-        return out, scored
+        if len(out) > 1 and self._cover.weight:
+            with self._lock:  # a request of several needs: cover them (``Cover``)
+                out = self._cover.rerank(out, fused, self._postings, scored.groups, scored.scope)
+        return out[:wanted], scored
 
     def search(
         self,
@@ -458,16 +478,6 @@ class SearchIndex:
                 scored.append((-score, tool.name))
         scored.sort()
         return [SearchHit(name, float(-neg)) for neg, name in scored[:limit]]
-
-
-def _standard(x: NDArray[np.floating[Any]], live: NDArray[np.bool_]) -> NDArray[np.floating[Any]]:
-    """``x`` as z-scores over the live slots (all zero when ``x`` is constant there)."""
-    import numpy as np
-
-    n = int(live.sum())
-    mean = float((x * live).sum()) / n
-    std = float(np.sqrt((((x - mean) ** 2) * live).sum() / n))
-    return (x - mean) / std if std > 0 else np.zeros(len(x))
 
 
 def _same(a: tuple[Group, ...], b: tuple[Group, ...]) -> bool:

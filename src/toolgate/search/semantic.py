@@ -7,12 +7,18 @@ embedding reads. Imports ``analysis`` of ``toolgate.search``, never ``lexical``,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolgate.catalog import Tool
 from toolgate.embedding import Embedder, VectorCache
 from toolgate.errors import ConfigError
-from toolgate.search.analysis import argument_values, name_parts, tool_fields, words
+from toolgate.search.analysis import (
+    argument_values,
+    name_parts,
+    script_share,
+    tool_fields,
+    words,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,6 +67,12 @@ def embedding_texts(tool: Tool, server_title: str = "", max_chars: int = 2000) -
     return out
 
 
+def trust(query: str, embedder: Embedder) -> float:
+    """How far hybrid search takes the embedder's word on ``query``: the share of the
+    query written in the scripts it reads (``Embedder.scripts``)."""
+    return script_share(query, embedder.scripts)
+
+
 def meaning(query: str, argument_weight: float) -> str:
     """What the query embedding reads: the query less its argument values (all of it
     when that leaves no words, or when ``argument_weight`` is 1: values are words)."""
@@ -72,12 +84,15 @@ def meaning(query: str, argument_weight: float) -> str:
 
 class Vectors:
     """Each slot's unit vector: the weighted sum of its parts' unit vectors
-    (``EMBEDDING_PARTS``), a part's vector from the cache, else from the embedder."""
+    (``EMBEDDING_PARTS``), a part's vector from the cache, else from the embedder; and
+    how much of the tool's text is in scripts the embedder reads (``known``)."""
 
     def __init__(self, embedder: Embedder, cache: VectorCache | None = None) -> None:
         self.embedder = embedder
         self._cache = cache
         self.matrix: NDArray[np.float32] | None = None  # slot -> unit vector
+        # slot -> the parts' script_share, weighted like the parts (1: all of it)
+        self.known: NDArray[np.float64] | None = None
 
     def update(
         self, changed: Sequence[tuple[int, Tool]], servers: Mapping[str, str], capacity: int
@@ -107,7 +122,18 @@ class Vectors:
                 self._cache.put([(keys[t], v.tobytes()) for t, v in fresh.items()])
             found.update(fresh)
         vectors: dict[int, NDArray[np.float32] | None] = {}
+        scripts = self.embedder.scripts
+        known = self.known if self.known is not None else np.ones(0)
+        if len(known) < capacity:
+            known = np.concatenate([known, np.ones(capacity - len(known))])
         for slot, by_part in parts.items():
+            weights = {p: EMBEDDING_PARTS.get(p, 1.0) for p in by_part}
+            known[slot] = (
+                sum(w * script_share(by_part[p], scripts) for p, w in weights.items())
+                / sum(weights.values())
+                if by_part
+                else 1.0
+            )
             if not by_part:  # a tool with no text at all: the zero vector matches nothing
                 vectors[slot] = None
                 continue
@@ -126,7 +152,7 @@ class Vectors:
         if matrix is not None:
             for slot, vector in vectors.items():
                 matrix[slot] = 0.0 if vector is None else vector
-        self.matrix = matrix
+        self.matrix, self.known = matrix, known
         return len(missing)
 
 
@@ -139,3 +165,13 @@ def unit(rows: NDArray[np.float32]) -> NDArray[np.float32]:
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     divisor: NDArray[np.float32] = np.where(norms > 0, norms, 1.0)  # rows' dtype (NEP 50)
     return rows / divisor
+
+
+def standard(x: NDArray[np.floating[Any]], live: NDArray[np.bool_]) -> NDArray[np.floating[Any]]:
+    """``x`` as z-scores over the live slots (all zero when ``x`` is constant there)."""
+    import numpy as np
+
+    n = int(live.sum())
+    mean = float((x * live).sum()) / n
+    std = float(np.sqrt((((x - mean) ** 2) * live).sum() / n))
+    return (x - mean) / std if std > 0 else np.zeros(len(x))

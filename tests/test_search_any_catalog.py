@@ -1,0 +1,170 @@
+"""Search on catalogs nobody tuned for: a request of several needs finds each need's
+tool, a one-need request ranks as before, descriptions in Chinese are found in Chinese
+and (with the multilingual embedder) in English, and an embedder that cannot read a
+script never drags a ranking below lexical search's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from toolgate.catalog import Catalog, Tool
+from toolgate.embedding import Embedder, MultilingualEmbedder, WordLlamaEmbedder, load_embedder
+from toolgate.search import SearchIndex, SearchSettings
+from toolgate.search.analysis import script_share
+
+TRAVEL = [
+    Tool("flights.search_flights", "Search flights for next week, cheapest first."),
+    Tool("flights.cheapest_flights", "Find the cheapest flights next week."),
+    Tool("flights.flight_deals", "Find flight deals this week: the cheapest fares."),
+    Tool("flights.book_flight", "Book the cheapest flight next week."),
+    Tool("flights.flight_alerts", "Alert me when a flight gets cheaper next week."),
+    Tool("flights.tokyo_flights", "Find flights to Tokyo."),
+    Tool("calendar.create_event", "Add an event to the calendar."),
+    Tool("calendar.list_calendars", "List the calendars of the user."),
+    Tool("calendar.share_calendar", "Share a calendar with someone."),
+    Tool("calendar.delete_event", "Delete an event from a calendar."),
+    Tool("mail.send_email", "Send an email message to a recipient."),
+    Tool("mail.add_contact", "Add a contact to the address book."),
+]
+TASK = "find the cheapest flight to Tokyo next week and add it to my calendar"
+CHINESE = [
+    Tool("amap.weather", "查询指定城市的天气预报和实时天气。"),
+    Tool("amap.route_planning", "规划从起点到终点的驾车路线。"),
+    Tool("fs.read_file", "Read a file from the disk."),
+    Tool("mail.send_email", "Send an email message to a recipient."),
+]
+
+# names in pinyin, as many Chinese servers name their tools: only the text says what they do
+PINYIN = [
+    Tool("gaode.tianqi_yubao", "查询指定城市的天气预报和实时天气。"),
+    Tool("gaode.luxian_guihua", "规划从起点到终点的驾车路线。"),
+    Tool("fs.read_file", "Read a file from the disk."),
+    Tool("mail.send_email", "Send an email message to a recipient."),
+]
+
+
+def catalog(tools: Sequence[Tool]) -> Catalog:
+    c = Catalog()
+    c.add_tools(tools)
+    return c
+
+
+def names(index: SearchIndex, query: str, limit: int = 5) -> list[str]:
+    return [h.name for h in index.search(query, limit=limit)]
+
+
+class Backwards(Embedder):
+    """A real embedder's vectors for every text but the query, whose vector is turned
+    around: the model's most similar tool becomes its least. What an embedder reading
+    a script it never learned amounts to: a similarity that points anywhere."""
+
+    def __init__(self, inner: Embedder, scripts: frozenset[str] | None) -> None:
+        self.inner, self.scripts = inner, scripts
+        self.model_id = f"backwards:{inner.model_id}"
+        self.queries: set[str] = set()
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        vectors = np.asarray(self.inner.embed(texts), dtype=np.float32)
+        flip = np.asarray([-1.0 if t in self.queries else 1.0 for t in texts])
+        return vectors * flip[:, None].astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def wordllama() -> WordLlamaEmbedder:
+    return WordLlamaEmbedder()
+
+
+@pytest.fixture(scope="module")
+def multilingual() -> MultilingualEmbedder:
+    return MultilingualEmbedder()
+
+
+def test_a_request_of_two_needs_finds_the_tool_of_each() -> None:
+    c = catalog(TRAVEL)
+    plain = names(SearchIndex(c, cover_weight=0.0), TASK)
+    assert not [n for n in plain if n.startswith("calendar.")]  # BM25 alone: flights only
+    found = names(SearchIndex(c), TASK)
+    assert found[0] == plain[0] == "flights.tokyo_flights"
+    assert "calendar.create_event" in found
+
+
+def test_a_request_its_best_tool_mostly_covers_ranks_as_without_the_re_rank() -> None:
+    c = catalog(TRAVEL)
+    query = "book the cheapest flight next week and email me"
+    assert names(SearchIndex(c), query, 8) == names(SearchIndex(c, cover_weight=0.0), query, 8)
+
+
+def test_a_chinese_description_is_found_by_a_chinese_request() -> None:
+    assert names(SearchIndex(catalog(CHINESE)), "明天北京的天气怎么样", 1) == ["amap.weather"]
+
+
+def test_a_chinese_description_is_found_by_an_english_request_with_the_multilingual_embedder(
+    multilingual: MultilingualEmbedder,
+) -> None:
+    c = catalog(PINYIN)
+    query = "will it rain tomorrow in Beijing"
+    assert names(SearchIndex(c), query) == []  # no word in common
+    index = SearchIndex(c, SearchSettings("hybrid", embedder=multilingual))
+    assert names(index, query, 1) == ["gaode.tianqi_yubao"]
+
+
+def test_an_embedder_that_cannot_read_a_chinese_request_leaves_its_ranking_to_lexical_search(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    query = "明天北京的天气怎么样"
+    backwards = Backwards(wordllama, frozenset({"Latin"}))
+    backwards.queries.add(query)
+    c = catalog(CHINESE)
+    hybrid = SearchIndex(c, SearchSettings("hybrid", embedder=backwards))
+    assert names(hybrid, query, 4) == names(SearchIndex(c), query, 4)
+
+
+class Misreading(Embedder):
+    """A real English model that misreads Chinese: a text with a key of ``readings``
+    in it is embedded as that key's English meaning, here the other tool's."""
+
+    scripts = frozenset({"Latin"})
+
+    def __init__(self, inner: Embedder, readings: dict[str, str]) -> None:
+        self.inner, self.readings = inner, readings
+        self.model_id = f"misreading:{inner.model_id}"
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        read = [next((v for k, v in self.readings.items() if k in t), t) for t in texts]
+        return self.inner.embed(read)
+
+
+def test_an_embedder_that_cannot_read_chinese_tools_does_not_rank_them_by_its_similarity(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    # the route planner's description read as a weather forecast, and the other way round
+    swapped = Misreading(wordllama, {"规划": "weather forecast", "天气": "driving route"})
+    hybrid = SearchIndex(catalog(CHINESE), SearchSettings("hybrid", embedder=swapped))
+    assert names(hybrid, "amap weather forecast", 1) == ["amap.weather"]
+
+
+def test_script_share_counts_words_and_unspaced_characters() -> None:
+    assert script_share("搜索 web pages", {"Latin"}) == 0.5
+    assert script_share("天气预报", {"Latin"}) == 0.0
+    assert script_share("天气预报", {"Latin", "Han"}) == 1.0
+    assert script_share("Météo à Paris", {"Latin"}) == 1.0
+    assert script_share("погода", {"Latin"}) == 0.0
+    assert script_share("2024-07-15", {"Han"}) == 1.0  # no letters: nothing unknown
+    assert script_share("天气", None) == 1.0
+
+
+def test_the_multilingual_embedder_is_named_in_config_and_reads_sixteen_languages(
+    multilingual: MultilingualEmbedder,
+) -> None:
+    assert isinstance(load_embedder("multilingual"), MultilingualEmbedder)
+    assert multilingual.model_id == "use-multilingual:3"
+    assert multilingual.scripts is not None and {"Han", "Latin", "Cyrillic"} <= multilingual.scripts
+    vectors = np.asarray(
+        multilingual.embed(["查询天气预报", "get the weather forecast", "发送邮件"])
+    )
+    assert vectors.shape == (3, 512)
+    assert float(vectors[0] @ vectors[1]) > float(vectors[1] @ vectors[2])
