@@ -25,6 +25,8 @@ from toolgate.gateway.config.model import parse_config
 
 CONFIGS = Path(__file__).parent / "configs"
 CASES = sorted(p for p in CONFIGS.iterdir() if p.suffix in (".json", ".toml"))
+# the first test asking for ``checked`` waits for all 24 checks, each starting backends
+pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
