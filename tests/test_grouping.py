@@ -125,8 +125,23 @@ def test_names_under_a_namespace_word_group_under_it_and_keep_their_verbs() -> N
     assert groups["jira-issue"].parent == "jira"
     assert all(t.endswith(("_issue", "_issues")) for t in groups["jira-issue"].tools)
     # "get" after the namespace is the action, not an object
-    assert groups["jira-issue"].description.startswith("Jira issue tools of atlassian: ")
-    assert "get" in groups["jira-issue"].description.split(": ")[1]
+    assert groups["jira-issue"].description.startswith("atlassian: ")
+    assert "get" in groups["jira-issue"].description.split(": ")[1].split(";")[0]
+
+
+def test_a_proposed_description_leaves_to_the_group_name_what_the_name_already_says() -> None:
+    tools = [Tool(n, n.replace("_", " ").capitalize() + ".") for n in ATLASSIAN]
+    plain = {g.name: g.description for g in propose_groups(tools, server="atlassian")}
+    # the name sits beside the description wherever a model reads it: no "Jira issue
+    # tools", the verbs first; the server only where the name does not carry it
+    assert plain["jira-issue"].startswith("atlassian: ")
+    assert not any("tools" in d.lower() or "jira" in d.lower() for d in plain.values())
+    named = propose_groups(tools, server="atlassian", prefix="atlassian")
+    assert {g.name for g in named} == {f"atlassian-{n}" for n in plain}
+    assert not any("atlassian" in g.description for g in named)
+    assert {g.name.removeprefix("atlassian-"): g.description for g in named} == {
+        n: d.removeprefix("atlassian: ") for n, d in plain.items()
+    }
 
 
 def test_a_server_of_20_tools_or_fewer_stays_one_group() -> None:

@@ -260,6 +260,36 @@ async def test_opening_meta_tools_name_the_principals_groups_and_no_others() -> 
     assert "secrets (Repository secrets)" in everyone
 
 
+async def test_what_every_group_description_opens_with_is_said_once_not_per_group() -> None:
+    ts = ToolSet("one-server")
+    ts.add_groups(
+        [
+            Group("issue", "github: list, read, search; fields (read-only)"),
+            Group("issue-write", "github: create, update; comment", parent="issue"),
+            Group("release", "github: get, list; tag (read-only)"),
+        ]
+    )
+    ts.add_tools(
+        Tool(n, f"{n}.", groups=(g,), handler=echo(n))
+        for n, g in (("issue_read", "issue"), ("issue_write", "issue-write"), ("get", "release"))
+    )
+    admin = Principal("admin")
+    menu = Delivery(ts, DeliveryConfig(strategy="list_changed"))
+    note = (await listed(menu, principal=admin))["enable_tools"]["description"]
+    assert note.endswith(
+        "Groups (github): issue (list, read, search); issue-write (create, update; inside "
+        "issue); release (get, list)."
+    )
+    style = DeliveryConfig(strategy="list_changed", meta_tools="activators")
+    tools = await listed(Delivery(ts, style), principal=admin)
+    assert tools["issue.activate"]["description"] == "list, read, search"
+    assert tools["issue-write.activate"]["description"] == "create, update (inside issue)"
+    # one group's lead is no boilerplate: it stays
+    ts.add_groups([Group("notes", "notion: read, write")])
+    tools = await listed(Delivery(ts, style), principal=admin)
+    assert tools["issue.activate"]["description"] == "github: list, read, search"
+
+
 async def test_meta_tool_descriptions_do_not_change_with_what_is_active() -> None:
     for strategy in ("list_changed", "catalog"):
         delivery = Delivery(build(), DeliveryConfig(strategy=strategy))

@@ -361,13 +361,15 @@ def propose_groups(
         objects = Counter(
             spelling.get(n, n) for t in members for n in words[t].nouns if n not in stems
         )
+        # the group's name (and its prefix) sits beside its description wherever a model
+        # reads it, so the description says only what the name does not: the server
+        # (unless the prefix names it), the verbs, the other objects
+        said = [", ".join(_top(verbs, 5))] if verbs else []
+        said += [", ".join(_top(objects, 4))] if objects else []
         head = " ".join(label).replace("-", " ")
-        head = head[:1].upper() + head[1:]
-        text = f"{head} tools" + (f" of {server}" if server else "")
-        if verbs:
-            text += ": " + ", ".join(_top(verbs, 5))
-        if objects:
-            text += "; " + ", ".join(_top(objects, 4))
+        text = "; ".join(said) or f"{head[:1].upper()}{head[1:]} tools"
+        if server and not prefix:
+            text = f"{server}: {text}"
         if piece.tools and all(words[t].reads for t in piece.tools):
             text += " (read-only)"
         elif any((proposer.tools[t].annotations or {}).get("destructiveHint") for t in members):

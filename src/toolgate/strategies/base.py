@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from toolgate.activation import ChangeResult
-from toolgate.catalog import CallContext, Tool, ToolResult
+from toolgate.catalog import CallContext, Group, Tool, ToolResult
 from toolgate.errors import InvalidArguments, ToolgateError
 from toolgate.policy import Confirmer
 from toolgate.strategies.arguments import CALL_SCHEMA, EMPTY_OBJECT, no_arguments, tool_name_arg
@@ -113,6 +113,28 @@ def few_words(text: str, limit: int = GROUP_NOTE_WORDS) -> str:
     return " ".join(words[:limit]) + ("…" if len(words) > limit else "")
 
 
+#: the opening of a description up to its first ": " (``github: list, get``), a few words
+LEAD = re.compile(r"[^\s:;.]+(?: [^\s:;.]+){0,2}: ")
+
+
+def shared_lead(texts: Sequence[str]) -> str:
+    """The opening ``words: `` that every one of ``texts`` (two or more) starts with, or
+    ``""``. Said by every group (``github: `` on one server's proposed groups), it tells
+    none of them apart, so a list of groups says it once or not at all.
+
+    >>> shared_lead(["github: get, list", "github: create"]), shared_lead(["a: x", "b: y"])
+    ('github: ', '')
+    """
+    leads = {m.group(0) if (m := LEAD.match(t)) else "" for t in texts}
+    return leads.pop() if len(texts) > 1 and len(leads) == 1 else ""
+
+
+def group_texts(groups: Iterable[Group]) -> list[str]:
+    """Each group's description (or title). A shared lead is judged on every catalog
+    group, in scope or not, so it stays the same for every principal and state."""
+    return [g.description or g.title or "" for g in groups]
+
+
 def groups_note(view: View) -> str:
     """The sentence that names the groups a principal may open, for the descriptions
     of the meta-tools that open them. It depends on the catalog and the principal's
@@ -120,15 +142,18 @@ def groups_note(view: View) -> str:
     groups = [g.group for g in view.groups if g.visible and g.group is not None]
     if not groups:
         return ""
+    lead = shared_lead(group_texts(g.group for g in view.groups if g.group))
     parts = []
     for g in groups[:MAX_NAMED_GROUPS]:
-        facts = [w for w in (few_words(g.description or g.title or ""),) if w]
+        text = (g.description or g.title or "").removeprefix(lead)
+        facts = [w for w in (few_words(text),) if w]
         if g.parent:
             facts.append(f"inside {g.parent}")
         parts.append(f"{g.name} ({'; '.join(facts)})" if facts else g.name)
     more = len(groups) - MAX_NAMED_GROUPS
     tail = f"; and {more} more (list_groups)" if more > 0 else ""
-    return "Groups: " + "; ".join(parts) + tail + "."
+    said = f" ({lead.removesuffix(': ')})" if lead else ""
+    return f"Groups{said}: " + "; ".join(parts) + tail + "."
 
 
 def structured(

@@ -30,7 +30,9 @@ from toolgate.strategies.base import (
     Request,
     Strategy,
     few_words,
+    group_texts,
     opening_answer,
+    shared_lead,
     structured,
 )
 from toolgate.strategies.detail import Detail, summary_wire
@@ -126,7 +128,10 @@ class ListChangedStrategy(Strategy):
 
         # every group's activator is listed: a child's names its parent, which must be on.
         # The name says which group and what it does; the description, what is in it.
-        what = few_words(g.description or g.title or group, ACTIVATOR_WORDS)
+        # and not what every group's description opens with (``github: ``)
+        lead = shared_lead(group_texts(self.toolset.catalog.groups.values()))
+        text = (g.description or g.title or "").removeprefix(lead) or group
+        what = few_words(text, ACTIVATOR_WORDS)
         inside = f" (inside {g.parent})" if g.parent and action == "activate" else ""
         return MetaTool(name, f"{what}{inside}", NO_ARGUMENTS, run)
 
