@@ -20,14 +20,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from toolgate.errors import ConfigError
-from toolgate.gateway.config.model import GatewayConfig, parse_config
+from toolgate.gateway.config.model import GatewayConfig, parse_config, read_config_data
 
 DEMO = "demo"
 START_TIMEOUT_S = 60.0
@@ -55,17 +54,7 @@ def build_config(
         shipped = json.loads(CONFIG_PATH.read_text(encoding="utf-8"))["toolgate"]
         return demo_config(db=db, toolgate=merge(shipped, overrides))
     path = Path(config)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            f"{path}: cannot read the config file: {exc.strerror}", key="(file)"
-        ) from None
-    try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        kind = "TOML" if path.suffix == ".toml" else "JSON"
-        raise ConfigError(f"{path}: not valid {kind}: {exc}", key="(file)") from None
+    data = read_config_data(path)
     if isinstance(data, Mapping):
         block = data.get("toolgate")
         data = {**data, "toolgate": merge(block if isinstance(block, Mapping) else {}, overrides)}

@@ -427,8 +427,9 @@ def json_schema() -> dict[str, Any]:
     }
 
 
-def load_config(path: str | Path) -> GatewayConfig:
-    """Read ``toolgate.json`` or a ``.toml`` file."""
+def read_config_data(path: str | Path) -> Any:
+    """The parsed contents of ``toolgate.json`` or a ``.toml`` file, not yet validated;
+    a file that cannot be read or parsed is a ``ConfigError`` naming it."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -437,9 +438,13 @@ def load_config(path: str | Path) -> GatewayConfig:
             f"{p}: cannot read the config file: {exc.strerror}", key="(file)"
         ) from None
     try:
-        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+        return tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(
             f"{p}: not valid {'TOML' if p.suffix == '.toml' else 'JSON'}: {exc}", key="(file)"
         ) from None
-    return parse_config(data, source=p.resolve())
+
+
+def load_config(path: str | Path) -> GatewayConfig:
+    """Read ``toolgate.json`` or a ``.toml`` file."""
+    return parse_config(read_config_data(path), source=Path(path).resolve())
