@@ -57,10 +57,9 @@ SearchMode = Literal["lexical", "hybrid"]
 # Hybrid score = q * (HYBRID_WEIGHT * L + (1 - HYBRID_WEIGHT) * (t * z(cosine) + (1 - t) * L))
 # + (1 - q) * z(lexical search's score), L = z(BM25 * coverage ** COVERAGE_POWER), q the
 # share of the query and t the share of the tool written in scripts the embedder reads
-# (``Embedder.scripts``): where it cannot read the text, its similarity is noise and the
-# lexical score stands in for it; the share of the query it cannot read is ranked as
-# lexical search ranks it (feedback included), so a Chinese request with a Latin word in
-# it moves from lexical search's ranking by that word's share, not all at once. Coverage is
+# (``Embedder.scripts``): where it cannot read the text, the lexical score stands in for
+# its similarity (noise there), and the query's unread share ranks as lexical search
+# does, feedback included (a Chinese request with a Latin word moves by its share). Coverage is
 # the share of the query's idf a tool's words reach (``Postings.coverage``), so the
 # lexical signal favours the tools that cover the request over one that shares a
 # single rare word with it. Both chosen on the development halves of the evaluation sets
@@ -320,11 +319,9 @@ class SearchIndex:
             vectors = None if self._vectors is None else self._vectors.matrix
             known = None if self._vectors is None else self._vectors.known
             live = self._live
-            fed = (  # lexical search's own feedback: lexical mode, or a query read in part
-                None
-                if trusted >= 1
-                else self._feedback.gain(postings, scope, terms, groups, bm25, rank)
-            )
+            fed = None  # lexical search's own feedback: lexical mode, or a query read in part
+            if trusted < 1:
+                fed = self._feedback.gain(postings, scope, terms, groups, bm25, rank)
         if population is not None:
             live = live & population[: len(live)]
         if not hybrid or vectors is None or not live.any():
