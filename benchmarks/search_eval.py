@@ -732,6 +732,12 @@ def main() -> None:
         "--cover-below", type=float, default=None, help="whole-task re-rank (print only)"
     )
     parser.add_argument(
+        "--hybrid-cover-weight",
+        type=float,
+        default=None,
+        help="whole-task re-rank in hybrid mode (print only)",
+    )
+    parser.add_argument(
         "--dev-only", action="store_true", help="only the dev halves, for tuning (print only)"
     )
     parser.add_argument(
@@ -750,6 +756,9 @@ def main() -> None:
         options["cover_weight"] = args.cover_weight
     if args.cover_below is not None:
         options["cover_below"] = args.cover_below
+        shipped = False
+    if args.hybrid_cover_weight is not None:
+        options["hybrid_cover_weight"] = args.hybrid_cover_weight
         shipped = False
     sets, skipped = datasets(args)
     if args.dev_only:

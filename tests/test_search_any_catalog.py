@@ -168,3 +168,29 @@ def test_the_multilingual_embedder_is_named_in_config_and_reads_sixteen_language
     )
     assert vectors.shape == (3, 512)
     assert float(vectors[0] @ vectors[1]) > float(vectors[1] @ vectors[2])
+
+
+def test_a_request_the_embedder_reads_in_part_ranks_as_lexical_search_for_the_rest(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    # a Chinese request naming its server in Latin letters: the model reads a word of it
+    query = "amap server: 规划从北京到上海的驾车路线"
+    backwards = Backwards(wordllama, frozenset({"Latin"}))
+    backwards.queries.add(query)
+    c = catalog(CHINESE)
+    lexical = names(SearchIndex(c), query, 4)
+    hybrid = SearchIndex(c, SearchSettings("hybrid", embedder=backwards))
+    assert 0 < script_share(query, backwards.scripts) < 0.5
+    assert names(hybrid, query, len(lexical)) == lexical
+
+
+def test_in_hybrid_search_the_re_rank_keeps_tools_of_the_meaning_above_a_stray_word(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    # "running" reaches the route planner by its spelling: a word of the request no
+    # flight tool holds, which the lexical re-rank's novelty rewards
+    c = catalog([*TRAVEL, Tool("maps.route", "Plan a driving route between two places.")])
+    query = "get me a plane ticket to Tokyo and buy new running shoes"
+    assert "maps.route" in names(SearchIndex(c), query, 3)
+    hybrid = SearchIndex(c, SearchSettings("hybrid", embedder=wordllama))
+    assert all(n.startswith("flights.") for n in names(hybrid, query, 3))

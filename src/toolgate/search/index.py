@@ -18,7 +18,7 @@ from toolgate.catalog import Catalog, Group, Tool
 from toolgate.embedding import Embedder, VectorCache, load_embedder
 from toolgate.errors import ConfigError, InvalidArguments
 from toolgate.search.analysis import Analyzer
-from toolgate.search.cover import COVER_BELOW, COVER_WEIGHT, Cover
+from toolgate.search.cover import COVER_BELOW, COVER_WEIGHT, HYBRID_COVER_WEIGHT, Cover
 from toolgate.search.lexical import (
     ARGUMENT_WEIGHT,
     FEEDBACK_COVERAGE,
@@ -54,11 +54,12 @@ class SearchHit:
 
 SearchMode = Literal["lexical", "hybrid"]
 
-# Hybrid score = HYBRID_WEIGHT * L + (1 - HYBRID_WEIGHT) * (t * z(cosine) + (1 - t) * L),
-# L = z(BM25 * coverage ** COVERAGE_POWER) and t the share of the query times the share
-# of the tool written in scripts the embedder reads (``Embedder.scripts``): where it
-# cannot read the text, its similarity is noise and the lexical score stands in for it
-# (a query it cannot read at all is ranked as lexical search ranks it). Coverage is
+# Hybrid score = q * (HYBRID_WEIGHT * L + (1 - HYBRID_WEIGHT) * (t * z(cosine) + (1 - t) * L))
+# + (1 - q) * z(lexical search's score), L = z(BM25 * coverage ** COVERAGE_POWER), q the
+# share of the query and t the share of the tool written in scripts the embedder reads
+# (``Embedder.scripts``): where it cannot read the text, the lexical score stands in for
+# its similarity (noise there), and the query's unread share ranks as lexical search
+# does, feedback included (a Chinese request with a Latin word moves by its share). Coverage is
 # the share of the query's idf a tool's words reach (``Postings.coverage``), so the
 # lexical signal favours the tools that cover the request over one that shares a
 # single rare word with it. Both chosen on the development halves of the evaluation sets
@@ -163,6 +164,7 @@ class SearchIndex:
         feedback_coverage: float = FEEDBACK_COVERAGE,
         cover_below: float = COVER_BELOW,
         cover_weight: float = COVER_WEIGHT,
+        hybrid_cover_weight: float = HYBRID_COVER_WEIGHT,
     ) -> None:
         try:
             import numpy
@@ -179,6 +181,7 @@ class SearchIndex:
         self._coverage_power = coverage_power
         self._feedback = Feedback(feedback_docs, feedback_terms, feedback_weight, feedback_coverage)
         self._cover = Cover(cover_below, cover_weight)
+        self._hybrid_cover = Cover(cover_below, hybrid_cover_weight)
         self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
@@ -316,9 +319,9 @@ class SearchIndex:
             vectors = None if self._vectors is None else self._vectors.matrix
             known = None if self._vectors is None else self._vectors.known
             live = self._live
-            fed = (
-                None if hybrid else self._feedback.gain(postings, scope, terms, groups, bm25, rank)
-            )
+            fed = None  # lexical search's own feedback: lexical mode, or a query read in part
+            if trusted < 1:
+                fed = self._feedback.gain(postings, scope, terms, groups, bm25, rank)
         if population is not None:
             live = live & population[: len(live)]
         if not hybrid or vectors is None or not live.any():
@@ -347,8 +350,12 @@ class SearchIndex:
         lexical = bm25 if covered is None else bm25 * covered**self._coverage_power
         w = self.settings.weight
         lex = standard(lexical, live)
-        t = trusted * (1.0 if known is None else known[: len(names)])
+        t = 1.0 if known is None else known[: len(names)]
         fused = w * lex + (1 - w) * (t * standard(cosine, live) + (1 - t) * lex)
+        if trusted < 1:  # the share of the query the embedder cannot read: lexical search
+            gain = None if fed is None else fed[1]
+            alone = standard(bm25 if gain is None else bm25 + gain, live)
+            fused = trusted * fused + (1 - trusted) * alone
         hits = np.flatnonzero(live)
         return _Scored(
             scope, terms, weights, fused, bm25, cosine, hits, names, rank, covered, groups=groups
@@ -366,9 +373,10 @@ class SearchIndex:
         self.refresh()
         scored = self._scores(query, self.scope(allowed))
         fused, hits, names, rank = scored.fused, scored.hits, scored.names, scored.rank
+        cover = self._cover if scored.semantic is None else self._hybrid_cover
         out: list[int] = []
         seen = 0
-        wanted, limit = limit, max(limit, self._cover.pool if self._cover.weight else 0)
+        wanted, limit = limit, max(limit, cover.pool if cover.weight else 0)
         # Sort only the best few (every tool scores in hybrid mode); widen while the
         # caller's access check leaves fewer than ``limit``.
         want = 4 * limit + 16
@@ -389,9 +397,9 @@ class SearchIndex:
             if len(batch) == len(hits):
                 break
             want *= 4
-        if len(out) > 1 and self._cover.weight:
+        if len(out) > 1 and cover.weight:
             with self._lock:  # a request of several needs: cover them (``Cover``)
-                out = self._cover.rerank(out, fused, self._postings, scored.groups, scored.scope)
+                out = cover.rerank(out, fused, self._postings, scored.groups, scored.scope)
         return out[:wanted], scored
 
     def search(
