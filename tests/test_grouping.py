@@ -312,6 +312,25 @@ def test_inspect_suggest_groups_prints_the_proposal_and_write_puts_it_in_the_fil
     }
 
 
+async def test_check_warns_of_a_group_too_big_for_a_re_listing_client_and_not_of_proposed_ones(
+    initialised: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    path, config = initialised
+    err = io.StringIO()
+    assert await run_check(path, out=io.StringIO(), err=err) == 0
+    assert "warning" not in err.getvalue()  # every proposed group holds at most 15
+    one = {**config, "toolgate": {"groups": {"github": {"tools": ["github:*"]}}}}
+    coarse = tmp_path / "one-group.json"
+    coarse.write_text(json.dumps(one))
+    err = io.StringIO()
+    assert await run_check(coarse, out=io.StringIO(), err=err) == 0  # a warning, not a problem
+    assert err.getvalue().splitlines() == [
+        f"{coarse}: warning: toolgate.groups.github: 117 tools in one group; a client that "
+        "re-lists after opening it reads all 117 (`toolgate inspect --suggest-groups` "
+        "proposes groups of at most 15)"
+    ]
+
+
 def test_write_leaves_a_server_alone_when_other_groups_name_its_tools() -> None:
     proposal = {"github": as_config("github", propose_groups(catalog(GITHUB), server="github"))}
     groups = {

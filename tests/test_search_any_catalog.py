@@ -194,3 +194,34 @@ def test_in_hybrid_search_the_re_rank_keeps_tools_of_the_meaning_above_a_stray_w
     assert "maps.route" in names(SearchIndex(c), query, 3)
     hybrid = SearchIndex(c, SearchSettings("hybrid", embedder=wordllama))
     assert all(n.startswith("flights.") for n in names(hybrid, query, 3))
+
+
+TRAVEL_ZH = [
+    Tool("jipiao.search", "搜索下周的航班 最便宜的排在前面。"),
+    Tool("jipiao.cheapest", "查找下周最便宜的航班。"),
+    Tool("jipiao.deals", "查找本周的特价航班 最便宜的票价。"),
+    Tool("jipiao.book", "预订下周最便宜的航班。"),
+    Tool("jipiao.alerts", "下周航班变便宜时提醒我。"),
+    Tool("jipiao.tokyo", "查找去东京的航班。"),
+    Tool("rili.create_event", "在日历中添加一个日程。"),
+    Tool("rili.list_calendars", "列出用户的日历。"),
+    Tool("rili.share_calendar", "与他人共享一个日历。"),
+    Tool("rili.delete_event", "从日历中删除一个日程。"),
+    Tool("mail.send_email", "给收件人发送一封邮件。"),
+    Tool("mail.add_contact", "在通讯录中添加一个联系人。"),
+]
+
+
+def test_a_whole_task_the_embedder_reads_in_part_is_re_ranked_as_lexical_search_for_the_rest(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    # a Chinese request of two needs with one Latin word: hybrid mode's own re-rank
+    # weight (here none at all) applies to the share the model reads, lexical search's
+    # to the rest, so the calendar tool comes up as lexical search brings it up
+    query = "ctrip 预订下周去东京最便宜的航班然后在日历里添加日程"
+    c = catalog(TRAVEL_ZH)
+    assert names(SearchIndex(c), query, 2) == ["jipiao.book", "rili.create_event"]
+    assert "rili.create_event" not in names(SearchIndex(c, cover_weight=0.0), query, 2)
+    hybrid = SearchIndex(c, SearchSettings("hybrid", embedder=wordllama), hybrid_cover_weight=0.0)
+    assert 0 < script_share(query, wordllama.scripts) < 0.1
+    assert names(hybrid, query, 2) == ["jipiao.book", "rili.create_event"]

@@ -29,7 +29,9 @@ COVER_POOL = 20
 # In hybrid mode the pool is ranked by the fused score, whose top holds tools that match
 # the request in meaning but share few of its words: more of its requests fall below
 # COVER_BELOW and the word-coverage novelty would push those tools down. Its weight is
-# chosen apart, on the same development halves (the re-rank hurt MetaTool at 0.5).
+# chosen apart, on the same development halves (the re-rank hurt MetaTool at 0.5). A
+# query the embedder reads in part (``trust``) takes the two weights by its read share:
+# what it cannot read re-ranks as lexical search does.
 HYBRID_COVER_WEIGHT = 0.25
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -133,6 +133,7 @@ class _Scored:
     feedback: tuple[str, ...] = ()  # lexical: the words of feedback's second query
     gain: NDArray[np.float64] | None = None  # lexical: each slot's gain by feedback (None: none)
     groups: list[list[str]] = field(default_factory=list)  # each query term and its matches
+    trusted: float = 0.0  # the share of the query the embedder read (0: lexical search)
 
 
 class SearchIndex:
@@ -181,7 +182,7 @@ class SearchIndex:
         self._coverage_power = coverage_power
         self._feedback = Feedback(feedback_docs, feedback_terms, feedback_weight, feedback_coverage)
         self._cover = Cover(cover_below, cover_weight)
-        self._hybrid_cover = Cover(cover_below, hybrid_cover_weight)
+        self._hybrid_cover_weight = hybrid_cover_weight
         self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
@@ -328,21 +329,8 @@ class SearchIndex:
             added, gain = fed if fed is not None else ((), None)
             fused = bm25 if gain is None else bm25 + gain
             hits = np.flatnonzero(fused > 0)
-            return _Scored(
-                scope,
-                terms,
-                weights,
-                fused,
-                bm25,
-                None,
-                hits,
-                names,
-                rank,
-                None,
-                added,
-                gain,
-                groups,
-            )
+            ranked = (fused, bm25, None, hits, names, rank, None, added, gain, groups)
+            return _Scored(scope, terms, weights, *ranked)
         assert self.embedder is not None
         embedded = self.embedder.embed([meaning(query, self._matching.argument_weight)])
         q = unit(np.asarray(embedded, dtype=np.float32))[0]
@@ -357,9 +345,10 @@ class SearchIndex:
             alone = standard(bm25 if gain is None else bm25 + gain, live)
             fused = trusted * fused + (1 - trusted) * alone
         hits = np.flatnonzero(live)
-        return _Scored(
+        scored = _Scored(
             scope, terms, weights, fused, bm25, cosine, hits, names, rank, covered, groups=groups
         )
+        return replace(scored, trusted=trusted)
 
     def _ranked(
         self, query: str, limit: int, allowed: Callable[[str], bool] | None
@@ -373,7 +362,10 @@ class SearchIndex:
         self.refresh()
         scored = self._scores(query, self.scope(allowed))
         fused, hits, names, rank = scored.fused, scored.hits, scored.names, scored.rank
-        cover = self._cover if scored.semantic is None else self._hybrid_cover
+        cover = self._cover
+        if scored.trusted > 0:  # the share the embedder read re-ranks as hybrid, the rest lexically
+            mixed = scored.trusted * self._hybrid_cover_weight
+            cover = replace(cover, weight=mixed + (1 - scored.trusted) * cover.weight)
         out: list[int] = []
         seen = 0
         wanted, limit = limit, max(limit, cover.pool if cover.weight else 0)

@@ -5,9 +5,10 @@ starts every backend once to list its tools, prompts and resources (a backend th
 is reported with the last lines of its stderr), builds the catalog, the delivery and the
 relayed namespace, and collects every problem as ``key: message`` (a prompt name or
 resource URI offered twice is one; a group's ``prompts:`` / ``resources:`` pattern that
-matches nothing is a warning). ``snapshot`` is shared with ``toolgate inspect``; ``read``,
-``assess`` and the problem lines with a reload, which refuses a config with ``check``'s
-words. Edge layer.
+matches nothing is a warning, and so is a group holding more tools than a proposed group
+may: a client that re-lists after opening it reads every one). ``snapshot`` is shared
+with ``toolgate inspect``; ``read``, ``assess`` and the problem lines with a reload,
+which refuses a config with ``check``'s words. Edge layer.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from toolgate.gateway.config.build import BackendTool, BuildReport, build_toolse
 from toolgate.gateway.config.model import GatewayConfig, load_config
 from toolgate.gateway.relay.access import Relayed
 from toolgate.gateway.relay.exposure import Placement, unmatched_warnings
+from toolgate.grouping import GroupingSettings
 from toolgate.state.memory import MemoryStore
 from toolgate.strategies import Delivery
 from toolgate.toolset import ToolSet
@@ -91,12 +93,31 @@ async def snapshot(
         report.warnings += unmatched_warnings(
             Placement.from_config(cfg), relayed, live, cfg.mcp_servers
         )
+    report.warnings += large_group_warnings(toolset)
     if docs is not None and not offline and not failures:
         try:
             docs.check(toolset.catalog)
         except ConfigError as exc:
             report.fail("toolgate.descriptions.dir", exc.message)
     return Snapshot(cfg, toolset, delivery, report, listed, failures, relayed)
+
+
+def large_group_warnings(toolset: ToolSet, size: int | None = None) -> list[str]:
+    """A warning for each group holding more than ``size`` tools of its own (default: the
+    largest group ``toolgate init`` proposes): opening it lists them all to a client that
+    re-lists, which is what keeps such a client from saving much (docs/decisions.md)."""
+    limit = GroupingSettings().max_size if size is None else size
+    cat = toolset.catalog
+    out = []
+    for name in sorted(cat.groups):
+        held = len(cat.tools_in(name))
+        if held > limit:
+            out.append(
+                f"toolgate.groups.{name}: {held} tools in one group; a client that re-lists "
+                f"after opening it reads all {held} (`toolgate inspect --suggest-groups` "
+                f"proposes groups of at most {limit})"
+            )
+    return out
 
 
 def assess(
