@@ -23,6 +23,7 @@ import hashlib
 import itertools
 import json
 import logging
+import math
 import os
 import re
 import subprocess
@@ -553,6 +554,30 @@ def verdict(data: Dataset, rows: dict[str, dict[str, float]], hybrid: str) -> st
     return "\n".join(f"- {line}" for line in lines)
 
 
+def sign_test(better: int, worse: int) -> float:
+    """Two-sided exact sign test: how likely a split at least this uneven is when each
+    changed request is as likely to go either way."""
+    n = better + worse
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(better, worse) + 1))
+    return min(1.0, 2 * tail / 2.0**n)
+
+
+def paired(rows: dict[str, dict[str, float]]) -> str:
+    """Each hybrid row against lexical search, request by request: how many requests
+    it ranks better and worse at recall@5, and the sign test's p."""
+    lines = []
+    for label in HYBRIDS:
+        if label in rows and "better" in rows[label]:
+            better, worse = int(rows[label]["better"]), int(rows[label]["worse"])
+            lines.append(
+                f"{label} against lexical, request by request: {better} better, {worse} worse "
+                f"at recall@5 (sign test p = {sign_test(better, worse):.2f})."
+            )
+    return "\n".join(f"- {line}" for line in lines)
+
+
 SETS = ("metatool", "mcp-manager", "mcptoolbench", "agent")
 
 
@@ -807,8 +832,10 @@ def main() -> None:
         if "bm25s" in args.engines:
             rankers["bm25s"] = bm25s_ranker(data)
         rows = {}
+        judgements: dict[str, list[tuple[float, ...]]] = {}
         for label, rank in rankers.items():
             judged, ms = measure(rank, data.queries)
+            judgements[label] = judged
             test = [j for (q, _), j in zip(data.queries, judged, strict=True) if split(q) == "test"]
             rows[label] = {**summary(judged), "ms/query": ms}
             rows[label]["test recall@5"] = summary(test)["recall@5"]
@@ -823,9 +850,16 @@ def main() -> None:
                     "recall@5"
                 ]
             print(f"  {data.name}: {label} done", file=sys.stderr, flush=True)
+        for label in HYBRIDS:
+            if label in judgements:
+                pairs = list(zip(judgements[label], judgements[LEXICAL], strict=True))
+                rows[label]["better"] = sum(h[2] > lex[2] for h, lex in pairs)
+                rows[label]["worse"] = sum(h[2] < lex[2] for h, lex in pairs)
         md = table(data, rows)
         if LEXICAL in rows and FASTMCP in rows:
             md += "\n\n" + verdict(data, rows, DEFAULT_HYBRID)
+        if paired(rows):
+            md += "\n" + paired(rows)
         print(md + "\n", flush=True)
         sections.append(md)
     if skipped:
