@@ -12,7 +12,7 @@ import inspect
 import re
 from types import ModuleType
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlparse
 
 from toolgate.errors import ConfigError
 from toolgate.state.listing import SessionListing
@@ -113,21 +113,24 @@ def _check_redis(url: str, scheme: str) -> None:
         path = urlparse(url).path.removeprefix("/")
         if path and not path.isdigit():
             raise _bad("Redis", f"the database must be a number, got {path!r}", _REDIS)
-    unknown = sorted(set(options) - _redis_options(connection, options))
+    # an option neither the parser nor a constructor takes fails the first connection
+    given = {name for name, _ in parse_qsl(urlparse(url).query)}
+    unknown = sorted(given - _redis_options(connection, options))
     if unknown:
         raise _bad("Redis", f"unknown option {unknown[0]!r}", _REDIS)
 
 
 def _redis_options(connection: ModuleType, options: dict[str, Any]) -> set[str]:
-    """The names redis-py passes on without failing the first connection: those its URL
-    parser reads, and the parameters of the pool and of the connection class."""
-    cls = options.get("connection_class", connection.Connection)
-    known = {"connection_class", *connection.URL_QUERY_ARGUMENT_PARSERS}
+    """The URL options redis-py takes: those its parser reads, and the parameters of
+    the pool and of the connection class (never a class itself: a URL gives strings)."""
+    cls = options.get("connection_class")  # rediss:// and unix:// set their own
+    cls = cls if isinstance(cls, type) else connection.Connection
+    known = set(connection.URL_QUERY_ARGUMENT_PARSERS)
     for owner in (connection.BlockingConnectionPool, *cls.__mro__):
         if "__init__" in vars(owner):
             params = inspect.signature(owner.__init__).parameters.values()
             known |= {p.name for p in params if p.kind is not p.VAR_KEYWORD}
-    return known - {"self"}
+    return known - {"self", "connection_class", "queue_class"}
 
 
 def _check_sentinel(url: str) -> None:
