@@ -291,6 +291,18 @@ async def test_a_config_with_errors_is_refused_with_check_s_lines_and_the_runnin
         hang_up(served)  # the same, by signal: refused in the log
         await served.logged("config reload refused", count=3)
 
+        # a store URL no store opens: check's line, not only "needs a restart"
+        broken = json.loads(running)
+        broken["toolgate"]["store"] = "sqlite://"
+        served.write(broken)
+        expected, answer = await asyncio.gather(
+            asyncio.to_thread(served.check, "--offline"), admin_reload(served)
+        )
+        assert [line.split("; use ")[0] for line in expected] == [
+            f"{served.config}: toolgate.store: Bad SQLite store URL: it names no database file"
+        ]
+        assert (answer.status_code, answer.json()["problems"]) == (422, expected)
+
         # a key only a restart applies
         other = json.loads(running)
         other["toolgate"]["strategy"] = "flat"

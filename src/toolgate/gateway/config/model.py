@@ -33,6 +33,7 @@ from toolgate.gateway.config.servers import (
     server_kind_problem,
 )
 from toolgate.policy import DEFAULT_TRUST_LEVELS
+from toolgate.state.open import check_store_url
 from toolgate.strategies.registry import default_registry
 from toolgate.strategies.search import DEFAULT_FULL_RESULTS
 
@@ -69,6 +70,19 @@ def _proxy_network(entry: str) -> str:
 
 
 ProxyNetwork = Annotated[str, AfterValidator(_proxy_network)]
+
+
+def _store_url(url: str) -> str:
+    """``toolgate.store`` in the form a store opens (``check_store_url``), so ``check``,
+    ``serve`` and a reload refuse a typo before anything connects."""
+    try:
+        check_store_url(url)
+    except ConfigError as exc:
+        raise ValueError(exc.message) from None
+    return url
+
+
+StoreUrl = Annotated[str, AfterValidator(_store_url)]
 
 
 class GroupConfig(_Model):
@@ -305,7 +319,7 @@ class ToolgateConfig(_Model):
     stages: StagesConfig | None = None
     descriptions: DescriptionsConfig = Field(default_factory=DescriptionsConfig)
     identity: IdentityConfig = Field(default_factory=IdentityConfig)
-    store: str = "memory://"
+    store: StoreUrl = "memory://"
     idle_ttl: float = Field(3600.0, gt=0)
     events: EventsConfig = Field(default_factory=EventsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
