@@ -5,8 +5,11 @@ legacy session and a 2026-07-28 client while its config file is rewritten: SIGHU
 applies groups, a policy and backends added, removed and changed, and the live session
 keeps its id and its still-existing group; a config with errors is refused with
 ``toolgate check``'s own lines through ``POST /admin/reload`` and ``toolgate reload``,
-and the running config stays; the endpoint wants the operator token. The store-level
-rule (a removed group leaves every stored session) runs on memory, SQLite and Redis.
+and the running config stays; the endpoint wants the operator token. The dashboard
+shows the config the gateway serves, and a reload that changes what a session may list
+of the backends' prompts and resources tells that session (legacy, or a 2026-07-28
+listen stream) and nobody else. The store-level rule (a removed group leaves every
+stored session) runs on memory, SQLite and Redis.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ import httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import listen
 from mcp.shared.exceptions import MCPError
 
 from _fixtures.core import visible_names
@@ -67,7 +73,7 @@ def first_config(tmp: Path) -> dict[str, Any]:
             },
             "policies": [{"tools": ["note_delete"], "min_trust": "verified"}],
             "store": str(tmp / "state.sqlite"),
-            "dashboard": {"tokens": [sha256(OPERATOR)]},
+            "dashboard": {"enabled": True, "tokens": [sha256(OPERATOR)]},
         },
     }
 
@@ -88,7 +94,7 @@ def second_config(tmp: Path) -> dict[str, Any]:
             },
             "policies": [{"tools": ["notes:grow"], "decision": "deny"}],
             "store": str(tmp / "state.sqlite"),
-            "dashboard": {"tokens": [sha256(OPERATOR)]},
+            "dashboard": {"enabled": True, "tokens": [sha256(OPERATOR)]},
         },
     }
 
@@ -208,6 +214,11 @@ async def test_sighup_applies_the_new_config_to_a_live_legacy_session_on_the_sam
         assert note.structured_content == {"id": 1}
         assert await group_names(modern) == ["math", "notes"]
         assert text(await modern.call_tool("add", {"a": 1, "b": 2})) == "3"
+        shown = await dashboard_groups(served)
+        assert (sorted(shown["backends"]), group_tree(shown)) == (
+            ["math", "notes"],
+            ["math", "notes"],
+        )
 
         served.write(second_config(served.tmp))
         heard.methods.clear()
@@ -237,6 +248,14 @@ async def test_sighup_applies_the_new_config_to_a_live_legacy_session_on_the_sam
         with pytest.raises(MCPError):
             await legacy.call_tool("add", {"a": 1, "b": 1})
 
+        # the dashboard shows the config the gateway serves now
+        shown = await dashboard_groups(served)
+        assert (sorted(shown["backends"]), group_tree(shown)) == (
+            ["calc", "notes"],
+            ["calc", "notes"],
+        )
+        assert shown["backends"]["calc"]["tools"] == 3  # calc.add, calc.echo, calc.multiply
+
         # a 2026-07-28 client sees the new catalog on its next request
         assert await group_names(modern) == ["calc", "notes"]
         assert text(await modern.call_tool("calc.multiply", {"a": 6, "b": 7})) == "42"
@@ -246,6 +265,23 @@ async def test_sighup_applies_the_new_config_to_a_live_legacy_session_on_the_sam
     assert "backends added: calc; backends removed: math; backends reconnected: notes" in log
     assert "groups added: calc; groups removed: math" in log
     assert "a removed group left 1 stored session(s)" in log  # this session, in SQLite
+
+
+def operator() -> dict[str, str]:
+    return {"Authorization": f"Bearer {OPERATOR}"}
+
+
+async def dashboard_groups(served: Served) -> dict[str, Any]:
+    """What the dashboard's ``/api/groups`` answers the operator."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        answer = await http.get(f"{served.root}/dashboard/api/groups", headers=operator())
+    assert answer.status_code == 200, answer.text
+    data: dict[str, Any] = answer.json()
+    return data
+
+
+def group_tree(shown: dict[str, Any]) -> list[str]:
+    return sorted(g["name"] for g in shown["groups"])
 
 
 async def admin_reload(served: Served, token: str | None = OPERATOR) -> httpx.Response:
@@ -310,8 +346,11 @@ async def test_a_config_with_errors_is_refused_with_check_s_lines_and_the_runnin
         answer = await admin_reload(served)
         assert (answer.status_code, answer.json()["restart"]) == (422, ["toolgate.strategy"])
 
-        # nothing changed: the same session lists and calls as before
+        # nothing changed: the same session lists and calls as before, the dashboard
+        # shows the running config
         assert (await group_names(legacy), await names(legacy)) == (groups, listed)
+        shown = await dashboard_groups(served)
+        assert sorted(shown["backends"]) == sorted(json.loads(running)["mcpServers"])
         assert (await legacy.call_tool("note_list", {})).is_error is False
 
     # the file as it was: a reload applies it, changing nothing
@@ -332,6 +371,123 @@ async def test_the_reload_endpoint_wants_the_operator_token(served: Served) -> N
     assert done.returncode == 2
     assert "answered 403" in done.stderr
     assert "not-the-operator" not in done.stdout + done.stderr
+
+
+PROMPTS_CHANGED = "notifications/prompts/list_changed"
+RESOURCES_CHANGED = "notifications/resources/list_changed"
+
+
+def with_memos(running: dict[str, Any], **placed: dict[str, list[str]]) -> dict[str, Any]:
+    """``running`` with the backend ``alpha`` (two prompts, two resources, a template)
+    and ``placed``: group name -> its ``prompts`` / ``resources`` patterns."""
+    config: dict[str, Any] = json.loads(json.dumps(running))
+    config["mcpServers"]["alpha"] = {
+        "command": sys.executable,
+        "args": [str(SERVERS / "gw_primitives.py"), "--tag", "alpha"],
+    }
+    for group, patterns in placed.items():
+        config["toolgate"]["groups"][group].update(patterns)
+    return config
+
+
+class Counted(Heard):
+    def primitives(self) -> list[str]:
+        """The prompts and resources list_changed heard, in order."""
+        return [m for m in self.methods if m in (PROMPTS_CHANGED, RESOURCES_CHANGED)]
+
+    async def count(self, method: str, n: int, timeout: float = 20.0) -> None:
+        async with asyncio.timeout(timeout):
+            while self.methods.count(method) < n:
+                self.arrived.clear()
+                await self.arrived.wait()
+
+
+async def test_a_reload_tells_whose_prompts_or_resources_list_it_changed_and_nobody_else(
+    served: Served,
+) -> None:
+    """Three live clients: a legacy session viewing ``notes`` (fastmcp, ``?toolsets=``),
+    one seeing everything (``mcp.ClientSession``) and a 2026-07-28 listen stream viewing
+    ``notes`` (fastmcp, ``X-MCP-Toolsets``). A backend with prompts and resources added
+    (its ``only_*`` prompt and ``memo://alpha/*`` resources in ``calc``) tells all three;
+    moving the prompt, then the resources, into ``notes`` tells only the two viewing
+    ``notes``, each about that list; a reload changing no prompt or resource tells
+    nobody; the backend removed tells all three again. The dashboard shows each
+    group's prompts and resources as the reloaded config places them."""
+    running = json.loads(served.config.read_text())
+    in_calc = {"prompts": ["only_*"], "resources": ["memo://alpha/*"]}
+    viewer, everyone, stream = Counted(), Counted(), Counted()
+    notes_view = StreamableHttpTransport(f"{served.gateway.url}?toolsets=notes")
+    legacy = Client(notes_view, mode="legacy", message_handler=viewer)
+    modern = Client(
+        StreamableHttpTransport(served.gateway.url, headers={"X-MCP-Toolsets": "notes"}),
+        message_handler=stream,
+    )
+    async with (
+        legacy,
+        modern,
+        streamable_http_client(served.gateway.url) as (read, write),
+        ClientSession(read, write, message_handler=everyone) as session,
+        listen(modern.session, prompts_list_changed=True, resources_list_changed=True),
+    ):
+        await session.initialize()
+        assert modern.session.protocol_version == "2026-07-28"
+        for client in (legacy, modern):
+            assert await client.list_prompts() == []
+        assert (await session.list_prompts()).prompts == []
+
+        async def reload_with(config: dict[str, Any]) -> None:
+            served.write(config)
+            answer = await admin_reload(served)
+            assert (answer.status_code, answer.json()["applied"]) == (200, True), answer.text
+
+        async def told(*counts: tuple[Counted, int, int]) -> None:
+            for heard, prompts, resources in counts:
+                await heard.count(PROMPTS_CHANGED, prompts)
+                await heard.count(RESOURCES_CHANGED, resources)
+
+        # a backend added: everyone may list what it offers at the top level
+        await reload_with(with_memos(running, calc=in_calc))
+        await told((viewer, 1, 1), (stream, 1, 1), (everyone, 1, 1))
+        assert [p.name for p in await legacy.list_prompts()] == ["greet"]
+        assert [p.name for p in (await session.list_prompts()).prompts] == ["greet", "only_alpha"]
+
+        # the prompt moves into notes: only the two viewing notes list it now
+        await reload_with(
+            with_memos(
+                running, notes={"prompts": ["only_*"]}, calc={"resources": in_calc["resources"]}
+            )
+        )
+        await told((viewer, 2, 1), (stream, 2, 1))
+        for client in (legacy, modern):
+            assert [p.name for p in await client.list_prompts()] == ["greet", "only_alpha"]
+        listed = await modern.list_prompts_mcp()
+        assert (listed.ttl_ms, listed.cache_scope) == (0, "private")  # re-listed each time
+        shown = {g["name"]: g for g in (await dashboard_groups(served))["groups"]}
+        assert (shown["notes"]["prompts"], shown["calc"]["prompts"]) == (["only_alpha"], [])
+        assert shown["calc"]["resources"] == ["memo://alpha/items/{id}", "memo://alpha/note"]
+        async with httpx.AsyncClient(timeout=30) as http:
+            page = await http.get(f"{served.root}/dashboard/groups", headers=operator())
+        assert '<span class="prompts">prompts: only_alpha</span>' in page.text
+
+        # then the resources (and the template)
+        moved = {"prompts": ["only_*"], "resources": ["memo://alpha/*"]}
+        await reload_with(with_memos(running, notes=moved))
+        await told((viewer, 2, 2), (stream, 2, 2))
+        uris = sorted(str(r.uri) for r in await legacy.list_resources())
+        assert uris == ["memo://alpha/note", "memo://shared"]
+
+        # a reload changing only a group's description, then the backend removed
+        renamed = with_memos(running, notes=moved)
+        renamed["toolgate"]["groups"]["calc"]["description"] = "Sums and products"
+        await reload_with(renamed)
+        await reload_with(running)
+        await told((viewer, 3, 3), (stream, 3, 3), (everyone, 2, 2))
+        assert await legacy.list_prompts() == []
+    # each stream delivers in order: the removal's came after anything the description
+    # change sent, and a reload sends each list's notification once
+    for heard in (viewer, stream):
+        assert heard.primitives() == [PROMPTS_CHANGED, RESOURCES_CHANGED] * 3
+    assert everyone.primitives() == [PROMPTS_CHANGED, RESOURCES_CHANGED] * 2
 
 
 async def test_a_removed_group_leaves_every_stored_session_on_memory_sqlite_and_redis(

@@ -287,7 +287,7 @@ async def running_gateway(
     recorder = SessionRecorder(toolset, every=record_every)
     binding.server.middleware.append(record_sessions(binding, recorder))
     app = binding.streamable_http_app()
-    source = DashboardSource(cfg, binding.delivery, lambda: LISTING)
+    source = DashboardSource(lambda: cfg, binding.delivery, lambda: LISTING)
     app.router.routes.extend(
         [
             Mount("/dashboard", dashboard_app(source, refresh_s=0.3)),

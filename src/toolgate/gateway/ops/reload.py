@@ -4,7 +4,8 @@
 A config ``toolgate check`` would fail (with the same lines), or one changing a key
 only a restart applies, is refused and nothing changes. Otherwise backends are added,
 removed or reconnected, the catalog is synced in place (``Gateway.sync``) and removed
-groups leave every stored session. Operations layer: reads a gateway through
+groups leave every stored session; the sessions and listen streams whose tools, prompts
+or resources list changed are told. Operations layer: reads a gateway through
 ``Reloadable``; never imports ``serve``.
 """
 
@@ -272,30 +273,32 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
     fresh = identity_of(new)  # ConfigError: refused, nothing changed yet
     warnings = [*problem_lines(e for e in found.errors if e not in found.fatal), *found.warnings]
     before = set(gateway.toolset.catalog.groups)
-    # backends first out: no sync in between sees the new config with them still listed
-    for name in plan.removed:
-        backend = await fleet.remove(name)
-        await gateway.relay.changed(backend, backend.declared())  # its prompts, resources
-    gateway.cfg = new
-    _retoken(gateway.identity, fresh)
-    gateway.relay.reconfigure(new)
-    if isinstance(gateway.relay.access, GroupExposure):
-        gateway.relay.access.place(new)
-    for name in plan.updated:
-        fleet.backends[name].spec = new.mcp_servers[name]
-    for name in plan.reconnected:
-        await fleet.reconnect(name, new.mcp_servers[name], base_dir=new.base_dir)
-    for name in plan.added:
-        backend = fleet.make(name, new.mcp_servers[name], base_dir=new.base_dir)
-        backend.peer = gateway.calls  # as the gateway's first backends (``CallRelay``)
-        attach(gateway.relay, (backend,))
-        fleet.add(backend)
-    await fleet.first_attempts((*plan.added, *plan.reconnected))
-    for name in (*plan.added, *plan.reconnected):
-        b = fleet.backends[name]
-        if not b.up:  # supervised: retried with backoff, its tools join when it lists them
-            warnings.append(f"mcpServers.{name}: not up ({b.last_error or b.status}); retrying")
-    await gateway.sync(reason="the config reload")  # and the sessions told, as after any sync
+    # each session whose prompts or resources list this changes is told once, at the end
+    async with gateway.relay.regrouping("the config reload"):
+        # backends first out: no sync in between sees the new config with them still listed
+        for name in plan.removed:
+            backend = await fleet.remove(name)
+            await gateway.relay.changed(backend, backend.declared())  # its prompts, resources
+        gateway.cfg = new
+        _retoken(gateway.identity, fresh)
+        gateway.relay.reconfigure(new)
+        if isinstance(gateway.relay.access, GroupExposure):
+            gateway.relay.access.place(new)
+        for name in plan.updated:
+            fleet.backends[name].spec = new.mcp_servers[name]
+        for name in plan.reconnected:
+            await fleet.reconnect(name, new.mcp_servers[name], base_dir=new.base_dir)
+        for name in plan.added:
+            backend = fleet.make(name, new.mcp_servers[name], base_dir=new.base_dir)
+            backend.peer = gateway.calls  # as the gateway's first backends (``CallRelay``)
+            attach(gateway.relay, (backend,))
+            fleet.add(backend)
+        await fleet.first_attempts((*plan.added, *plan.reconnected))
+        for name in (*plan.added, *plan.reconnected):
+            b = fleet.backends[name]
+            if not b.up:  # supervised: retried with backoff, its tools join when it lists them
+                warnings.append(f"mcpServers.{name}: not up ({b.last_error or b.status}); retrying")
+        await gateway.sync(reason="the config reload")  # and the sessions told, as after any sync
     after = set(gateway.toolset.catalog.groups)
     gone = frozenset(before - after)
     sessions = 0

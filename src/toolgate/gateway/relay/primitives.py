@@ -39,6 +39,8 @@ from toolgate.wire import PageParams, cursor_of, mcp_error
 logger = logging.getLogger("toolgate.gateway")
 
 RESOURCE_UPDATED = "notifications/resources/updated"
+#: a live connection -> each list_changed method -> what its lists show (None: an error)
+Seen = dict[Any, dict[str, list[list[tuple[str, Mapping[str, Any]]] | None]]]
 
 
 def _fail(exc: ToolgateError) -> NoReturn:
@@ -82,6 +84,7 @@ class Relay:
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
         self._watched: weakref.WeakSet[Any] = weakref.WeakSet()  # connections with a cleanup
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._held = 0  # regroupings under way: a backend's list change is told at their end
 
     # -- wiring ---------------------------------------------------------------------------
     def install(
@@ -145,7 +148,7 @@ class Relay:
         before = self.namespace
         after = self.refresh()
         connections = self._connections()
-        if connections is not None and kinds:
+        if connections is not None and kinds and not self._held:
             self._spawn(self._announce(backend.name, kinds, before, after, connections))
 
     async def _announce(
@@ -173,6 +176,53 @@ class Relay:
             sent = await connections.notify(method, differs)
             if sent:
                 logger.info("%s: %s sent to %d session(s)", name, method, sent)
+
+    @contextlib.asynccontextmanager
+    async def regrouping(self, reason: str) -> AsyncIterator[None]:
+        """Around a change of what is listed and to whom (a reload: backends added and
+        removed, the groups' ``prompts:`` / ``resources:`` patterns, the catalog whose
+        groups and scopes admit them): afterwards each live connection (legacy session,
+        listen stream) whose prompts or resources list differs from before is told once
+        per list, and none other. A backend's list change during the body is told then.
+
+        >>> async with relay.regrouping("the config reload"):   # doctest: +SKIP
+        ...     relay.access.place(new_cfg)
+        """
+        connections = self._connections()
+        if connections is None:
+            yield
+            return
+        before = self._seen(connections)
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+            after = self._seen(connections)
+            for method in dict.fromkeys(spec.list_changed for spec in KINDS.values()):
+
+                async def differs(live: Live, method: str = method) -> bool:
+                    was, now = before.get(live.connection), after.get(live.connection)
+                    # one that joined meanwhile listed the new lists already
+                    return was is not None and now is not None and was[method] != now[method]
+
+                sent = await connections.notify(method, differs)
+                if sent:
+                    logger.info("%s: %s sent to %d session(s)", reason, method, sent)
+
+    def _seen(self, connections: LiveConnections) -> Seen:
+        """What each live connection's prompts and resources lists show now."""
+        seen: Seen = {}
+        for live in connections:
+            lists = seen[live.connection] = {}
+            for kind, spec in KINDS.items():
+                shown: list[tuple[str, Mapping[str, Any]]] | None
+                try:
+                    shown = _listed(self.access.visible(live.facts, self.namespace.of(kind)))
+                except ToolgateError:  # a view naming a group that went: its list fails now
+                    shown = None
+                lists.setdefault(spec.list_changed, []).append(shown)
+        return seen
 
     async def updated(self, backend: Backend, uri: str) -> None:
         """``Backend.on_updated``: pass ``notifications/resources/updated`` to the legacy

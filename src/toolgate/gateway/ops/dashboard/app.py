@@ -41,6 +41,7 @@ from toolgate.gateway.ops.dashboard.auth import COOKIE, OperatorAuth
 from toolgate.gateway.ops.dashboard.chart import Bar, bar_chart
 from toolgate.gateway.ops.dashboard.events import EventFilter, EventRing, RingEvent
 from toolgate.gateway.ops.dashboard.sessions import session_rows
+from toolgate.gateway.relay.access import Relayed
 from toolgate.policy import Principal
 from toolgate.state.base import StateStore
 from toolgate.strategies import Delivery
@@ -53,23 +54,33 @@ if TYPE_CHECKING:
 HERE = Path(__file__).parent
 EVENT_PREFIXES = ("tool.", "group.", "budget.")
 Listed = Callable[[], Mapping[str, Sequence[Mapping[str, Any]]]]
+#: the prompts, resources and templates the gateway relays now (``Relay.namespace.items``)
+Primitives = Callable[[], Sequence[Relayed]]
 #: ``toolgate.gateway.ops.health.readiness``'s answer: ``status`` and ``backends``
 Health = Callable[[], Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
 class DashboardSource:
-    """What the dashboard reads: the gateway's config, its delivery (and through it the
-    toolset, store and event bus), what each backend lists and, from a running gateway,
-    each backend's health (without it a backend that listed tools counts as up).
+    """What the dashboard reads: the config the gateway serves now (``current``, read on
+    every request, so a reload shows at once), its delivery (and through it the toolset,
+    store and event bus), what each backend lists, the prompts and resources it relays
+    and, from a running gateway, each backend's health (without it a backend that listed
+    tools counts as up).
 
     >>> DashboardSource.from_gateway(gateway)
     """
 
-    config: GatewayConfig
+    current: Callable[[], GatewayConfig]
     delivery: Delivery
     listed: Listed = field(default=dict)
     health: Health | None = None
+    relayed: Primitives = field(default=tuple)
+
+    @property
+    def config(self) -> GatewayConfig:
+        """The gateway's config now: after a reload the new one, after a refusal the old."""
+        return self.current()
 
     @property
     def toolset(self) -> ToolSet:
@@ -88,7 +99,13 @@ class DashboardSource:
         """From a built ``toolgate.gateway.serve.Gateway``."""
         from toolgate.gateway.ops.health import readiness
 
-        return cls(gateway.cfg, gateway.delivery, gateway.listed, lambda: readiness(gateway))
+        return cls(
+            lambda: gateway.cfg,
+            gateway.delivery,
+            gateway.listed,
+            lambda: readiness(gateway),
+            lambda: gateway.relay.namespace.items,
+        )
 
 
 class _Guard:
@@ -209,6 +226,7 @@ def dashboard_app(
             source.delivery,
             BuildReport(),
             {k: [dict(w) for w in v] for k, v in source.listed().items()},
+            relayed=tuple(source.relayed()),
         )
         data = await describe(snap, ts.default_principal, ts.token_counter)
         return {k: data[k] for k in ("tokenizer", "backends", "root", "groups", "totals")}
