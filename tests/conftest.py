@@ -5,9 +5,13 @@ hundred times per run; with ``PYTHONDONTWRITEBYTECODE`` set each of them would c
 ``src/toolgate`` again, so it is unset here and they share ``__pycache__`` (gitignored).
 """
 
+import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
@@ -22,3 +26,21 @@ pytest_plugins = sorted(
     ),
     key=lambda name: (name != "_fixtures.mcp_servers", name),
 )
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """The root logger's handlers and level as they were before the test.
+
+    A test that runs the ``toolgate`` command in process (``cli.main``) points the root
+    logger at that test's captured stderr, which is closed after it; left in place, a
+    later test's log line fails to write, and logging prints the error with a traceback.
+    On CPython 3.11.7 that print, reached from a finalizer while ``ast.parse`` runs,
+    parses source again and breaks the outer parse ("AST constructor recursion depth
+    mismatch", python/cpython#106905): a test failing for another test's handler.
+    """
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
