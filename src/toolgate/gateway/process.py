@@ -1,31 +1,36 @@
-"""The process serving the gateway over HTTP: uvicorn run with the gateway's app, the
-signals the process obeys (``SIGNALS``, one line per signal) and how it stops
-(``Process.stop``: unready at once, new work refused, calls drained up to
-``toolgate.http.drain_timeout``, the rest answered, then the server and the backends
-closed and exit 0) or reloads (``Process.reload``: ``ops.reload``). It is the one owner
-of the signals: uvicorn's handlers are off. Gateway layer, under ``serve``: imports the
-ingress, ``ops`` and uvicorn, never ``serve.py``.
+"""The serving process, HTTP or stdio: the signals it obeys (``SIGNALS``, one line each;
+their one owner: uvicorn's handlers are off), its stop (``Process.stop``: over HTTP a
+drain up to ``toolgate.http.drain_timeout``, over stdio stdin's end as when the host
+closes it; then the backends stop, exit 0) and its reload (``ops.reload``). Gateway
+layer, under ``serve``: imports ingress, ``ops``, uvicorn, the SDK's stdio; never serve.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import uvicorn
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
 from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.app import server_options
 from toolgate.gateway.ingress.drain import Drain
 from toolgate.gateway.ingress.protocol import GuardedProtocol
+from toolgate.gateway.ingress.stdio import StdinLines
 from toolgate.gateway.ops.reload import Reloadable, ReloadReport, reload
+
+if TYPE_CHECKING:
+    import anyio
 
 logger = logging.getLogger("toolgate.gateway")
 
@@ -41,6 +46,7 @@ class Serving(Reloadable, Protocol):
 
     cfg: GatewayConfig
     drain: Drain
+    server: Server[Any]
 
     def running(self) -> AbstractAsyncContextManager[Any]: ...
     def http_app(self, *, host: str, allowed_hosts: Sequence[str]) -> Starlette: ...
@@ -57,26 +63,23 @@ class _Server(uvicorn.Server):
 
 
 class Process:
-    """One serving process: the gateway, its uvicorn server and its stop.
+    """One serving process: the gateway and how its serving ends.
 
-    Until ``server`` is set the gateway is still starting (its backends coming up): a
-    stop then ends the start-up (``starting``, the task serving) instead of a drain.
+    Until ``ending`` is set the gateway is still starting (its backends coming up): a
+    stop then ends the start-up (``starting``, the task serving) instead.
 
-    >>> process = Process(gateway, server)
+    >>> process = Process(gateway, starting=asyncio.current_task())
     >>> process.stop()          # what SIGTERM does             # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        gateway: Serving,
-        server: uvicorn.Server | None = None,
-        *,
-        starting: asyncio.Task[Any] | None = None,
-    ) -> None:
+    def __init__(self, gateway: Serving, *, starting: asyncio.Task[Any] | None = None) -> None:
         self.gateway = gateway
-        self.server = server
         self.starting = starting
         self.stopped_starting = False
+        #: how the serving ends once it serves (None: still starting): over HTTP the
+        #: drain then the server's close (``drain_http``), over stdio stdin's end
+        #: (``end_stdio``)
+        self.ending: Callable[[], None] | None = None
         self._stopping: asyncio.Task[None] | None = None
         self._reloads: set[asyncio.Task[ReloadReport]] = set()
 
@@ -85,26 +88,31 @@ class Process:
         return self.gateway.drain
 
     def stop(self) -> None:
-        """Begin the stop: ``/readyz`` unready and new work refused at once, every
-        response closing its connection; calls in flight finish up to the drain time.
+        """Begin the stop (``ending``); then the backends stop and the process exits 0.
         Asked again while stopping, the calls still running are answered now."""
         drain = self.drain
         if not drain.begin():
-            logger.warning("asked again to stop: answering the calls still running now")
-            drain.expire()
+            cut = drain.expire()
+            logger.warning("asked again to stop: %d call(s) still running answered now", cut)
             return
-        if self.server is None:  # nothing served yet, nothing to drain: end the start-up
+        if self.ending is None:  # nothing served yet, nothing to drain: end the start-up
             logger.info("stopping while starting: the backends stop, nothing was served")
             if self.starting is not None:
                 self.stopped_starting = True
                 self.starting.cancel()
             return
-        for connection in list(self.server.server_state.connections):
+        self.ending()
+
+    def drain_http(self, server: uvicorn.Server) -> None:
+        """The stop over HTTP: ``/readyz`` unready and new work refused at once, every
+        response closing its connection; calls in flight finish up to the drain time,
+        then ``server`` closes."""
+        for connection in list(server.server_state.connections):
             if isinstance(connection, GuardedProtocol):
                 connection.drain()
-        self._stopping = asyncio.get_running_loop().create_task(self._drain())
+        self._stopping = asyncio.get_running_loop().create_task(self._drain(server))
 
-    async def _drain(self) -> None:
+    async def _drain(self, server: uvicorn.Server) -> None:
         drain = self.drain
         timeout = self.gateway.cfg.toolgate.http.drain_timeout
         logger.info(
@@ -122,8 +130,14 @@ class Process:
             await drain.settled(ANSWER_GRACE)
         ended = drain.end()
         logger.info("drained; %d stream(s) ended; closing the server", ended)
-        if self.server is not None:
-            self.server.should_exit = True
+        server.should_exit = True
+
+    def end_stdio(self, lines: StdinLines) -> None:
+        """The stop over stdio: stdin's lines end now, and the serving with them, as when
+        the host closes stdin (the SDK then cancels the calls still running: the host
+        that would read their answers is going; see docs/decisions.md)."""
+        logger.info("stopping: stdin ends as if the host closed it; calls still running end")
+        lines.close()
 
     def reload(self) -> None:
         """Read the config file again and apply it (``toolgate.gateway.ops.reload``);
@@ -161,23 +175,15 @@ def obeying(
             loop.remove_signal_handler(number)
 
 
-async def serve_http(
-    gateway: Serving, *, host: str, port: int, allowed_hosts: Sequence[str] = ()
-) -> None:
-    """Serve ``gateway`` over streamable HTTP until a signal stops it (``SIGNALS``);
-    the backends stop after the server. A signal while the backends are still starting
-    ends the start-up: the backends stop and this returns (the process exits 0)."""
+async def _serve(gateway: Serving, transport: Callable[[Process], Awaitable[None]]) -> None:
+    """Run ``gateway``'s backends and ``transport`` over them, obeying ``SIGNALS`` from
+    before the backends start until after they stop. A signal while they are still
+    starting ends the start-up: they stop and this returns (the process exits 0)."""
     process = Process(gateway, starting=asyncio.current_task())
     with obeying(process):
         try:
             async with gateway.running():
-                app = gateway.http_app(host=host, allowed_hosts=allowed_hosts)
-                options = server_options(gateway.cfg, host=host, port=port, drain=gateway.drain)
-                config = uvicorn.Config(app, **options, timeout_graceful_shutdown=CLOSE_GRACE)
-                process.server = _Server(config)
-                logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
-                await process.server.serve()
-                logger.info("server closed; stopping the backends")
+                await transport(process)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if not process.stopped_starting or task is None or task.uncancel() > 0:
@@ -185,4 +191,41 @@ async def serve_http(
             logger.info("stopped before serving; the backends stopped")
 
 
-__all__ = ["SIGNALS", "Process", "Serving", "obeying", "serve_http"]
+async def serve_http(
+    gateway: Serving, *, host: str, port: int, allowed_hosts: Sequence[str] = ()
+) -> None:
+    """Serve ``gateway`` over streamable HTTP until a signal stops it (``SIGNALS``);
+    the backends stop after the server."""
+
+    async def http(process: Process) -> None:
+        app = gateway.http_app(host=host, allowed_hosts=allowed_hosts)
+        options = server_options(gateway.cfg, host=host, port=port, drain=gateway.drain)
+        config = uvicorn.Config(app, **options, timeout_graceful_shutdown=CLOSE_GRACE)
+        server = _Server(config)
+        process.ending = functools.partial(process.drain_http, server)
+        logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
+        await server.serve()
+        logger.info("server closed; stopping the backends")
+
+    await _serve(gateway, http)
+
+
+async def serve_stdio(gateway: Serving) -> None:
+    """Serve ``gateway`` over stdio until the host closes stdin or a signal stops it
+    (``SIGNALS``); the backends stop after the serving."""
+
+    async def stdio(process: Process) -> None:
+        lines = StdinLines()
+        process.ending = functools.partial(process.end_stdio, lines)
+        server = gateway.server
+        logger.info("serving MCP over stdio")
+        # the SDK only iterates its ``stdin`` (``async for line in stdin``)
+        async with stdio_server(stdin=cast("anyio.AsyncFile[str]", lines)) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        ended = "stopped" if process.drain.draining else "stdin closed"
+        logger.info("%s; stopping the backends", ended)
+
+    await _serve(gateway, stdio)
+
+
+__all__ = ["SIGNALS", "Process", "Serving", "obeying", "serve_http", "serve_stdio"]

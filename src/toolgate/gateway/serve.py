@@ -7,8 +7,8 @@ their state) and every legacy session and 2026-07-28 listen stream (``listen.Lis
 whose list changed is notified. The backends' prompts, resources and completions are
 relayed by ``relay.Relay`` (``Gateway.relay``), through the ``PrimitiveAccess`` in
 ``Gateway.access``. Optional HTTP apps (WebMCP, health and metrics, the dashboard) are
-``GatewayApp``s in ``Gateway.apps``; the HTTP server's process, its signals and its
-stop are ``process.py``'s. Edge layer: the top of ``toolgate.gateway``; nothing in the
+``GatewayApp``s in ``Gateway.apps``; the serving process (HTTP or stdio), its signals
+and its stop are ``process.py``'s. Edge layer: the top of ``toolgate.gateway``; nothing in the
 gateway package imports it.
 """
 
@@ -160,7 +160,7 @@ class Gateway:
         self.reload_lock = asyncio.Lock()  # one reload at a time (``ops.reload``)
         self._tasks: set[asyncio.Task[Any]] = set()
         self.syncs = 0  # how many times backend changes were synced (tests, logs)
-        self.drain = Drain()  # the stop over HTTP (``toolgate.gateway.process``)
+        self.drain = Drain()  # the stop (``toolgate.gateway.process``)
 
     # -- the catalog ----------------------------------------------------------------------
     @property
@@ -416,13 +416,9 @@ class Gateway:
         logger.info("backends stopped")
 
     async def serve_stdio(self) -> None:
-        from mcp.server.stdio import stdio_server
+        from toolgate.gateway.process import serve_stdio  # until stdin closes or SIGTERM/SIGINT
 
-        async with self.running():
-            logger.info("serving MCP over stdio")
-            async with stdio_server() as (read, write):
-                await self.server.run(read, write, self.server.create_initialization_options())
-            logger.info("stdin closed; stopping the backends")
+        await serve_stdio(self)
 
     def http_app(self, *, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Starlette:
         """The streamable HTTP app (``/mcp`` and the optional apps in ``apps``) behind the

@@ -1,0 +1,213 @@
+"""A gateway served over stdio obeys the signals a gateway over HTTP obeys. SIGHUP reads
+the config again and the live session hears ``tools/list_changed`` and lists the new
+config, on the same session (a config with errors is refused and the running one
+stays); SIGTERM and SIGINT end the serving while the host still holds stdin open, the
+backend process it started ends, and the process exits 0, also when stopped while its
+backends are still starting. A real ``toolgate serve`` started as an MCP host starts it
+(the SDK's ``stdio_client``, or ``fastmcp.Client`` over stdio; Linux's ``/proc``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from _fixtures.gateway import SERVERS, gateway_env, toolgate_argv
+from _fixtures.mcp_servers import text, tool_names
+
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc"),
+    pytest.mark.timeout(60),
+]
+
+LIST_CHANGED = "notifications/tools/list_changed"
+META = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
+#: What a host sees of the server it started: run the command with this stdio, write its
+#: pid, wait for it, write its exit status (negative: the signal that ended it).
+LAUNCH = (
+    "import subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[3:])\n"
+    "open(sys.argv[1], 'w').write(str(child.pid))\n"
+    "open(sys.argv[2], 'w').write(str(child.wait()))\n"
+)
+
+
+@dataclass
+class Launched:
+    """A gateway started over stdio: where its pid, exit status and log land."""
+
+    tmp: Path
+    config: Path
+
+    @property
+    def log(self) -> Path:
+        return self.tmp / "gateway.log"
+
+    def argv(self) -> list[str]:
+        pid, status = self.tmp / "gateway.pid", self.tmp / "gateway.status"
+        return ["-c", LAUNCH, str(pid), str(status), *toolgate_argv(), "serve", str(self.config)]
+
+    async def pid(self) -> int:
+        found = self.tmp / "gateway.pid"
+        await until(lambda: found.exists() and found.read_text() != "", "the gateway's pid")
+        return int(found.read_text())
+
+    async def exit_status(self) -> int:
+        status = self.tmp / "gateway.status"
+        await until(lambda: status.exists() and status.read_text() != "", "the gateway's exit")
+        return int(status.read_text())
+
+    async def logged(self, line: str, count: int = 1) -> None:
+        await until(lambda: self.log.read_text().count(line) >= count, f"{line!r} logged")
+
+
+def notes_config(tmp: Path, **toolgate: Any) -> Launched:
+    """One stdio backend (``gw_notes.py``): its notes a group, ``grow`` and ``crash`` listed."""
+    block = {
+        "always": ["notes:grow"],
+        "groups": {"notes": {"description": "Take notes", "tools": ["notes:note_*"]}},
+    }
+    config = tmp / "toolgate.json"
+    backend = {"command": sys.executable, "args": [str(SERVERS / "gw_notes.py")]}
+    config.write_text(
+        json.dumps({"mcpServers": {"notes": backend}, "toolgate": {**block, **toolgate}})
+    )
+    return Launched(tmp, config)
+
+
+async def until(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        await asyncio.sleep(0.05)
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue  # ended meanwhile
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running (not ended, not a zombie waiting to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+class Heard:
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(method := getattr(message, "method", None), str):
+            self.methods.append(method)
+
+
+@asynccontextmanager
+async def sdk_session(launched: Launched, heard: Heard) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable, args=launched.argv(), env=gateway_env())
+    with launched.log.open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, message_handler=heard) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+async def test_sighup_reloads_a_stdio_gateway_and_its_live_session_hears_and_lists_it(
+    tmp_path: Path,
+) -> None:
+    launched, heard = notes_config(tmp_path), Heard()
+    async with sdk_session(launched, heard) as session:
+        assert await tool_names(session) == sorted([*META, "crash", "grow"])
+        pid = await launched.pid()
+        config = json.loads(launched.config.read_text())
+        config["toolgate"]["always"].append("notes:note_list")  # moved out of its group
+        launched.config.write_text(json.dumps(config))
+        os.kill(pid, signal.SIGHUP)
+        await until(lambda: LIST_CHANGED in heard.methods, "tools/list_changed heard")
+        assert await tool_names(session) == sorted([*META, "crash", "grow", "note_list"])
+        listed = await session.call_tool("note_list", {})
+        assert (listed.is_error, text(listed)) == (False, "")
+
+        config["toolgate"]["groups"]["notes"]["parent"] = "nowhere"
+        launched.config.write_text(json.dumps(config))
+        heard.methods.clear()
+        os.kill(pid, signal.SIGHUP)
+        await launched.logged("config reload refused")
+        assert "names unknown parent 'nowhere'" in launched.log.read_text()
+        assert await tool_names(session) == sorted([*META, "crash", "grow", "note_list"])
+        assert LIST_CHANGED not in heard.methods
+        assert alive(pid), "the reload ended the gateway"
+    assert await launched.exit_status() == 0  # stdin closed: the host's own way to stop it
+
+
+async def test_sigterm_stops_a_stdio_gateway_whose_host_holds_stdin_its_backend_and_exits_0(
+    tmp_path: Path,
+) -> None:
+    """With ``fastmcp.Client`` on the default era; a SIGINT during the stop changes nothing."""
+    launched = notes_config(tmp_path)
+    with launched.log.open("w") as log:
+        transport = StdioTransport(
+            sys.executable, launched.argv(), env=gateway_env(), keep_alive=False, log_file=log
+        )
+        async with Client(transport) as client:
+            assert "grow" in {tool.name for tool in await client.list_tools()}
+            pid = await launched.pid()
+            (backend,) = children(pid)
+            os.kill(pid, signal.SIGTERM)  # stdin stays open: the client is still connected
+            os.kill(pid, signal.SIGINT)  # a second signal, handled on the loop while stopping
+            status = await launched.exit_status()
+    log_text = launched.log.read_text()
+    assert status == 0, log_text
+    assert "stopping: stdin ends" in log_text and "asked again to stop" in log_text, log_text
+    assert "stopped; stopping the backends" in log_text and "backends stopped" in log_text
+    await until(lambda: not alive(backend), "the backend process ended")
+
+
+async def test_sigterm_while_the_backends_of_a_stdio_gateway_start_ends_the_start_up_with_exit_0(
+    tmp_path: Path,
+) -> None:
+    started = tmp_path / "backend.pid"
+    # never answers; ends when its stdin closes
+    hang = "import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); sys.stdin.read()"
+    stuck = {"command": sys.executable, "args": ["-c", hang, str(started)]}
+    launched = Launched(tmp_path, tmp_path / "toolgate.json")
+    launched.config.write_text(json.dumps({"mcpServers": {"stuck": stuck}}))
+    params = StdioServerParameters(command=sys.executable, args=launched.argv(), env=gateway_env())
+    with launched.log.open("w") as errlog:
+        async with stdio_client(params, errlog=errlog):
+            await until(lambda: started.exists() and started.read_text() != "", "backend started")
+            await launched.logged("starting 1 backend(s)")
+            os.kill(await launched.pid(), signal.SIGTERM)
+            status = await launched.exit_status()
+    log_text = launched.log.read_text()
+    assert status == 0, log_text
+    assert "stopped before serving" in log_text, log_text
+    await until(lambda: not alive(int(started.read_text())), "the backend still starting ended")
