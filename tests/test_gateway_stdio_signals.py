@@ -36,10 +36,14 @@ pytestmark = [
 LIST_CHANGED = "notifications/tools/list_changed"
 META = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
 #: What a host sees of the server it started: run the command with this stdio, write its
-#: pid, wait for it, write its exit status (negative: the signal that ended it).
+#: pid, wait for it, write its exit status (negative: the signal that ended it). The
+#: launcher itself outlives a SIGTERM: the SDK's client, when the gateway takes more than
+#: its 2 s grace to exit after stdin closes (a loaded machine), terminates the whole
+#: process tree, and the status must still be written.
 LAUNCH = (
-    "import subprocess, sys\n"
+    "import signal, subprocess, sys\n"
     "child = subprocess.Popen(sys.argv[3:])\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     "open(sys.argv[1], 'w').write(str(child.pid))\n"
     "open(sys.argv[2], 'w').write(str(child.wait()))\n"
 )
@@ -165,7 +169,8 @@ async def test_sighup_reloads_a_stdio_gateway_and_its_live_session_hears_and_lis
         assert await tool_names(session) == sorted([*META, "crash", "grow", "note_list"])
         assert LIST_CHANGED not in heard.methods
         assert alive(pid), "the reload ended the gateway"
-    assert await launched.exit_status() == 0  # stdin closed: the host's own way to stop it
+    # stdin closed (and past the SDK client's grace, its SIGTERM): how a host stops it
+    assert await launched.exit_status() == 0
 
 
 async def test_sigterm_stops_a_stdio_gateway_whose_host_holds_stdin_its_backend_and_exits_0(
