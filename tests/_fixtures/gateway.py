@@ -126,7 +126,8 @@ class HttpGateway:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def start(self, timeout: float | None = None) -> None:
-        """Start the gateway and wait for its port (``timeout`` or ``start_timeout`` s)."""
+        """Start the gateway and wait for its port (``timeout`` or ``start_timeout`` s); if it
+        never listens, it is stopped before the error is raised."""
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [*self.argv, "--transport", "http", "--port", str(self.port)],
@@ -135,7 +136,11 @@ class HttpGateway:
                 stderr=subprocess.STDOUT,
                 env=gateway_env(),
             )
-        wait_for_port(self.port, self.proc, self.start_timeout if timeout is None else timeout)
+        try:
+            wait_for_port(self.port, self.proc, self.start_timeout if timeout is None else timeout)
+        except BaseException:  # a gateway that never listened is not left running
+            self.stop()
+            raise
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
