@@ -38,21 +38,11 @@ def balanced(tmp: Any, store: str, **http: Any) -> ReplicaSet:
 
 
 @pytest.fixture(scope="module")
-def sentinels(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SentinelGroup]:
-    group = SentinelGroup(tmp_path_factory.mktemp("sentinel"))
-    try:
-        group.start()
-        yield group
-    finally:
-        group.stop()
-
-
-@pytest.fixture(scope="module")
 def behind_trusted_balancer(
-    tmp_path_factory: pytest.TempPathFactory, sentinels: SentinelGroup
+    tmp_path_factory: pytest.TempPathFactory, sentinel_group: SentinelGroup
 ) -> Iterator[ReplicaSet]:
     tmp = tmp_path_factory.mktemp("trusted")
-    replicas = balanced(tmp, sentinels.url(), trusted_proxies=["127.0.0.1"])
+    replicas = balanced(tmp, sentinel_group.url(), trusted_proxies=["127.0.0.1"])
     try:
         yield replicas
     finally:
@@ -82,18 +72,18 @@ async def test_each_client_behind_the_balancer_has_its_own_share_of_sessions(
 
 
 async def test_a_redis_failover_fails_calls_closed_then_the_session_has_its_stage(
-    behind_trusted_balancer: ReplicaSet, sentinels: SentinelGroup
+    behind_trusted_balancer: ReplicaSet, sentinel_group: SentinelGroup
 ) -> None:
     async with Client(behind_trusted_balancer.url, mode="legacy") as session:
         began = await session.call_tool_mcp("begin", {})
         assert not began.is_error  # acknowledged: the stage is on the Redis replica too
-        old = await asyncio.to_thread(sentinels.kill_primary)
+        old = await asyncio.to_thread(sentinel_group.kill_primary)
         with pytest.raises(MCPError) as refused:
             await session.call_tool_mcp("finish", {})
         assert refused.value.error.data == {"code": "store_unavailable", "retryable": True}
         await asyncio.to_thread(
-            sentinels.wait_until,
-            lambda: sentinels.primary_port() not in (None, old),
+            sentinel_group.wait_until,
+            lambda: sentinel_group.primary_port() not in (None, old),
             "the sentinels to promote the replica",
         )
         deadline = time.monotonic() + 30
