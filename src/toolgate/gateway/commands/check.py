@@ -102,11 +102,11 @@ async def snapshot(
     return Snapshot(cfg, toolset, delivery, report, listed, failures, relayed)
 
 
-def large_group_warnings(toolset: ToolSet, size: int | None = None) -> list[str]:
-    """A warning for each group holding more than ``size`` tools of its own (default: the
-    largest group ``toolgate init`` proposes): opening it lists them all to a client that
-    re-lists, which is what keeps such a client from saving much (docs/decisions.md)."""
-    limit = GroupingSettings().max_size if size is None else size
+def large_group_warnings(toolset: ToolSet) -> list[str]:
+    """A warning for each group holding more tools of its own than the largest group
+    ``toolgate init`` proposes: opening it lists them all to a client that re-lists,
+    which is what keeps such a client from saving much (docs/decisions.md)."""
+    limit = GroupingSettings().max_size
     cat = toolset.catalog
     out = []
     for name in sorted(cat.groups):
