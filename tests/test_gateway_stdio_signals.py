@@ -3,7 +3,7 @@ the config again and the live session hears ``tools/list_changed`` and lists the
 config, on the same session (a config with errors is refused and the running one
 stays); SIGTERM and SIGINT end the serving while the host still holds stdin open, the
 backend process it started ends, and the process exits 0, also when stopped while its
-backends are still starting. A real ``toolgate serve`` started as an MCP host starts it
+backends are still starting, and a signal while it exits leaves that exit 0. A real ``toolgate serve`` started as an MCP host starts it
 (the SDK's ``stdio_client``, or ``fastmcp.Client`` over stdio; Linux's ``/proc``).
 """
 
@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -214,3 +215,77 @@ async def test_sigterm_while_the_backends_of_a_stdio_gateway_start_ends_the_star
     assert status == 0, log_text
     assert "stopped before serving" in log_text, log_text
     await until(lambda: not alive(int(started.read_text())), "the backend still starting ended")
+
+
+async def test_a_stdio_gateway_signalled_again_and_again_while_it_exits_still_exits_0(
+    tmp_path: Path,
+) -> None:
+    """A host closes stdin and then, impatient, sends SIGTERM until the gateway is gone
+    (the SDK's client does once, after 2 s): whether a signal lands while the backends
+    stop, while the stores close or while the interpreter ends, the exit stays 0."""
+    launched = notes_config(tmp_path)
+    with launched.log.open("w") as log:
+        host = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *launched.argv(),
+            stdin=asyncio.subprocess.PIPE,
+            stderr=log,
+            stdout=asyncio.subprocess.DEVNULL,
+            env=gateway_env(),
+        )
+        assert host.stdin is not None
+        pid = await launched.pid()
+        await launched.logged("serving MCP over stdio")
+        host.stdin.close()
+        sent = 0
+        while alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            sent += 1
+            await asyncio.sleep(0.002)
+        status = await launched.exit_status()
+        await host.wait()
+    log_text = launched.log.read_text()
+    assert status == 0, (sent, log_text)
+    assert "backends stopped" in log_text, log_text
+
+
+#: ``obeying`` in a process of its own: each signal is sent once after the block; the
+#: process prints what each did (a handler of its own, KeyboardInterrupt) and "survived"
+#: unless one killed it
+AFTER_OBEYING = """
+import asyncio, os, signal, sys, time
+from toolgate.gateway.process import obeying
+signal.signal(signal.SIGHUP, lambda number, frame: print("own SIGHUP handler", flush=True))
+async def serve():
+    with obeying(object(), exiting=sys.argv[1] == "exiting"):
+        await asyncio.sleep(0)
+asyncio.run(serve())
+for number in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+    try:
+        os.kill(os.getpid(), number)
+        time.sleep(0.05)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", flush=True)
+print("survived", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "printed", "status"),
+    [
+        ("exiting", ["survived"], 0),  # toolgate serve: on its way out, nothing kills it
+        # a library's caller: each does what it did before the block
+        ("library", ["own SIGHUP handler", "KeyboardInterrupt"], -signal.SIGTERM),
+    ],
+)
+def test_after_serving_stop_signals_are_ignored_by_an_exiting_process_else_restored(
+    mode: str, printed: list[str], status: int
+) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-c", AFTER_OBEYING, mode],
+        capture_output=True,
+        text=True,
+        env=gateway_env(),
+        timeout=30,
+    )
+    assert (ran.stdout.splitlines(), ran.returncode) == (printed, status), ran.stderr

@@ -158,29 +158,44 @@ SIGNALS: Mapping[signal.Signals, Callable[[Process], None]] = {
 
 @contextlib.contextmanager
 def obeying(
-    process: Process, signals: Mapping[signal.Signals, Callable[[Process], None]] = SIGNALS
+    process: Process,
+    signals: Mapping[signal.Signals, Callable[[Process], None]] = SIGNALS,
+    *,
+    exiting: bool = False,
 ) -> Iterator[None]:
     """``signals`` handled on the running loop while in the block (from the main thread
-    only, where signals arrive; elsewhere the caller stops the server itself)."""
+    only, where signals arrive; elsewhere the caller stops the server itself).
+
+    On leaving, each signal does again what it did before; or, ``exiting`` (serving is
+    the process's whole job, as in ``toolgate serve``), nothing until the process exits:
+    it is already on its way out (the gateway's stores close, the loop and interpreter
+    end), and a host that closed stdin and, past its grace, sends SIGTERM to the process
+    tree must not turn that exit 0 into a death by signal. SIGKILL still ends it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     loop = asyncio.get_running_loop()
+    before = {number: signal.getsignal(number) for number in signals}
     for number, action in signals.items():
         loop.add_signal_handler(number, action, process)
     try:
         yield
     finally:
-        for number in signals:
-            loop.remove_signal_handler(number)
+        for number, previous in before.items():
+            loop.remove_signal_handler(number)  # sets SIG_DFL (SIGINT: KeyboardInterrupt)
+            afterwards = signal.SIG_IGN if exiting else previous
+            signal.signal(number, signal.SIG_DFL if afterwards is None else afterwards)
 
 
-async def _serve(gateway: Serving, transport: Callable[[Process], Awaitable[None]]) -> None:
+async def _serve(
+    gateway: Serving, transport: Callable[[Process], Awaitable[None]], *, exiting: bool
+) -> None:
     """Run ``gateway``'s backends and ``transport`` over them, obeying ``SIGNALS`` from
-    before the backends start until after they stop. A signal while they are still
-    starting ends the start-up: they stop and this returns (the process exits 0)."""
+    before the backends start until after they stop (then, ``exiting``, ignoring them:
+    ``obeying``). A signal while they are still starting ends the start-up: they stop
+    and this returns (the process exits 0)."""
     process = Process(gateway, starting=asyncio.current_task())
-    with obeying(process):
+    with obeying(process, exiting=exiting):
         try:
             async with gateway.running():
                 await transport(process)
@@ -192,10 +207,16 @@ async def _serve(gateway: Serving, transport: Callable[[Process], Awaitable[None
 
 
 async def serve_http(
-    gateway: Serving, *, host: str, port: int, allowed_hosts: Sequence[str] = ()
+    gateway: Serving,
+    *,
+    host: str,
+    port: int,
+    allowed_hosts: Sequence[str] = (),
+    exiting: bool = False,
 ) -> None:
     """Serve ``gateway`` over streamable HTTP until a signal stops it (``SIGNALS``);
-    the backends stop after the server."""
+    the backends stop after the server. ``exiting``: the process ends after this
+    (``obeying``)."""
 
     async def http(process: Process) -> None:
         app = gateway.http_app(host=host, allowed_hosts=allowed_hosts)
@@ -207,12 +228,13 @@ async def serve_http(
         await server.serve()
         logger.info("server closed; stopping the backends")
 
-    await _serve(gateway, http)
+    await _serve(gateway, http, exiting=exiting)
 
 
-async def serve_stdio(gateway: Serving) -> None:
+async def serve_stdio(gateway: Serving, *, exiting: bool = False) -> None:
     """Serve ``gateway`` over stdio until the host closes stdin or a signal stops it
-    (``SIGNALS``); the backends stop after the serving."""
+    (``SIGNALS``); the backends stop after the serving. ``exiting``: the process ends
+    after this (``obeying``)."""
 
     async def stdio(process: Process) -> None:
         lines = StdinLines()
@@ -225,7 +247,7 @@ async def serve_stdio(gateway: Serving) -> None:
         ended = "stopped" if process.drain.draining else "stdin closed"
         logger.info("%s; stopping the backends", ended)
 
-    await _serve(gateway, stdio)
+    await _serve(gateway, stdio, exiting=exiting)
 
 
 __all__ = ["SIGNALS", "Process", "Serving", "obeying", "serve_http", "serve_stdio"]

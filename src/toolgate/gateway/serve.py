@@ -415,10 +415,12 @@ class Gateway:
                 await self.calls.close()
         logger.info("backends stopped")
 
-    async def serve_stdio(self) -> None:
-        from toolgate.gateway.process import serve_stdio  # until stdin closes or SIGTERM/SIGINT
+    async def serve_stdio(self, *, exiting: bool = False) -> None:
+        """Serve over stdio until stdin closes or SIGTERM/SIGINT; ``exiting``: this process
+        ends after it, stop signals are ignored from the end of serving to its exit."""
+        from toolgate.gateway.process import serve_stdio
 
-        await serve_stdio(self)
+        await serve_stdio(self, exiting=exiting)
 
     def http_app(self, *, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Starlette:
         """The streamable HTTP app (``/mcp`` and the optional apps in ``apps``) behind the
@@ -442,11 +444,18 @@ class Gateway:
         return app
 
     async def serve_http(
-        self, *, host: str = "127.0.0.1", port: int = 8765, allowed_hosts: Sequence[str] = ()
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        allowed_hosts: Sequence[str] = (),
+        exiting: bool = False,
     ) -> None:
-        from toolgate.gateway.process import serve_http  # until SIGTERM/SIGINT, then drain
+        """Serve over streamable HTTP until SIGTERM/SIGINT, then drain; ``exiting`` as in
+        ``serve_stdio``."""
+        from toolgate.gateway.process import serve_http
 
-        await serve_http(self, host=host, port=port, allowed_hosts=allowed_hosts)
+        await serve_http(self, host=host, port=port, allowed_hosts=allowed_hosts, exiting=exiting)
 
     async def close(self) -> None:
         await self.store.close()
@@ -467,12 +476,16 @@ async def serve(
     port: int = 8765,
     allowed_hosts: Sequence[str] = (),
 ) -> None:
+    """Run a gateway for ``cfg`` as this process's whole job (``toolgate serve``): from
+    the end of serving to the process's exit, stop signals are ignored (``obeying``)."""
     gateway = Gateway(cfg, config_path=path)
     try:
         if transport == "stdio":
-            await gateway.serve_stdio()
+            await gateway.serve_stdio(exiting=True)
         else:
-            await gateway.serve_http(host=host, port=port, allowed_hosts=allowed_hosts)
+            await gateway.serve_http(
+                host=host, port=port, allowed_hosts=allowed_hosts, exiting=True
+            )
     finally:
         await gateway.close()
 
