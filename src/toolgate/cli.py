@@ -14,10 +14,11 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from toolgate import __version__
 from toolgate.errors import ConfigError
+from toolgate.exiting import quick_exit
 
 
 def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
@@ -292,5 +293,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
+def run() -> NoReturn:
+    """The ``toolgate`` command: ``main`` as a process of its own (``main`` is for calling
+    in a running program). See ``quick_exit``."""
+    try:
+        status = main()
+    finally:  # also past argparse's own exits (--help, --version, usage errors)
+        quick_exit()
+    sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

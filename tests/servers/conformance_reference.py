@@ -30,6 +30,8 @@ from fastmcp.prompts import Message
 from fastmcp.tools import Tool, ToolResult
 from pydantic import BaseModel, Field
 
+from toolgate.exiting import quick_exit
+
 
 def _png_1x1_red() -> bytes:
     def chunk(kind: bytes, data: bytes) -> bytes:
@@ -377,3 +379,4 @@ if __name__ == "__main__":
         )
     else:
         mcp.run(transport="stdio", show_banner=False)
+        quick_exit()  # end without collecting the heap (toolgate.exiting)

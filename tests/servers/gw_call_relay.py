@@ -42,6 +42,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import UrlElicitationRequiredError
 from mcp.shared.message import ServerMessageMetadata
 
+from toolgate.exiting import quick_exit
+
 EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 TOOLS = [
     mt.Tool(
@@ -300,6 +302,7 @@ def main() -> None:
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(run)
+    quick_exit()  # end without collecting the heap (toolgate.exiting)
 
 
 if __name__ == "__main__":

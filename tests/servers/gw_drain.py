@@ -13,6 +13,8 @@ from pathlib import Path
 
 from fastmcp import FastMCP
 
+from toolgate.exiting import quick_exit
+
 mcp = FastMCP("gw-drain")
 started: Path | None = None
 
@@ -35,3 +37,4 @@ if __name__ == "__main__":
     started = ns.started
     ns.pid.write_text(str(os.getpid()))
     mcp.run(transport="stdio", show_banner=False)
+    quick_exit()  # end without collecting the heap (toolgate.exiting)

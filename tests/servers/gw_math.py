@@ -10,6 +10,8 @@ import argparse
 
 from fastmcp import FastMCP
 
+from toolgate.exiting import quick_exit
+
 mcp = FastMCP("gw-math")
 
 
@@ -42,3 +44,4 @@ if __name__ == "__main__":
         )
     else:
         mcp.run(transport="stdio", show_banner=False)
+        quick_exit()  # end without collecting the heap (toolgate.exiting)

@@ -19,6 +19,8 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
+from toolgate.exiting import quick_exit
+
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 NOTE_ID = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
@@ -91,3 +93,4 @@ if __name__ == "__main__":
         print(f"gw_notes: refusing to start while {ns.fail_if} exists", file=sys.stderr)
         sys.exit(1)
     anyio.run(main)
+    quick_exit()  # end without collecting the heap (toolgate.exiting)

@@ -27,6 +27,8 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
+from toolgate.exiting import quick_exit
+
 EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 URI = {"type": "object", "properties": {"uri": {"type": "string"}}, "required": ["uri"]}
 
@@ -185,3 +187,4 @@ async def main() -> None:
 
 if __name__ == "__main__":
     anyio.run(main)
+    quick_exit()  # end without collecting the heap (toolgate.exiting)

@@ -14,6 +14,8 @@ import argparse
 import anyio
 from fastmcp import FastMCP
 
+from toolgate.exiting import quick_exit
+
 mcp = FastMCP("gw-replica")
 NAME = "unnamed"
 
@@ -48,3 +50,4 @@ if __name__ == "__main__":
     parser.add_argument("--name", required=True)
     NAME = parser.parse_args().name
     mcp.run(transport="stdio", show_banner=False)
+    quick_exit()  # end without collecting the heap (toolgate.exiting)

@@ -13,6 +13,8 @@ import mcp_types as mt
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
+from toolgate.exiting import quick_exit
+
 EMPTY: dict[str, Any] = {"type": "object", "properties": {}}
 
 
@@ -47,3 +49,4 @@ async def main() -> None:
 
 if __name__ == "__main__":
     anyio.run(main)
+    quick_exit()  # end without collecting the heap (toolgate.exiting)

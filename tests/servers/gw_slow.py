@@ -13,6 +13,8 @@ from pathlib import Path
 
 from fastmcp import FastMCP
 
+from toolgate.exiting import quick_exit
+
 mcp = FastMCP("gw-slow")
 
 
@@ -34,3 +36,4 @@ if __name__ == "__main__":
         time.sleep(0.05)
     print("gw-slow: gate open, serving", file=sys.stderr, flush=True)
     mcp.run(transport="stdio", show_banner=False)
+    quick_exit()  # end without collecting the heap (toolgate.exiting)

@@ -14,6 +14,7 @@ import anyio
 from mcp.server import MCPServer, Server
 
 from toolgate import CallContext, Group, Policy, Principal, Tool, ToolSet
+from toolgate.exiting import quick_exit
 from toolgate.identity import IdentityResolver
 from toolgate.lowlevel import Binding, bind
 from toolgate.strategies import DeliveryConfig
@@ -140,3 +141,4 @@ if __name__ == "__main__" and sys.argv[1:2] == ["stdio"]:
         rest[1] if len(rest) > 1 else "menu",
         int(rest[2]) if len(rest) > 2 else 100,
     )
+    quick_exit()  # end without collecting the heap (toolgate.exiting)

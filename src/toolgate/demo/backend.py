@@ -14,6 +14,7 @@ from fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 
 from toolgate.demo.db import default_db_path
+from toolgate.exiting import quick_exit
 
 READ = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -46,3 +47,4 @@ def serve_stdio(
     )
     args = parser.parse_args(argv)
     build_server(args.db).run(transport="stdio", show_banner=False)
+    quick_exit()  # the process ends here, as soon as the gateway closes its stdin
