@@ -3,8 +3,9 @@ the config again and the live session hears ``tools/list_changed`` and lists the
 config, on the same session (a config with errors is refused and the running one
 stays); SIGTERM and SIGINT end the serving while the host still holds stdin open, the
 backend process it started ends, and the process exits 0, also when stopped while its
-backends are still starting, and a signal while it exits leaves that exit 0. A real ``toolgate serve`` started as an MCP host starts it
-(the SDK's ``stdio_client``, or ``fastmcp.Client`` over stdio; Linux's ``/proc``).
+backends are still starting, and a signal while it exits leaves that exit 0. A real
+``toolgate serve`` started as an MCP host starts it (the SDK's ``stdio_client``, or
+``fastmcp.Client`` over stdio; Linux's ``/proc``).
 """
 
 from __future__ import annotations
