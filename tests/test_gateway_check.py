@@ -9,23 +9,26 @@ alike, over a real backend that offers prompts, resources and a template.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
 from _fixtures.gateway import SERVERS, toolgate_argv
+from toolgate.cli import main
 from toolgate.gateway.config.build import ContentProblem, build_toolset
 from toolgate.gateway.config.model import parse_config
 
 CONFIGS = Path(__file__).parent / "configs"
 CASES = sorted(p for p in CONFIGS.iterdir() if p.suffix in (".json", ".toml"))
-# the first test asking for ``checked`` waits for all 24 checks, each starting backends
+# the first test asking for ``checked`` waits for all 24 checks, some starting backends
 pytestmark = pytest.mark.timeout(300)
 
 
@@ -33,7 +36,8 @@ pytestmark = pytest.mark.timeout(300)
 def checked(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, subprocess.CompletedProcess[str]]:
-    """Every config checked once, four at a time (each starts its backends)."""
+    """Every config checked once, in this process (a process each cost more than the
+    check: the imports and the interpreter's start)."""
     folder = tmp_path_factory.mktemp("configs")
     shutil.copytree(CONFIGS, folder, dirs_exist_ok=True)
     for case in CASES:
@@ -42,16 +46,15 @@ def checked(
         copy.write_text(text.replace("{servers}", str(SERVERS)))
 
     def run(case: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*toolgate_argv(), "check", case.name],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        """The command's own code in this process, as its process would run it (the
+        entry point itself: ``test_check_expands_environment_variables_in_server_values``
+        and the others below run the ``toolgate`` process)."""
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.chdir(folder), redirect_stdout(out), redirect_stderr(err):
+            status = main(["check", case.name])
+        return subprocess.CompletedProcess(case.name, status, out.getvalue(), err.getvalue())
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(zip((c.stem for c in CASES), pool.map(run, CASES), strict=True))
+    return {case.stem: run(case) for case in CASES}
 
 
 def test_every_broken_config_has_an_expected_message() -> None:

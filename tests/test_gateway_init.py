@@ -8,11 +8,14 @@ snippet printed for the host must parse in that host's format.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
 import sys
 import tomllib
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ import jsonschema
 import pytest
 
 from _fixtures.gateway import SERVERS, toolgate_argv
+from toolgate.cli import main
 from toolgate.errors import ConfigError
 from toolgate.gateway.commands.init import build_init, group_name
 
@@ -28,9 +32,12 @@ MATH_SERVER = {"command": sys.executable, "args": [str(SERVERS / "gw_math.py")]}
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*toolgate_argv(), *args], capture_output=True, text=True, cwd=cwd, timeout=120
-    )
+    """``toolgate ARGS`` in ``cwd``, by the command's code in this process (the servers
+    it reads run as processes; the first test also runs the ``toolgate`` process)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), redirect_stdout(out), redirect_stderr(err):
+        status = main(list(args))
+    return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
 
 
 def test_init_from_claude_desktop_writes_a_config_that_checks_and_a_host_snippet(
@@ -88,7 +95,10 @@ def test_init_from_claude_desktop_writes_a_config_that_checks_and_a_host_snippet
     assert entry["args"][-2:] == ["serve", str(written.resolve())]
     assert Path(entry["command"]).is_absolute()
 
-    checked = run("check", str(written), cwd=tmp_path)
+    # the toolgate command itself, as the host snippet would run it
+    checked = subprocess.run(
+        [*toolgate_argv(), "check", str(written)], capture_output=True, text=True, timeout=120
+    )
     assert checked.returncode == 0, checked.stderr
     assert checked.stdout.endswith("ok: 4 tools from 2 backend(s), 2 groups\n")
 

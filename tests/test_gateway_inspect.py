@@ -7,28 +7,29 @@ of a default, a token-table and an inline principal.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _fixtures.gateway import gateway_config, gateway_env, toolgate_argv
+from toolgate.cli import main
 
 META = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
 
 
 def inspect(config: Path, *extra: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [*toolgate_argv(), "inspect", str(config), "--format", "json", *extra],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=gateway_env(),
-    )
-    assert done.returncode == 0, done.stderr
-    data: dict[str, Any] = json.loads(done.stdout)
+    """``toolgate inspect --format json`` run by the command's code in this process (the
+    tables below run the ``toolgate`` process itself)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        status = main(["inspect", str(config), "--format", "json", *extra])
+    assert status == 0, err.getvalue()
+    data: dict[str, Any] = json.loads(out.getvalue())
     return data
 
 
