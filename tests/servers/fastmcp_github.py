@@ -13,6 +13,7 @@ from typing import Any
 from fastmcp import Context, FastMCP
 
 from toolgate import CallContext, Group, Policy, ToolSet, in_group, tool
+from toolgate.exiting import quick_exit
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.strategies import DeliveryConfig
 
@@ -117,3 +118,4 @@ def build(
 if __name__ == "__main__":
     server, _ = build(strategy=sys.argv[1] if len(sys.argv) > 1 else "auto", page_size=4)
     server.run("stdio", show_banner=False)
+    quick_exit()  # end without collecting the heap (toolgate.exiting)

@@ -15,6 +15,8 @@ import os
 import sys
 from typing import Any
 
+from toolgate.exiting import quick_exit
+
 OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 TOOLS = [
     {"name": name, "description": text, "inputSchema": OBJECT}
@@ -93,3 +95,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    quick_exit()  # end without collecting the heap (toolgate.exiting)

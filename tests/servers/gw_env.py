@@ -12,6 +12,8 @@ import sys
 
 from fastmcp import FastMCP
 
+from toolgate.exiting import quick_exit
+
 mcp = FastMCP("gw-env", instructions="Reads the process environment.\n\nFor tests only.")
 
 
@@ -30,3 +32,4 @@ if __name__ == "__main__":
         print(ns.fail, file=sys.stderr, flush=True)
         sys.exit(3)
     mcp.run(show_banner=False)
+    quick_exit()  # end without collecting the heap (toolgate.exiting)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from fastmcp import FastMCP
 
+from toolgate.exiting import quick_exit
+
 mcp = FastMCP("gw-prompts")
 
 
@@ -43,3 +45,4 @@ def page(page: str) -> str:
 
 if __name__ == "__main__":
     mcp.run(show_banner=False)
+    quick_exit()  # end without collecting the heap (toolgate.exiting)
