@@ -43,7 +43,7 @@ from _fixtures.gateway import (
 from _fixtures.mcp_servers import free_port
 from toolgate.errors import ConfigError
 from toolgate.gateway.config.model import parse_config
-from toolgate.gateway.ingress.protocol import guarded_protocol
+from toolgate.gateway.ingress.protocol import GuardedProtocol, guarded_protocol
 
 DRAIN_TIMEOUT = 3  # seconds: the short calls finish within it, the long ones do not
 SHORT, LONG = 0.5, 120.0
@@ -279,6 +279,16 @@ def test_a_request_whose_head_was_arriving_when_the_server_closed_is_answered_no
             time.sleep(0.02)
         with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
             conn.sendall(b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # half a head
+            # the server has accepted the connection and read that half (a connection
+            # still in the listener's backlog is reset when the listener closes: before
+            # any server code sees it, on a loaded machine)
+            deadline = time.monotonic() + 10
+            while not any(
+                isinstance(c, GuardedProtocol) and c.head_arriving
+                for c in list(server.server_state.connections)
+            ):
+                assert time.monotonic() < deadline, "the server never read the half head"
+                time.sleep(0.01)
             server.should_exit = True
             deadline = time.monotonic() + 10
             while not refused(port):  # the server is closing: it takes no new connection

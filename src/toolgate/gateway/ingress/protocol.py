@@ -251,11 +251,16 @@ class GuardedProtocol(HttpToolsProtocol):
             return
         self.loop.call_later(self.settle, self._close_if_idle)
 
+    @property
+    def head_arriving(self) -> bool:
+        """Part of a request's head is in, not all of it."""
+        return bool(self._head_bytes) and not self._head_done
+
     def _close_if_idle(self) -> None:
         if self.transport.is_closing():
             return  # a request came, was answered and closed the connection itself
         busy = self.cycle is not None and not self.cycle.response_complete
-        if not busy and not (self._head_bytes and not self._head_done):
+        if not busy and not self.head_arriving:
             self.transport.close()
 
     def on_response_complete(self) -> None:
