@@ -1,28 +1,26 @@
 """``toolgate check`` on a folder of broken configs, each with the message it must print.
 
-Every ``tests/configs/<name>.(json|toml)`` has a ``<name>.expected`` substring; the real
-command runs on a copy whose ``{python}`` / ``{servers}`` placeholders point at this
-interpreter and ``tests/servers``. Broken configs exit 1 with errors on stderr, one per line.
+Every ``tests/configs/<name>.(json|toml)`` has a ``<name>.expected`` substring; the
+command (its code, in the test process) runs on a copy whose ``{python}`` / ``{servers}``
+placeholders point at this interpreter and ``tests/servers``. Broken configs exit 1 with
+errors on stderr, one per line.
 Prompt and resource patterns that match nothing are warnings, from ``check`` and ``inspect``
 alike, over a real backend that offers prompts, resources and a template.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
+from _fixtures.command import command_in_process
 from _fixtures.gateway import SERVERS, toolgate_argv
-from toolgate.cli import main
 from toolgate.gateway.config.build import ContentProblem, build_toolset
 from toolgate.gateway.config.model import parse_config
 
@@ -36,8 +34,8 @@ pytestmark = pytest.mark.timeout(300)
 def checked(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, subprocess.CompletedProcess[str]]:
-    """Every config checked once, in this process (a process each cost more than the
-    check: the imports and the interpreter's start)."""
+    """Every config checked once, by the command's code in this process (a process each
+    cost more than the checks; the tests below run the ``toolgate`` process itself)."""
     folder = tmp_path_factory.mktemp("configs")
     shutil.copytree(CONFIGS, folder, dirs_exist_ok=True)
     for case in CASES:
@@ -45,16 +43,7 @@ def checked(
         text = copy.read_text().replace("{python}", sys.executable)
         copy.write_text(text.replace("{servers}", str(SERVERS)))
 
-    def run(case: Path) -> subprocess.CompletedProcess[str]:
-        """The command's own code in this process, as its process would run it (the
-        entry point itself: ``test_check_expands_environment_variables_in_server_values``
-        and the others below run the ``toolgate`` process)."""
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.chdir(folder), redirect_stdout(out), redirect_stderr(err):
-            status = main(["check", case.name])
-        return subprocess.CompletedProcess(case.name, status, out.getvalue(), err.getvalue())
-
-    return {case.stem: run(case) for case in CASES}
+    return {case.stem: command_in_process("check", case.name, cwd=folder) for case in CASES}
 
 
 def test_every_broken_config_has_an_expected_message() -> None:

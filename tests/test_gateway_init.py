@@ -8,22 +8,19 @@ snippet printed for the host must parse in that host's format.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 import subprocess
 import sys
 import tomllib
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
+from _fixtures.command import command_in_process
 from _fixtures.gateway import SERVERS, toolgate_argv
-from toolgate.cli import main
 from toolgate.errors import ConfigError
 from toolgate.gateway.commands.init import build_init, group_name
 
@@ -34,10 +31,7 @@ MATH_SERVER = {"command": sys.executable, "args": [str(SERVERS / "gw_math.py")]}
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """``toolgate ARGS`` in ``cwd``, by the command's code in this process (the servers
     it reads run as processes; the first test also runs the ``toolgate`` process)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(cwd), redirect_stdout(out), redirect_stderr(err):
-        status = main(list(args))
-    return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
+    return command_in_process(*args, cwd=cwd)
 
 
 def test_init_from_claude_desktop_writes_a_config_that_checks_and_a_host_snippet(

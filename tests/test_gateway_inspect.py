@@ -1,4 +1,4 @@
-"""``toolgate inspect`` through the real command: JSON numbers that add up, and ``--as``.
+"""``toolgate inspect``, by its code and as a process: JSON numbers that add up, and ``--as``.
 
 Runs against a config fronting two real backends; checks the group tree, per-group and
 flat/disclosed token totals (each total is the sum of its parts) and the explained view
@@ -7,29 +7,25 @@ of a default, a token-table and an inline principal.
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _fixtures.command import command_in_process
 from _fixtures.gateway import gateway_config, gateway_env, toolgate_argv
-from toolgate.cli import main
 
 META = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
 
 
 def inspect(config: Path, *extra: str) -> dict[str, Any]:
-    """``toolgate inspect --format json`` run by the command's code in this process (the
+    """``toolgate inspect --format json`` by the command's code in this process (the
     tables below run the ``toolgate`` process itself)."""
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        status = main(["inspect", str(config), "--format", "json", *extra])
-    assert status == 0, err.getvalue()
-    data: dict[str, Any] = json.loads(out.getvalue())
+    done = command_in_process("inspect", str(config), "--format", "json", *extra)
+    assert done.returncode == 0, done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
     return data
 
 
