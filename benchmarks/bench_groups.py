@@ -1,11 +1,11 @@
 """What the groups extension costs and saves on GitHub's MCP catalog (117 tools).
 
 The catalog is grouped into GitHub's natural toolsets by the fixed name rules in
-``RULES`` (first match wins; ``get_me`` and ``ui_get`` stay top-level). Sizes are the
-compact JSON of each JSON-RPC ``result`` with every tool definition in it as a model reads
-it (name, description, input schema: ``toolgate.tokens.model_form``; never ``icons``,
-``_meta``, ``title`` or annotations), the rule every token count of the project follows;
-tokens are o200k (``toolgate.tokens``).
+``RULES`` (first match wins; ``get_me`` and ``ui_get`` stay top-level). Sizes are what a
+model reads of each JSON-RPC ``result``: every tool definition in it counted apart, as a
+host hands it on (name, description, input schema: ``toolgate.tokens.model_text``; never
+``icons``, ``_meta``, ``title`` or annotations), and the rest of the result as compact JSON,
+the rule every token count of the project follows; tokens are o200k (``toolgate.tokens``).
 
 ``--auto`` compares groups made for you (``toolgate.grouping``, what ``toolgate init``
 writes) with hand-written ones on the same tasks, on GitHub's catalog (against ``RULES``)
@@ -23,7 +23,7 @@ import asyncio
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from toolgate.grouping import GroupingSettings, propose_groups
 from toolgate.strategies import Delivery
 from toolgate.strategies.base import GROUPS_EXTENSION
 from toolgate.strategies.groups import GroupsStrategy
-from toolgate.tokens import TokenCounter, best_counter, model_form, wire_text
+from toolgate.tokens import TokenCounter, best_counter, model_text, wire_text
 from toolgate.toolset import ToolSet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,23 +102,36 @@ def load_toolset() -> ToolSet:
     return ts
 
 
-def as_model_reads(result: Mapping[str, Any]) -> dict[str, Any]:
-    """A result with the tool definitions in it (``tools``, a ``groups/get``'s
-    ``contents.tools``) in the form a host hands them to a model."""
-    out = dict(result)
-    if isinstance(out.get("tools"), list):
-        out["tools"] = [model_form(t) for t in out["tools"]]
-    contents = out.get("contents")
+def split_tools(result: Mapping[str, Any]) -> tuple[dict[str, Any], list[Mapping[str, Any]]]:
+    """``result`` without the tool definitions in it (``tools``, a ``groups/get``'s
+    ``contents.tools``), and those definitions."""
+    rest = dict(result)
+    tools: list[Mapping[str, Any]] = []
+    if isinstance(rest.get("tools"), list):
+        tools += rest.pop("tools")
+    contents = rest.get("contents")
     if isinstance(contents, Mapping) and isinstance(contents.get("tools"), list):
-        out["contents"] = {**contents, "tools": [model_form(t) for t in contents["tools"]]}
-    return out
+        tools += contents["tools"]
+        rest["contents"] = {k: v for k, v in contents.items() if k != "tools"}
+    return rest, tools
 
 
-def size(result: Mapping[str, Any], counter: TokenCounter) -> tuple[int, int]:
-    """(bytes, tokens) of ``result`` as a model reads it: :func:`as_model_reads`, in the
-    one serialization every count uses (``toolgate.tokens.wire_text``)."""
-    text = wire_text(as_model_reads(result))
-    return len(text.encode()), counter.count(text)
+def size(
+    result: Mapping[str, Any],
+    counter: TokenCounter,
+    form: Callable[[Mapping[str, Any]], str] = model_text,
+) -> tuple[int, int]:
+    """(bytes, tokens) of ``result`` as a model reads it. Each tool definition in it is
+    counted apart, as a host hands it on (``toolgate.tokens.model_text``: the rule of
+    ``estimate_tokens``, ``toolgate inspect`` and every count of the project); the rest
+    of the result, if any (a ``groups/get``'s instructions and child groups, a
+    ``groups/list``), in the one serialization (``wire_text``). ``form=wire_text``
+    counts every wire field instead (icons too), for the size a model never reads."""
+    rest, tools = split_tools(result)
+    texts = [form(t) for t in tools]
+    if any(v not in ({}, [], None) for v in rest.values()):
+        texts.append(wire_text(rest))
+    return sum(len(t.encode()) for t in texts), sum(counter.count(t) for t in texts)
 
 
 async def measure() -> dict[str, Any]:
@@ -157,9 +170,10 @@ def table(m: dict[str, Any]) -> str:
     rows = [
         f"GitHub MCP server catalog ({m['tools']} tools) in {len(GROUPS)} groups by the fixed "
         f"name rules of `benchmarks/bench_groups.py`; `get_me` and `ui_get` stay top-level. "
-        "Sizes are the compact JSON of each JSON-RPC result with its tools as a model reads "
-        "them (name, description, input schema: `toolgate.tokens.model_form`; no `icons`, "
-        f"`_meta`, `title` or annotations); tokens: {m['counter']}.",
+        "Sizes are what a model reads of each JSON-RPC result: each tool in it counted apart "
+        "as a host hands it on (name, description, input schema: `toolgate.tokens.model_text`, "
+        "as `toolgate inspect` counts; no `icons`, `_meta`, `title` or annotations), the rest "
+        f"of the result as compact JSON; tokens: {m['counter']}.",
         "",
         "| what the client reads | items | bytes | tokens | vs. flat tools/list |",
         "|---|---:|---:|---:|---:|",
@@ -432,12 +446,12 @@ async def auto_section(size_limit: int = 15) -> str:
         "and by `toolgate.grouping` (what `toolgate init` and `toolgate inspect "
         "--suggest-groups` write), each task through the groups extension: `tools/list` + "
         "`groups/list` + one `groups/get` per group holding a needed tool (its cheapest, and "
-        f"the groups above it). Tokens: {counter.name}, compact JSON of each result. A task's "
+        f"the groups above it). Tokens: {counter.name}. A task's "
         "first rows open whole hand-written groups (`bench_groups.py`'s 1- and 3-group tasks); "
         "the rest are `bench_tasks.py`'s tasks (GitHub) and five GitLab tasks. Counted like "
-        "the section above: each result's tools as a model reads them (name, description, "
-        "input schema; no `icons` or `_meta`), both groupings alike. One run on a shared "
-        "2-core machine; the numbers are deterministic.",
+        "the section above: each result's tools apart, as a model reads them (name, "
+        "description, input schema; no `icons` or `_meta`), the rest as compact JSON, both "
+        "groupings alike. One run on a shared 2-core machine; the numbers are deterministic.",
         "",
         *gh_rows,
         "",

@@ -2,8 +2,9 @@
 
 The catalog is GitHub's MCP server (117 tools, ``../shared/data/catalogs``). Counts are
 o200k_base tokens of what the model reads (compact, sorted keys): ``tools/list`` with
-each tool as hosts hand it to a model (``toolgate.tokens.model_form``: name,
-description, input schema), ``resources/list`` for lazy and, for a task, the
+each tool counted apart, as hosts hand it to a model (``toolgate.tokens.estimate_tokens``,
+as ``toolgate inspect`` counts: name, description, input schema), ``resources/list``
+for lazy and, for a task, the
 descriptions it fetches. Writes ``benchmarks/RESULTS.md`` between the ``lazy`` markers.
 
 Run: ``.venv/bin/python benchmarks/bench_lazy.py``
@@ -26,7 +27,7 @@ from search_eval import RESULTS, write_section  # noqa: E402
 from toolgate import Tool, ToolSet  # noqa: E402
 from toolgate.strategies import Delivery, DeliveryConfig  # noqa: E402
 from toolgate.strategies.lazy import LazyDescriptions  # noqa: E402
-from toolgate.tokens import TokenCounter, best_counter, model_form, wire_text  # noqa: E402
+from toolgate.tokens import TokenCounter, best_counter, estimate_tokens, wire_text  # noqa: E402
 
 CATALOG = ROOT.parent / "shared" / "data" / "catalogs" / "github-mcp-server.json"
 VOCAB = ROOT.parent / "shared" / "data" / "tokenizers"
@@ -74,7 +75,8 @@ async def measure(counter: TokenCounter) -> dict[str, Any]:
         return counter.count(wire_text(data))
 
     def list_tokens(tools: list[dict[str, Any]]) -> int:
-        return tokens({"tools": [model_form(t) for t in tools]})
+        """Each tool apart, as a host hands it on (``toolgate inspect``'s count)."""
+        return int(estimate_tokens(tools, counter)["total"])
 
     async def listing(delivery: Delivery, key: str) -> list[dict[str, Any]]:
         strategy, request = delivery.request(session_key=key)
@@ -105,7 +107,7 @@ async def measure(counter: TokenCounter) -> dict[str, Any]:
             assert all("error" not in v for v in fetched.values()), fetched
             out[mode][task] = initial + tokens(fetched)
     # every field the server sends, icons included: what counting the wire would say
-    out["flat_wire"] = tokens({"tools": list(flat_list)})
+    out["flat_wire"] = sum(tokens(t) for t in flat_list)
     out["tokenizer"] = counter.name
     return out
 
@@ -141,7 +143,8 @@ def table(r: dict[str, Any]) -> str:
     return (
         f"Lazy descriptions on GitHub's MCP server ({r['tools']} tools), tokenizer "
         f"`{r['tokenizer']}`, over the compact sorted-key JSON of what the model reads (each "
-        "listed tool's name, description and input schema). Lazy lists carry each tool's "
+        "listed tool apart: its name, description and input schema, as `toolgate inspect` "
+        "counts). Lazy lists carry each tool's "
         "first sentence and the pointer to `describe_tools` (plus that meta-tool and the "
         "`tool_descriptions` resource entry); `minimal` keeps only the required arguments "
         "and their types; descriptions are derived from the tools (no doc files). Tasks: "

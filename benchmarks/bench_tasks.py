@@ -10,12 +10,14 @@ client that does, and ``describe_tools`` for needed tools whose full definition 
 not read yet when the server offers that tool.
 
 Counted in o200k tokens: what the model reads, i.e. every ``tools/list`` page (each tool
-as hosts hand it to a model: name, description, input schema, ``toolgate.tokens.model_form``;
+counted apart, as hosts hand it to a model: name, description, input schema,
+``toolgate.tokens.model_text``, the rule of ``estimate_tokens`` and ``toolgate inspect``;
 never ``icons``, ``_meta``, ``title`` or annotations) and the content blocks of each result
-(``groups/*`` results as JSON, their tools in the same model form); the structured-content
-twin of results separately (a host shows one of the two). Savings are against the flat
-list counted the same way; its whole wire form (every field, icons included) is given
-once, as a size, never as a baseline (README and RESULTS are restated on the honest one).
+(``groups/*`` results as JSON, their tools counted the same way: ``bench_groups.size``);
+the structured-content twin of results separately (a host shows one of the two).
+Savings are against the flat list counted the same way; its whole wire form (every
+field, icons included) is given once, as a size, never as a baseline (README and
+RESULTS are restated on the honest one).
 Extra calls are the requests after the first ``tools/list`` (re-lists are counted
 apart). A task is *reached* when the model has read the full input schema of every tool
 it needs. The styles whose cost depends on the grouping run a second time on the groups
@@ -56,6 +58,7 @@ from bench_groups import (  # noqa: E402
     github_grouping,
     group_of,
     raw_tools,
+    size,
 )
 from search_eval import RESULTS, write_section  # noqa: E402
 
@@ -68,7 +71,7 @@ from toolgate.client.extension import (  # noqa: E402
     ListGroupsRequest,
 )
 from toolgate.grouping import GroupingSettings  # noqa: E402
-from toolgate.tokens import TokenCounter, best_counter, model_form  # noqa: E402
+from toolgate.tokens import TokenCounter, best_counter, wire_text  # noqa: E402
 
 VOCAB = ROOT.parent / "shared" / "data" / "tokenizers"
 BEGIN, END = "<!-- tasks:begin -->", "<!-- tasks:end -->"
@@ -273,23 +276,6 @@ def wire(model: Any) -> Any:
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-def compact(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-
-
-def as_model_reads(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Tool definitions as a host hands them to a model (name, description, schema)."""
-    return [model_form(t) for t in tools]
-
-
-def groups_result_as_model_reads(result: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``groups/*`` result with the tools in its ``contents`` in model form."""
-    contents = result.get("contents")
-    if not isinstance(contents, Mapping) or not isinstance(contents.get("tools"), list):
-        return dict(result)
-    return {**result, "contents": {**contents, "tools": as_model_reads(contents["tools"])}}
-
-
 def walk(data: Any) -> Iterable[Mapping[str, Any]]:
     """Every JSON object inside ``data``."""
     if isinstance(data, Mapping):
@@ -355,9 +341,9 @@ class Reading:
             params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
             page = await session.list_tools(params=params)
             tools = [wire(t) for t in page.tools]
-            tokens = self.counter.count(compact(as_model_reads(tools)))
+            tokens = size({"tools": tools}, self.counter)[1]
             self.listed += tokens
-            self.wire_extra += self.counter.count(compact(tools)) - tokens
+            self.wire_extra += size({"tools": tools}, self.counter, wire_text)[1] - tokens
             self.steps.append(("tools/list", tokens))
             names |= {t["name"] for t in tools}
             self.named |= {t["name"] for t in tools}
@@ -380,18 +366,18 @@ class Reading:
                 tokens += self.counter.count(block.text)
                 self.saw_text(block.text)
             else:
-                tokens += self.counter.count(compact(wire(block)))
+                tokens += self.counter.count(wire_text(wire(block)))
         self.content += tokens
         self.steps.append((name, tokens))
         if result.structured_content is not None:
-            self.structured += self.counter.count(compact(result.structured_content))
+            self.structured += self.counter.count(wire_text(result.structured_content))
 
     async def request(self, session: ClientSession, request: Any) -> dict[str, Any]:
         self.calls += 1
         result = await session.send_request(request, RAW)
-        tokens = self.counter.count(compact(groups_result_as_model_reads(result)))
+        tokens = size(result, self.counter)[1]
         self.content += tokens
-        self.wire_extra += self.counter.count(compact(result)) - tokens
+        self.wire_extra += size(result, self.counter, wire_text)[1] - tokens
         self.steps.append((str(request.method), tokens))
         self.saw(result)
         return result
@@ -564,9 +550,10 @@ def report(
         "`toolgate serve` over streamable HTTP in front of GitHub's MCP catalog, 117 tools "
         "in 10 groups; client `mcp.ClientSession`, protocol 2025-11-25).",
         "",
-        "Read = `tools/list` pages + content blocks of results, each tool counted as a host "
-        "hands it to a model (name, description, input schema: `toolgate.tokens.model_form`; "
-        "no `icons`, `_meta`, `title` or annotations); the structured twin is what a host "
+        "Read = `tools/list` pages + content blocks of results, each tool counted apart, as a "
+        "host hands it to a model (name, description, input schema: "
+        "`toolgate.tokens.model_text`, as `toolgate inspect` counts; no `icons`, `_meta`, "
+        "`title` or annotations); the structured twin is what a host "
         "showing `structuredContent` instead would read. Saved is against the flat list "
         f"counted the same way ({honest:,} tokens; the same list is {whole:,} tokens with "
         "every wire field, icons included, which no model reads).",
