@@ -439,6 +439,42 @@ async def test_a_request_whose_id_is_not_a_string_or_integer_is_an_error(
     assert (response.status_code, response.json()["error"]["code"]) == (400, -32600)
 
 
+#: JSON-RPC messages of a wrong shape, and the one line each is answered with
+MALFORMED = [
+    ([{"jsonrpc": "2.0", "id": 2, "method": "ping"}], -32600, "a JSON-RPC batch (an array)"),
+    ({"jsonrpc": "2.0", "id": 3}, -32600, "a message needs a 'method'"),
+    ({"jsonrpc": "1.0", "id": 4, "method": "ping"}, -32600, '"jsonrpc" must be "2.0"'),
+    ({"jsonrpc": "2.0", "id": 5, "method": 7}, -32600, "'method' must be a string"),
+    ({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": [1]}, -32602, "'params'"),
+    ("ping", -32600, "the body must be one JSON-RPC message"),
+]
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize(("body", "code", "named"), MALFORMED)
+async def test_a_malformed_json_rpc_message_gets_one_line_naming_its_fault_on_either_era(
+    gateway: HttpGateway, era: str, body: Any, code: int, named: str
+) -> None:
+    """The same answer on both eras (the SDK's legacy path would answer -32602 with a
+    validation dump, its 2026-07-28 path -32600), the request's id echoed where it has
+    one; the session keeps working."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        if era == "2025-11-25":
+            headers = await raw_session(http, gateway)
+        else:
+            headers = {**MCP, **ALICE, "mcp-protocol-version": era}
+        response = await http.post(gateway.url, content=json.dumps(body), headers=headers)
+        error = response.json()["error"]
+        assert (response.status_code, error["code"]) == (400, code)
+        assert named in error["message"] and "pydantic" not in error["message"]
+        rid = body.get("id") if isinstance(body, dict) else None
+        assert response.json()["id"] == rid
+        if era == "2025-11-25":
+            ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+            after = await http.post(gateway.url, json=ping, headers=headers)
+            assert after.status_code == 200 and '"result"' in after.text
+
+
 async def test_a_post_without_the_required_accept_header_is_406(gateway: HttpGateway) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         del http.headers["accept"]  # httpx sends "*/*" unless told otherwise

@@ -4,7 +4,7 @@
 dashboard): the client's address behind trusted proxies (``scope["client"]``), ``Host``
 and ``Origin`` against the one list of allowed hosts (DNS rebinding), one well-formed
 ``Authorization`` credential resolved once (``CALLER``), the body read once (``BODY``),
-its size, JSON nesting, lone surrogates and JSON-RPC ids.
+its size, JSON nesting, lone surrogates, JSON-RPC ids and the shape of a JSON-RPC message.
 Ingress layer: Starlette, the core's identity and ``toolgate.request``'s verdict.
 """
 
@@ -166,7 +166,44 @@ def json_problem(body: bytes, limits: GuardLimits, *, rpc: bool) -> BodyProblem 
             return BodyProblem(
                 400, "Invalid Request: a request's id must be a string or an integer", -32600
             )
-    return None
+    return envelope_problem(parsed) if rpc else None
+
+
+def envelope_problem(message: Any) -> BodyProblem | None:
+    """What is wrong with the shape of one JSON-RPC message, named in one line, on either
+    protocol era: one object (MCP sends no batches), ``"jsonrpc": "2.0"``, and a string
+    ``method`` with object ``params``, if any (a request or notification), or an ``id`` with a
+    ``result`` or ``error`` (a client's response to a server's request)."""
+    if isinstance(message, list):
+        return BodyProblem(
+            400,
+            "Invalid Request: a JSON-RPC batch (an array) is not accepted; send one message "
+            "per request",
+            -32600,
+        )
+    if not isinstance(message, dict):
+        return BodyProblem(
+            400, "Invalid Request: the body must be one JSON-RPC message, a JSON object", -32600
+        )
+    rpc_id = message.get("id")
+    rpc_id = rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
+    if message.get("jsonrpc") != "2.0":
+        return BodyProblem(400, 'Invalid Request: "jsonrpc" must be "2.0"', -32600, rpc_id)
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return BodyProblem(400, "Invalid Request: 'method' must be a string", -32600, rpc_id)
+        if message.get("params") is not None and not isinstance(message["params"], dict):
+            return BodyProblem(400, "Invalid params: 'params' must be an object", -32602, rpc_id)
+        return None
+    if "id" in message and ("result" in message or "error" in message):
+        return None
+    return BodyProblem(
+        400,
+        "Invalid Request: a message needs a 'method' (a request or notification), or an "
+        "'id' with a 'result' or an 'error' (a response)",
+        -32600,
+        rpc_id,
+    )
 
 
 class _TooLarge(Exception):
