@@ -47,6 +47,7 @@ from toolgate.gateway.backends.backend import Backend, Timing, unsendable
 from toolgate.gateway.backends.supervision import supervise
 from toolgate.gateway.config.servers import StdioServer
 from toolgate.gateway.ingress.protocol import guarded_protocol
+from toolgate.wire import params_fault
 
 OPERATOR_TOKEN = "operator-secret-token"
 MAX_BODY = 65_536
@@ -473,6 +474,62 @@ async def test_a_malformed_json_rpc_message_gets_one_line_naming_its_fault_on_ei
             ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
             after = await http.post(gateway.url, json=ping, headers=headers)
             assert after.status_code == 200 and '"result"' in after.text
+
+
+#: requests MCP defines, with params of the wrong type, and the fault each answer names
+BAD_PARAMS = [
+    ({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}}, "params.name: Field"),
+    (
+        {
+            "jsonrpc": "2.0",
+            "id": 8,
+            "method": "tools/call",
+            "params": {"name": "x", "arguments": 1},
+        },
+        "params.arguments: Input should be a valid dictionary",
+    ),
+    (
+        {"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel", "params": {"level": "loud"}},
+        "params.level: Input should be 'debug'",
+    ),
+]
+
+
+def test_params_of_the_wrong_type_are_named_by_their_path() -> None:
+    fault = params_fault("initialize", {"protocolVersion": 5, "capabilities": {}})
+    assert fault is not None and fault.error.code == -32602
+    assert fault.error.message.startswith("Invalid params: params.")
+    assert params_fault("tools/list", None) is None  # params may be left out
+    assert params_fault("tools/call", {"name": "x", "arguments": {"a": 1}}) is None
+    assert params_fault("groups/get", {}) is None  # not MCP's own: its handler answers
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize(("body", "named"), BAD_PARAMS)
+async def test_params_of_the_wrong_type_are_answered_naming_the_field_on_either_era(
+    gateway: HttpGateway, era: str, body: dict[str, Any], named: str
+) -> None:
+    """The SDK's own check answers only "Invalid request parameters"."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": era,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    async with httpx.AsyncClient(timeout=30) as http:
+        if era == "2025-11-25":
+            headers = await raw_session(http, gateway)
+        else:
+            headers = {**MCP, **ALICE, "mcp-protocol-version": era, "mcp-method": body["method"]}
+            if body["method"] == "tools/call":
+                headers["mcp-name"] = "x"
+            body = {**body, "params": {**body["params"], "_meta": meta}}
+        response = await http.post(gateway.url, json=body, headers=headers)
+    text = response.text
+    answer = (
+        json.loads(text[text.index("{") :].splitlines()[0]) if "data:" in text else response.json()
+    )
+    assert answer["id"] == body["id"]
+    assert answer["error"]["code"] == -32602
+    assert named in answer["error"]["message"], answer
 
 
 async def test_a_post_without_the_required_accept_header_is_406(gateway: HttpGateway) -> None:

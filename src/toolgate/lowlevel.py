@@ -41,7 +41,7 @@ from toolgate.wire import (
     RESOURCE_NOT_FOUND,
     PageParams,
     call_result_wire,
-    check_cursor,
+    check_params,
     cursor_of,
     mcp_error,
     raise_or_result,
@@ -113,7 +113,7 @@ class Binding:
     live: LiveConnections = field(default_factory=LiveConnections, init=False)
     #: the MCP middleware a binding needs on its server (``bind`` appends it; a host that
     #: declares its server's middleware, like the gateway, places it)
-    middleware: ClassVar[tuple[ServerMiddleware[Any], ...]] = (check_cursor,)
+    middleware: ClassVar[tuple[ServerMiddleware[Any], ...]] = (check_params,)
     # the server's own resources handlers, chained after the add-ons'
     _resources_list: HandlerEntry[Any] | None = field(default=None, init=False, repr=False)
     _resources_read: HandlerEntry[Any] | None = field(default=None, init=False, repr=False)

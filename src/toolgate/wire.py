@@ -7,13 +7,16 @@ error result) a client must see. Adapter layer: imports ``mcp`` and the core bel
 
 from __future__ import annotations
 
+import functools
 import json
+import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import mcp_types as mt
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter, ValidationError
 
 from toolgate.catalog import ToolResult
 from toolgate.errors import (
@@ -76,12 +79,47 @@ PAGINATED = frozenset(
 )
 
 
-async def check_cursor(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """``ServerMiddleware``: a paginated request whose cursor is not a string is refused
-    by ``cursor_of``, before the SDK's surface validation answers "Invalid request
-    parameters" without saying which."""
+@functools.cache
+def _params_types() -> Mapping[str, TypeAdapter[Any]]:
+    """Each request method MCP defines for a client, and the type of its params."""
+    out: dict[str, TypeAdapter[Any]] = {}
+    for request in typing.get_args(mt.ClientRequest):
+        (method,) = typing.get_args(request.model_fields["method"].annotation)
+        params: Any = request.model_fields["params"].annotation  # a class, never a string
+        out[method] = TypeAdapter(params)
+    return out
+
+
+def params_fault(method: str, params: Mapping[str, Any] | None) -> MCPError | None:
+    """The JSON-RPC invalid-params error naming the first fault in the params of a
+    request MCP defines (``params.name: Field required``); None when they are well
+    formed or the method is not MCP's own (the groups extension's, say)."""
+    adapter = _params_types().get(method)
+    if adapter is None:
+        return None
+    try:
+        adapter.validate_python(params)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(["params", *(str(part)[:64] for part in error["loc"])])
+        return MCPError(
+            code=mt.INVALID_PARAMS,
+            message=f"Invalid params: {where}: {error['msg']}",
+            data={"field": where.removeprefix("params.")},
+        )
+    return None
+
+
+async def check_params(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """``ServerMiddleware``: a request's params are checked before the SDK's surface
+    validation, which answers "Invalid request parameters" without saying which: a
+    paginated request's cursor by ``cursor_of``, then the params of any request MCP
+    defines against its type (``params_fault``)."""
     if ctx.method in PAGINATED and isinstance(ctx.params, Mapping):
         cursor_of(PageParams(cursor=ctx.params.get("cursor")))
+    fault = params_fault(ctx.method, ctx.params)
+    if fault is not None:
+        raise fault
     return await call_next(ctx)
 
 

@@ -277,7 +277,7 @@ class Gateway:
             log_store_failures,  # a request refused for the store's failure, logged
             *advertise,
             *self._sdk_middleware,
-            *self.binding.middleware,  # a bad cursor refused
+            *self.binding.middleware,  # params of a wrong shape refused, naming the field
             *self.calls.middleware,  # input_required's state sealed, its rounds
             record_sessions(self.binding, self.recorder),  # who each session is, stored
         ]
