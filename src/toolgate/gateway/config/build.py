@@ -64,8 +64,7 @@ class BuildReport:
 def exposed_tools(
     cfg: GatewayConfig, listed: Mapping[str, Sequence[Mapping[str, Any]]], report: BuildReport
 ) -> list[BackendTool]:
-    """Each backend tool with its exposed name; duplicates across backends are errors,
-    an inputSchema that is not JSON Schema a warning."""
+    """Each backend tool with its exposed name; duplicates across backends are errors."""
     out: list[BackendTool] = []
     owner: dict[str, str] = {}
     for server in sorted(listed):
