@@ -17,7 +17,7 @@ from toolgate import (
     ToolNotFound,
     ToolSet,
 )
-from toolgate.errors import ToolHidden
+from toolgate.errors import InvalidArguments, ToolHidden
 
 
 async def active(session: Any) -> list[str]:
@@ -402,6 +402,34 @@ async def test_two_members_of_an_exclusion_set_in_one_request_keep_the_first() -
     assert await active(s) == ["read_mode"]
 
 
+async def test_two_members_of_an_exclusion_set_are_refused_alike_when_the_first_is_on() -> None:
+    """Refused whatever is active: with the first already on, the request changes
+    nothing, never "already enabled" and off at once."""
+    ts = ToolSet()
+    ts.add_groups([Group("read_mode"), Group("write_mode")])
+    ts.exclusive("read_mode", "write_mode")
+    s = ts.session("s")
+    await s.activate(["read_mode"])
+    version = (await s.state()).version
+    result = await s.activate(["write_mode", "read_mode"])
+    assert (result.changed, result.also_disabled) == ((), ())
+    assert [e.to_dict() for e in result.errors] == [
+        {
+            "group": "read_mode",
+            "code": "already_active",
+            "message": "Group 'read_mode' is already enabled",
+        },
+        {
+            "group": "write_mode",
+            "code": "mutually_exclusive",
+            "message": "Cannot enable group 'write_mode' together with 'read_mode' in one "
+            "request: they are mutually exclusive",
+        },
+    ]
+    assert await active(s) == ["read_mode"]
+    assert (await s.state()).version == version
+
+
 async def test_a_group_whose_peer_holds_one_enabled_in_the_same_request_is_refused() -> None:
     """``deep`` excludes ``other``; one request enables ``other_child`` and ``deep``
     (parents first, so ``other_child`` first): the first stays, as for two peers named
@@ -445,6 +473,34 @@ async def test_unknown_groups_are_reported_and_the_known_ones_apply() -> None:
     assert [e.to_dict() for e in result.errors] == [
         {"group": "nope", "code": "group_not_found", "message": "Unknown group: nope"}
     ]
+
+
+LIST_OF_NAMES = 'groups must be a list of group names, like ["issues"], not '
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        ("file_ops", LIST_OF_NAMES + "the string 'file_ops'"),
+        (None, LIST_OF_NAMES + "null"),
+        (
+            [["file_ops"]],
+            "groups must be a list of group names (strings), not a list holding array",
+        ),
+    ],
+)
+async def test_groups_not_given_as_a_list_of_names_are_refused_and_change_nothing(
+    names: Any, message: str
+) -> None:
+    s = hub().session("s")
+    await s.activate(["network"])
+    version = (await s.state()).version
+    for change in (s.activate, s.deactivate):
+        with pytest.raises(InvalidArguments) as err:
+            await change(names)
+        assert err.value.message == message
+    assert await active(s) == ["network"]
+    assert (await s.state()).version == version
 
 
 # -- no change, no signal -------------------------------------------------------------------
@@ -494,6 +550,17 @@ async def test_an_ephemeral_session_records_nothing() -> None:
     assert result.changed == ("file_ops",)
     assert await visible_names(s) == ["ping"]
     assert await listing(ts.store).session_count() == 0
+
+
+async def test_an_ephemeral_session_asks_for_parent_and_child_in_one_request_never_first() -> None:
+    """It records nothing: enabling the parent first would be forgotten."""
+    s = tree().session(None)
+    result = await s.activate(["write"])
+    assert [e.message for e in result.errors] == [
+        "Cannot enable group 'write': its parent group 'db' is not enabled. "
+        "Name 'db' and 'write' in one request."
+    ]
+    assert (await s.activate(["write", "db"])).changed == ("db", "write")
 
 
 # -- budgets ---------------------------------------------------------------------------------

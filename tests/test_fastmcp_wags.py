@@ -204,8 +204,8 @@ async def test_hierarchical_groups_reveal_children_one_level_at_a_time() -> None
         await client.call_tool_mcp("enable_tools", {"groups": ["branches"]})
         assert text(await client.call_tool_mcp("delete_branch", {"branch": "b"})) == "deleted b"
         off = await client.call_tool_mcp("disable_tools", {"groups": ["code"]})
-        assert off.structured_content == {
-            "disabled": ["code"],
+        assert off.structured_content == {  # the cascade is named: repos and branches fell
+            "disabled": ["code", "branches", "repos"],
             "enabled_groups": [],
             "available_tools": [],
             "errors": [],

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from toolgate.catalog import Tool
-from toolgate.errors import GroupNotFound, ParentInactive, ToolgateError
+from toolgate.errors import (
+    GroupNotFound,
+    InvalidArguments,
+    ParentInactive,
+    ToolgateError,
+    json_type,
+)
 from toolgate.state.base import SessionState
 from toolgate.view import ReasonKind, View
 
@@ -73,6 +79,23 @@ class Step:
     off: tuple[str, ...]
 
 
+def group_names(names: Any) -> list[str]:
+    """``names`` as a list of group names; ``InvalidArguments`` for anything else (a
+    single name given as a string is not read letter by letter)."""
+    if isinstance(names, str) or not isinstance(names, Sequence | set | frozenset):
+        got = f"the string {names!r}" if isinstance(names, str) else json_type(names)
+        raise InvalidArguments(
+            f'groups must be a list of group names, like ["issues"], not {got[:80]}'
+        )
+    wrong = [n for n in names if not isinstance(n, str)]
+    if wrong:
+        raise InvalidArguments(
+            f"groups must be a list of group names (strings), not a list holding "
+            f"{json_type(wrong[0])}"
+        )
+    return list(names)
+
+
 def requested(view: View, names: Sequence[str]) -> tuple[list[str], list[GroupError]]:
     """The groups a request names that the principal sees, parents first, and an
     error for each it does not (unknown and out of scope look the same)."""
@@ -88,40 +111,41 @@ def requested(view: View, names: Sequence[str]) -> tuple[list[str], list[GroupEr
 
 
 def activate_step(
-    view: View, state: SessionState, name: str, enabled: Sequence[str]
+    view: View, state: SessionState, name: str, named: Sequence[str], *, stateless: bool = False
 ) -> Step | GroupError:
     """Activating visible ``name`` in ``state`` (``view`` is its view; a cached view may
     hold an older copy of the state, so the next state is built from ``state``).
-    ``enabled``: the groups this request already enabled (a peer among them refuses)."""
+    ``named``: the groups this request names before ``name``. One of them in ``name``'s
+    exclusion set, or under a member of it, refuses ``name`` whatever is active (the
+    first named stays), so a request never enables a group and turns it off.
+    ``stateless``: nothing is recorded, so a refusal never says "enable the parent first"."""
+    cat = view.ctx.catalog
+    peers = cat.exclusion_peers(name)
+    for peer in sorted(peers):
+        if peer in named:
+            return GroupError(
+                name,
+                "mutually_exclusive",
+                f"Cannot enable group {name!r} together with {peer!r} in one "
+                "request: they are mutually exclusive",
+            )
+        under = [d for d in cat.descendants(peer) if d in named]
+        if under:
+            return GroupError(
+                name,
+                "mutually_exclusive",
+                f"Cannot enable group {name!r} together with {under[0]!r} in one request: "
+                f"{name!r} is mutually exclusive with {peer!r}, which {under[0]!r} is in",
+            )
     verdict = view.group(name)
     if verdict.enabled:
         return GroupError(name, "already_active", f"Group {name!r} is already enabled")
     if verdict.reason.kind is ReasonKind.PARENT_INACTIVE:
         assert verdict.reason.group is not None
-        return GroupError.of(name, ParentInactive(name, verdict.reason.group))
-    cat = view.ctx.catalog
-    peers = cat.exclusion_peers(name)
-    rival = sorted(peers & set(enabled))
-    if rival:  # both named in one request: the first stays, the later is refused
-        return GroupError(
-            name,
-            "mutually_exclusive",
-            f"Cannot enable group {name!r} together with {rival[0]!r} in one "
-            "request: they are mutually exclusive",
-        )
+        return GroupError.of(name, ParentInactive(name, verdict.reason.group, stateless=stateless))
     off: list[str] = []
     for peer in sorted(peers & state.active):
-        below = [d for d in cat.descendants(peer) if d in state.active]
-        # a group this request enabled under a peer: the same rule, the first stays
-        mine = [d for d in below if d in enabled]
-        if mine:
-            return GroupError(
-                name,
-                "mutually_exclusive",
-                f"Cannot enable group {name!r} together with {mine[0]!r} in one request: "
-                f"{name!r} is mutually exclusive with {peer!r}, which {mine[0]!r} is in",
-            )
-        off += [*below, peer]
+        off += [d for d in cat.descendants(peer) if d in state.active] + [peer]
     return Step(name, replace(state, active=(state.active - set(off)) | {name}), tuple(off))
 
 

@@ -99,10 +99,16 @@ class UnknownToolsets(ToolgateError):
 class ParentInactive(ToolgateError):
     code = "parent_inactive"
 
-    def __init__(self, name: str, parent: str) -> None:
+    def __init__(self, name: str, parent: str, *, stateless: bool = False) -> None:
+        # where nothing is recorded (a stateless view), enabling the parent first is
+        # forgotten by the next request: only naming both in one request works
+        how = (
+            f"Name {parent!r} and {name!r} in one request."
+            if stateless
+            else f"Enable {parent!r} first, or both in one request."
+        )
         super().__init__(
-            f"Cannot enable group {name!r}: its parent group {parent!r} is not enabled. "
-            f"Enable {parent!r} first, or both in one request.",
+            f"Cannot enable group {name!r}: its parent group {parent!r} is not enabled. {how}",
             group=name,
             parent=parent,
         )

@@ -8,7 +8,7 @@ This package exports their public names. Model layer: no MCP imports.
 from toolgate.catalog.group import Group, Hook, HookContext
 from toolgate.catalog.handler import CallContext, Handler, ToolResult
 from toolgate.catalog.registry import Catalog
-from toolgate.catalog.tool import DEFAULT_GROUP, Tool, ToolDoc
+from toolgate.catalog.tool import DEFAULT_GROUP, Tool, ToolDoc, schema_problem
 from toolgate.catalog.visibility import (
     ALWAYS,
     BY_GROUP,
@@ -37,4 +37,5 @@ __all__ = [
     "ToolResult",
     "Visibility",
     "When",
+    "schema_problem",
 ]

@@ -120,6 +120,20 @@ class Tool:
         return out
 
 
+def schema_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why ``schema`` is not valid JSON Schema under its dialect's metaschema (where in
+    it, and what), or None. A tool with such a schema is still served: its arguments
+    are not checked against it (docs/decisions.md)."""
+    import jsonschema  # deferred: registration and listing never need it
+
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        return f"at {where}: {exc.message}"
+    return None
+
+
 def check_tool_name(name: str) -> None:
     if not isinstance(name, str) or not TOOL_NAME.match(name):
         raise RegistrationError(

@@ -173,12 +173,26 @@ def structured(
 REPEATED_IN_TEXT = ("available_tools",)
 
 
-def opening_answer(data: Mapping[str, Any], *, is_error: bool = False) -> ToolResult:
+def opening_answer(
+    data: Mapping[str, Any],
+    *,
+    is_error: bool = False,
+    displaced: Sequence[str] = (),
+) -> ToolResult:
     """The answer of a meta-tool that opens groups (``enable_tools``, ``get_group``, an
     activator). The structured content has every field, whole definitions for hosts;
     the text, which the model reads, gives full definitions as a model reads them
-    (``toolgate.tokens.model_form``) and leaves out what repeats (``REPEATED_IN_TEXT``)."""
-    text = {k: v for k, v in data.items() if k not in REPEATED_IN_TEXT}
+    (``toolgate.tokens.model_form``) and leaves out what repeats (``REPEATED_IN_TEXT``).
+    ``displaced``: groups the change switched off (an exclusion peer and its children),
+    named in the text as ``disabled`` after ``enabled``; the structured fields stay the
+    menu's (docs/decisions.md)."""
+    text: dict[str, Any] = {}
+    for k, v in data.items():
+        if k in REPEATED_IN_TEXT:
+            continue
+        text[k] = v
+        if k == "enabled" and displaced:
+            text["disabled"] = list(displaced)
     tools = text.get("tools")
     if isinstance(tools, list):
         text["tools"] = [model_form(t) if isinstance(t, Mapping) else t for t in tools]

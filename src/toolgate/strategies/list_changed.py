@@ -176,10 +176,12 @@ class ListChangedStrategy(Strategy):
         nothing = not result.changed and not result.also_disabled
         failed = nothing and bool(result.errors)
         if result.action == "activate":
-            answer = opening_answer(self.menu_result(result, request, detail), is_error=failed)
+            data = self.menu_result(result, request, detail)
+            answer = opening_answer(data, is_error=failed, displaced=result.also_disabled)
             return Reply(answer, list_changed=result.visible_changed)
         data = {
-            "disabled": list(result.changed),
+            # every group this turned off: those named, then their children with them
+            "disabled": [*result.changed, *result.also_disabled],
             "enabled_groups": list(result.active_groups),
             "available_tools": sorted(result.after.visible_names),
             "errors": [e.message for e in result.errors],

@@ -19,6 +19,7 @@ from toolgate.activation import (
     Step,
     activate_step,
     deactivate_step,
+    group_names,
     requested,
 )
 from toolgate.catalog import Group, Handler, HookContext, Tool
@@ -212,6 +213,7 @@ class Session:
         """One atomic store mutation: plan each group over the view of the state so far
         (``toolgate.activation``), check the budget, run its hooks, then apply it."""
         ts = self.toolset
+        names = group_names(names)  # before the store is touched: bad input changes nothing
 
         async def change(state: SessionState) -> tuple[SessionState, ChangeResult]:
             before = ts.view(self.principal, state)
@@ -219,11 +221,11 @@ class Session:
             done: list[str]
             off: list[str]
             current, done, off = state, [], []  # off: displaced or cascaded groups
-            for n in pending:
+            for i, n in enumerate(pending):
                 now = ts.view(self.principal, current)
                 step: Step | GroupError | None
                 if action == "activate":
-                    step = activate_step(now, current, n, done)
+                    step = activate_step(now, current, n, pending[:i], stateless=self.ephemeral)
                 else:
                     step = deactivate_step(now, current, n, off)
                 if isinstance(step, Step):

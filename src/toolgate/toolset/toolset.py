@@ -7,12 +7,13 @@ and builds the error a refused call gets. Orchestration: imports the core and
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from toolgate.catalog import Catalog, Group, Tool
+from toolgate.catalog import Catalog, Group, Tool, schema_problem
 from toolgate.errors import (
     ConfigError,
     DescriptionRequired,
@@ -32,12 +33,30 @@ from toolgate.toolset.session import Session
 from toolgate.view import DEFAULT_RULES, ReasonKind, Rule, Surfacing, View, ViewCache, compute_view
 
 HiddenToolErrors = str  # "hint" | "opaque"
+logger = logging.getLogger("toolgate.toolset")
 
 
 def plain_description_required(name: str) -> DescriptionRequired:
     return DescriptionRequired(
         f"Tool {name!r} requires fetching its description before use.", tool=name
     )
+
+
+def _validator(tool: Tool) -> Any:
+    """The jsonschema validator of ``tool``'s input schema; None (and a warning naming
+    the tool and the problem) when the schema is not valid JSON Schema."""
+    import jsonschema  # deferred: only a call needs it
+
+    problem = schema_problem(tool.input_schema)
+    if problem is not None:
+        logger.warning(
+            "tool %r: its inputSchema is not valid JSON Schema (%s); its arguments go to "
+            "the tool unchecked",
+            tool.name,
+            problem,
+        )
+        return None
+    return jsonschema.validators.validator_for(tool.input_schema)(tool.input_schema)
 
 
 def required_arguments(schema: Mapping[str, Any]) -> str:
@@ -358,16 +377,28 @@ class ToolSet:
     # -- call helpers ------------------------------------------------------------------
     def validate_arguments(self, tool: Tool, arguments: Mapping[str, Any]) -> str | None:
         """A message describing why ``arguments`` don't fit the tool's input schema."""
-        import jsonschema
-
         cached = self._validators.get(tool.name)
         if cached is None or cached[0] is not tool:
-            cls = jsonschema.validators.validator_for(tool.input_schema)
-            cached = (tool, cls(tool.input_schema))
+            cached = (tool, _validator(tool))
             self._validators[tool.name] = cached
-        if cached[1].is_valid(arguments):  # the common case: stop at no error, sort nothing
+        validator = cached[1]
+        if validator is None:
+            return None  # a schema that is not JSON Schema checks nothing: the tool does
+        try:
+            if validator.is_valid(arguments):  # the common case: stop at no error, sort nothing
+                return None
+            errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
+        except Exception as exc:
+            # The schema passed its metaschema yet cannot be applied (a $ref that does not
+            # resolve): the caller's arguments are not at fault. Stop using it.
+            logger.warning(
+                "tool %r: its inputSchema cannot be applied (%s); its arguments go to the "
+                "tool unchecked",
+                tool.name,
+                f"{exc}".split("\n", 1)[0][:200],
+            )
+            self._validators[tool.name] = (tool, None)
             return None
-        errors = sorted(cached[1].iter_errors(arguments), key=lambda e: list(e.path))
         parts = []
         for e in errors[:5]:
             where = "/".join(str(p) for p in e.absolute_path) or "(root)"

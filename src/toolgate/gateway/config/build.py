@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from toolgate.catalog import ALWAYS, BY_GROUP, Group, Handler, Tool
+from toolgate.catalog import ALWAYS, BY_GROUP, Group, Handler, Tool, schema_problem
 from toolgate.errors import ConfigError, RegistrationError, ToolgateError
 from toolgate.events import EventBus
 from toolgate.flow import Flow
@@ -80,6 +80,13 @@ def exposed_tools(
                 )
                 continue
             owner[exposed] = server
+            schema = wire.get("inputSchema")
+            problem = schema_problem(schema) if isinstance(schema, Mapping) else None
+            if problem is not None:
+                report.warnings.append(
+                    f"mcpServers.{server}: tool {exposed!r} has an inputSchema that is not "
+                    f"valid JSON Schema ({problem}); toolgate passes its arguments on unchecked"
+                )
             out.append(BackendTool(server, name, exposed, wire))
     return out
 
