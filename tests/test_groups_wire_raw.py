@@ -143,6 +143,29 @@ async def test_groups_get_of_an_unknown_group_is_error_32002(raw: RawSession) ->
     }
 
 
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("", "a group name cannot be empty"),
+        ("g" * 1000, "group names are at most 64 characters; got one of 1000"),
+    ],
+    ids=["empty", "1000 characters"],
+)
+async def test_groups_get_of_a_name_no_group_can_have_is_invalid_params(
+    raw: RawSession, name: str, problem: str
+) -> None:
+    reply = await raw.call(6, "groups/get", {"name": name})
+    assert reply == {
+        "jsonrpc": "2.0",
+        "id": 6,
+        "error": {
+            "code": -32602,
+            "message": f"Invalid 'name': {problem}",
+            "data": {"code": "invalid_params", "field": "name"},
+        },
+    }
+
+
 async def test_tools_list_holds_only_top_level_tools(raw: RawSession) -> None:
     reply = await raw.call(5, "tools/list", {})
     assert [t["name"] for t in reply["result"]["tools"]] == ["ping", "whoami"]

@@ -229,3 +229,24 @@ async def test_without_configured_tokens_webmcp_publishes_nothing_to_any_page(
             }
         },
     )
+
+
+async def test_a_call_whose_arguments_are_not_an_object_is_refused_with_400_naming_them(
+    dashboard_gateway: DashboardGateway,
+) -> None:
+    auth = {"Authorization": f"Bearer {ALICE_TOKEN}"}
+    async with httpx.AsyncClient(base_url=dashboard_gateway.url, headers=auth) as http:
+        refused = [
+            await http.post("/webmcp/call", json={"name": "whoami", "arguments": bad})
+            for bad in ([1, 2], "rm -rf", 5)
+        ]
+        absent = await http.post("/webmcp/call", json={"name": "whoami"})
+        null = await http.post("/webmcp/call", json={"name": "whoami", "arguments": None})
+    assert [(r.status_code, r.json()) for r in refused] == [
+        (400, {"error": {"message": f"'arguments' must be a JSON object, not {kind}"}})
+        for kind in ("array", "string", "integer")
+    ]
+    # absent or null stays "no arguments", as for MCP's tools/call
+    for ran in (absent, null):
+        assert ran.status_code == 200
+        assert ran.json()["result"]["isError"] is False

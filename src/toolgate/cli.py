@@ -20,6 +20,8 @@ from toolgate import __version__
 from toolgate.errors import ConfigError
 from toolgate.exiting import quick_exit
 
+MAX_PORT = 65535
+
 
 def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
     """Log to stderr (never stdout: in stdio mode stdout carries MCP)."""
@@ -192,10 +194,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_port(args: argparse.Namespace) -> None:
+    """A port out of range, refused before any backend starts (``bind`` would only
+    refuse it once they run). 0 asks for any free port: the log names the one bound."""
+    port = getattr(args, "port", None)
+    if port is not None and not 0 <= port <= MAX_PORT:
+        raise ConfigError(f"--port must be 0-{MAX_PORT}, not {port}", key="--port")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     try:
+        _check_port(args)
         if args.command == "serve":
             from toolgate.gateway.config.model import load_config
             from toolgate.gateway.serve import serve
@@ -280,9 +291,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             text = json.dumps(json_schema(), indent=2) + "\n"
             if args.output is None:
                 sys.stdout.write(text)
-            else:
+                return 0
+            try:
                 with open(args.output, "w", encoding="utf-8") as f:
                     f.write(text)
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot write {args.output}: {exc.strerror}", key="--output"
+                ) from None
             return 0
     except ConfigError as exc:
         for line in exc.message.splitlines():  # one line per problem

@@ -180,6 +180,16 @@ class InvalidArguments(ToolgateError):
     code = "invalid_arguments"
 
 
+class InvalidParams(ToolgateError):
+    """A request's own params are malformed (not a tool's arguments), e.g. a
+    ``groups/get`` name no group can have: JSON-RPC invalid params (-32602)."""
+
+    code = "invalid_params"
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"Invalid {field!r}: {problem}", field=field)
+
+
 class InvalidCursor(ToolgateError):
     code = "invalid_cursor"
 

@@ -22,6 +22,7 @@ from toolgate.catalog import ToolResult
 from toolgate.errors import (
     GroupNotFound,
     InvalidCursor,
+    InvalidParams,
     PromptNotFound,
     RelayedError,
     ResourceNotFound,
@@ -41,6 +42,7 @@ RESOURCE_NOT_FOUND = -32002  # the groups extension's "not found" code, as for r
 JSONRPC_ERRORS: dict[type[ToolgateError], int] = {
     ToolNotFound: mt.INVALID_PARAMS,
     InvalidCursor: mt.INVALID_PARAMS,
+    InvalidParams: mt.INVALID_PARAMS,
     GroupNotFound: RESOURCE_NOT_FOUND,
     PromptNotFound: mt.INVALID_PARAMS,
     ResourceNotFound: RESOURCE_NOT_FOUND,

@@ -74,6 +74,17 @@ def demo_config(
     return parse_config(data, source=CONFIG_PATH)
 
 
+def usable_db(db: Path) -> None:
+    """Refuse (``ConfigError``) a ``--db`` no backend could open, before they start: a
+    folder, or a file in a folder that does not exist."""
+    if db.is_dir():
+        raise ConfigError(f"--db: {db} is a directory, not a SQLite file", key="db")
+    if not db.parent.exists():
+        raise ConfigError(f"--db: the folder {db.parent} does not exist", key="db")
+    if not db.parent.is_dir():
+        raise ConfigError(f"--db: {db.parent} is not a folder", key="db")
+
+
 def reset_demo_data(db: Path) -> bool:
     """Drop and re-seed the demo's tables in ``db`` (the tracker's and the shop's, in
     one transaction each); False when there is no file yet (the backends seed a new one).
@@ -145,6 +156,7 @@ async def run_demo(
     fresh: bool = False,
 ) -> int:
     db_path = Path(db) if db else demo_db_path()
+    usable_db(db_path)
     if fresh and reset_demo_data(db_path):
         print(f"toolgate demo: demo data reset to the shipped data in {db_path}", file=sys.stderr)
     cfg = demo_config(db_path)

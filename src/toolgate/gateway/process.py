@@ -12,6 +12,7 @@ import contextlib
 import functools
 import logging
 import signal
+import socket
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -55,11 +56,22 @@ class Serving(Reloadable, Protocol):
 class _Server(uvicorn.Server):
     """uvicorn's server without its own signal handlers: ``Process`` owns the signals
     (uvicorn's would stop at once, then raise the signal again after the shutdown,
-    so the process would not exit 0)."""
+    so the process would not exit 0); it says it serves once its port is bound."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's start, then the log that the gateway serves: only once its port is
+        bound (a busy port ends the start in ``SystemExit``, uvicorn having said why),
+        naming the port bound (``--port 0`` asks for any)."""
+        await super().startup(sockets)
+        if self.started:
+            port = self.servers[0].sockets[0].getsockname()[1]
+            logger.info(
+                "serving MCP over streamable HTTP at http://%s:%d/mcp", self.config.host, port
+            )
 
 
 class Process:
@@ -224,7 +236,6 @@ async def serve_http(
         config = uvicorn.Config(app, **options, timeout_graceful_shutdown=CLOSE_GRACE)
         server = _Server(config)
         process.ending = functools.partial(process.drain_http, server)
-        logger.info("serving MCP over streamable HTTP at http://%s:%d/mcp", host, port)
         await server.serve()
         logger.info("server closed; stopping the backends")
 

@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolgate.catalog import Always, Group, Tool
-from toolgate.errors import GroupNotFound
+from toolgate.errors import GroupNotFound, InvalidParams
 from toolgate.policy import Principal
 from toolgate.state.base import EMPTY
+from toolgate.strategies.arguments import group_name_problem
 from toolgate.strategies.base import Addon, MetaNames, Request, Strategy, emit_selection
 from toolgate.strategies.catalog import group_contents
 from toolgate.strategies.toolsets import toolset_groups
@@ -163,9 +164,13 @@ class GroupsStrategy(Strategy):
         """The ``groups/get`` result: ``{"instructions"?: str, "contents": {"tools",
         "groups"}}`` with complete definitions of the scoped tools the principal may run.
 
-        Raises ``GroupNotFound`` for an unknown group and for one out of scope alike.
+        Raises ``GroupNotFound`` for an unknown group and for one out of scope alike,
+        ``InvalidParams`` for a name no group can have (empty, too long).
         """
-        internal = self.resolve(name) if isinstance(name, str) else None
+        problem = group_name_problem(name)
+        if problem is not None:
+            raise InvalidParams("name", problem)
+        internal = self.resolve(name)
         if internal is None:
             raise GroupNotFound(name)
         session = request.session

@@ -19,7 +19,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from toolgate.catalog import ToolResult
-from toolgate.errors import StoreUnavailable, ToolgateError, Unauthenticated
+from toolgate.errors import StoreUnavailable, ToolgateError, Unauthenticated, json_type
 from toolgate.identity import Caller, IdentityFn, IdentityResolver
 from toolgate.policy import Principal
 from toolgate.request import resolved_or
@@ -156,13 +156,14 @@ def webmcp_routes(
         if not isinstance(body, Mapping) or not isinstance(body.get("name"), str):
             return refuse(request, 400, "the body must be JSON: {name, arguments}")
         arguments = body.get("arguments")
-        try:
-            reply = await delivery.call_tool(
-                strategy,
-                tool_request,
-                body["name"],
-                arguments if isinstance(arguments, Mapping) else None,
+        if arguments is not None and not isinstance(arguments, Mapping):
+            # absent or null is "no arguments", as for tools/call; anything else is a
+            # mistake to name, never a call made without them
+            return refuse(
+                request, 400, f"'arguments' must be a JSON object, not {json_type(arguments)}"
             )
+        try:
+            reply = await delivery.call_tool(strategy, tool_request, body["name"], arguments)
         except Unauthenticated as exc:
             return refuse(request, 401, exc.message)
         except StoreUnavailable as exc:

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any, TextIO
@@ -27,6 +28,17 @@ def endpoint(url: str) -> str:
     """The reload endpoint of a gateway at ``url`` (its root, or its ``/mcp`` URL)."""
     base = url.rstrip("/").removesuffix("/mcp")
     return base if base.endswith(PATH) else base + PATH
+
+
+def is_http_url(url: str) -> bool:
+    """``url`` names an HTTP server: an ``http`` or ``https`` scheme, a host and, if
+    any, a port in range."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def operator_token(token_file: str | None) -> str | None:
@@ -83,7 +95,11 @@ def run_reload(
 ) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    target = endpoint(url or os.environ.get(URL_ENV) or DEFAULT_URL)
+    given, source = (url, "--url") if url else (os.environ.get(URL_ENV), URL_ENV)
+    if given and not is_http_url(given):
+        print(f"toolgate: {source} must be an http:// or https:// URL, not {given!r}", file=err)
+        return 2
+    target = endpoint(given or DEFAULT_URL)
     try:
         token = operator_token(token_file)
     except OSError as exc:

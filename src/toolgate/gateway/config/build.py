@@ -61,10 +61,17 @@ class BuildReport:
         return [e for e in self.errors if not isinstance(e, ContentProblem)]
 
 
+def listed_twice(server: str, what: str, name: str) -> str:
+    """The problem of a backend listing one tool (prompt, resource...) twice, named by
+    its own ``name`` for it."""
+    return f"backend {server!r} lists {what} {name!r} twice; the first is served"
+
+
 def exposed_tools(
     cfg: GatewayConfig, listed: Mapping[str, Sequence[Mapping[str, Any]]], report: BuildReport
 ) -> list[BackendTool]:
-    """Each backend tool with its exposed name; duplicates across backends are errors."""
+    """Each backend tool with its exposed name; a name two backends offer, or one backend
+    lists twice, is an error (the first is served)."""
     out: list[BackendTool] = []
     owner: dict[str, str] = {}
     for server in sorted(listed):
@@ -72,10 +79,13 @@ def exposed_tools(
             name = str(wire["name"])
             exposed = cfg.exposed_name(server, name)
             if exposed in owner:
+                first = owner[exposed]
                 report.fail(
                     f"mcpServers.{server}",
-                    f"tool {exposed!r} is offered by both {owner[exposed]!r} and {server!r}; "
-                    f'give one of them a "prefix"',
+                    listed_twice(server, "tool", name)
+                    if first == server  # no prefix can settle that
+                    else f"tool {exposed!r} is offered by both {first!r} and {server!r}; "
+                    'give one of them a "prefix"',
                     content=True,
                 )
                 continue

@@ -13,11 +13,16 @@ from dataclasses import dataclass, field
 from mcp import InvalidUriTemplate, UriTemplate
 
 from toolgate.gateway.backends.backend import Backend
-from toolgate.gateway.config.build import BuildReport
+from toolgate.gateway.config.build import BuildReport, listed_twice
 from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.relay.access import KINDS, PrimitiveKind, Relayed
 
 logger = logging.getLogger("toolgate.gateway")
+KIND_WORDS: Mapping[PrimitiveKind, str] = {
+    "prompt": "prompt",
+    "resource": "resource",
+    "template": "resource template",
+}
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,8 @@ def namespace(
     """The one namespace of what ``backends`` offer. A prompt is exposed as
     ``{prefix}{separator}{name}`` when its backend has a ``prefix`` (as its tools are);
     URIs are global, so resources and templates keep theirs. A key two backends offer is
-    reported at ``mcpServers.<second>`` and kept by the first in name order."""
+    reported at ``mcpServers.<second>`` and kept by the first in name order; one a
+    backend lists twice, at ``mcpServers.<backend>``, its first kept."""
     found: dict[PrimitiveKind, dict[str, Relayed]] = {k: {} for k in KINDS}
     for server in sorted(backends):
         backend = backends[server]
@@ -89,7 +95,9 @@ def namespace(
                     if report is not None:
                         report.fail(
                             f"mcpServers.{server}",
-                            _collision(kind, exposed, owner.backend, server),
+                            _collision(kind, exposed, owner.backend, server)
+                            if owner.backend != server
+                            else listed_twice(server, KIND_WORDS[kind], original),
                             content=True,
                         )
                     continue
@@ -106,7 +114,7 @@ def _collision(kind: PrimitiveKind, key: str, first: str, second: str) -> str:
             f"prompt {key!r} is offered by both {first!r} and {second!r}; "
             f'{first!r} serves it; give one of them a "prefix"'
         )
-    what = "resource" if kind == "resource" else "resource template"
+    what = KIND_WORDS[kind]
     return (
         f"{what} {key!r} is offered by both {first!r} and {second!r}; {first!r} serves it "
         "(URIs are global, so a prefix does not rename them: front only one of the two)"

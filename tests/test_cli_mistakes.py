@@ -1,0 +1,144 @@
+"""Command-line mistakes end in one line naming them (``toolgate: ...``) and a non-zero
+exit, never a traceback, and nothing starts; and an HTTP gateway says it serves only once
+its port is bound.
+
+The command's code runs in the test process (``command_in_process``); one test runs the
+real ``toolgate`` process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import signal
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from _fixtures.command import command_in_process
+from _fixtures.gateway import toolgate_argv
+from toolgate.gateway.config.model import parse_config
+from toolgate.gateway.process import serve_http
+from toolgate.gateway.serve import Gateway
+
+
+@pytest.fixture
+def empty_config(tmp_path: Path) -> Path:
+    config = tmp_path / "toolgate.json"
+    config.write_text(json.dumps({"mcpServers": {}}))
+    return config
+
+
+def test_schema_into_a_missing_folder_names_the_path_and_writes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "schema.json"
+    done = command_in_process("schema", "-o", str(target))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"toolgate: cannot write {target}: No such file or directory\n"
+    assert not target.parent.exists()
+
+
+@pytest.mark.parametrize("url", ["notaurl", "http://127.0.0.1:99999", "http://[::1"])
+def test_reload_with_a_url_that_is_no_http_url_names_it(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLGATE_OPERATOR_TOKEN", "operator-token")
+    done = command_in_process("reload", "--url", url)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"toolgate: --url must be an http:// or https:// URL, not {url!r}\n"
+
+
+def test_reload_names_a_bad_toolgate_url_variable_as_its_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TOOLGATE_OPERATOR_TOKEN", "operator-token")
+    monkeypatch.setenv("TOOLGATE_URL", "ftp://127.0.0.1/")
+    done = command_in_process("reload")
+    assert done.stderr == (
+        "toolgate: TOOLGATE_URL must be an http:// or https:// URL, not 'ftp://127.0.0.1/'\n"
+    )
+    assert done.returncode == 2
+
+
+@pytest.mark.parametrize("command", ["serve", "demo"])
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_a_port_out_of_range_is_refused_before_anything_starts(
+    command: str, port: str, empty_config: Path, tmp_path: Path
+) -> None:
+    config = [str(empty_config)] if command == "serve" else ["--db", str(tmp_path / "d.db")]
+    done = command_in_process(command, *config, "--transport", "http", "--port", port)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"toolgate: --port must be 0-65535, not {port}\n"
+    assert not (tmp_path / "d.db").exists()  # the demo's backends never started
+
+
+def test_the_toolgate_process_refuses_a_port_out_of_range_in_one_line(empty_config: Path) -> None:
+    done = subprocess.run(
+        [*toolgate_argv(), "serve", str(empty_config), "--transport", "http", "--port", "99999"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "toolgate: --port must be 0-65535, not 99999\n"
+
+
+def test_demo_with_a_folder_for_its_database_names_the_folder(tmp_path: Path) -> None:
+    done = command_in_process("demo", "--tour", "--db", str(tmp_path))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"toolgate: --db: {tmp_path} is a directory, not a SQLite file\n"
+
+
+def test_demo_with_a_database_in_a_missing_folder_names_the_folder(tmp_path: Path) -> None:
+    db = tmp_path / "missing" / "demo.sqlite3"
+    done = command_in_process("demo", "--tour", "--db", str(db))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"toolgate: --db: the folder {db.parent} does not exist\n"
+
+
+async def test_a_busy_port_fails_without_a_log_saying_it_serves(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    gateway = Gateway(parse_config({"mcpServers": {}}))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with caplog.at_level(logging.INFO, logger="toolgate"), pytest.raises(SystemExit):
+            await serve_http(gateway, host="127.0.0.1", port=port)
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("toolgate")]
+    assert not [line for line in said if "serving MCP" in line], said
+
+
+async def test_an_http_gateway_says_it_serves_once_bound_naming_the_port_it_got(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Port 0 asks for any free port; the log names the one bound, and the gateway
+    answers there."""
+    assert threading.current_thread() is threading.main_thread()  # where signals arrive
+    # were the gateway's own handler missing, SIGTERM must not end the test run
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    gateway = Gateway(parse_config({"mcpServers": {}}))
+    try:
+        with caplog.at_level(logging.INFO, logger="toolgate"):
+            serving = asyncio.create_task(serve_http(gateway, host="127.0.0.1", port=0))
+            said: list[str] = []
+            while not said:
+                assert not serving.done()
+                await asyncio.sleep(0.02)
+                said = [r.getMessage() for r in caplog.records if "serving MCP" in r.getMessage()]
+            url = said[0].rsplit(" ", 1)[1]
+            async with httpx.AsyncClient() as http:
+                ready = await http.get(url.removesuffix("/mcp") + "/healthz")
+            signal.raise_signal(signal.SIGTERM)  # the gateway's stop, as `toolgate serve` has it
+            await asyncio.wait_for(serving, 30)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert re.fullmatch(r"serving MCP over streamable HTTP at http://127\.0\.0\.1:\d+/mcp", said[0])
+    assert not url.endswith(":0/mcp")
+    assert ready.status_code == 200
