@@ -1,0 +1,142 @@
+"""Ways to keep hybrid search at or above lexical search, measured against what ships.
+
+Each request of the evaluation sets (``search_eval.py``'s, read the same way) is ranked
+once by lexical search and by hybrid search with each embedder; the variants are then
+built from those rankings: hybrid's first five keeping lexical search's first ``a``
+results (``keep lexical top a``), and reciprocal-rank fusion of the two lists (``rrf``).
+A second table splits hybrid's wins and losses over lexical by how much of the request
+lexical search's best match covers (``Postings.coverage``), the signal a confidence
+gate would read. Dev halves by default; ``--half test`` and ``--half heldout`` read the
+others once a variant is chosen. Prints only (``docs/decisions.md``: "Hybrid against
+lexical, and the re-rank").
+Run: ``.venv/bin/python benchmarks/search_variants.py --git-mirror DIR [--half dev]``
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from search_eval import VECTORS, Dataset, Gold, datasets, judge, split
+
+from toolgate.catalog import Catalog
+from toolgate.search import SearchIndex, SearchSettings
+
+DEPTH = 20
+K = 5
+BANDS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.7, 1.01)
+Merge = Callable[[Sequence[str], Sequence[str]], list[str]]
+
+
+def keep_lexical(a: int) -> Merge:
+    """Hybrid's first ``K - a``, then lexical search's first ``a``, then hybrid's rest."""
+
+    def merge(fused: Sequence[str], lexical: Sequence[str]) -> list[str]:
+        out = list(fused[: K - a])
+        out += [n for n in lexical[:a] if n not in out]
+        out += [n for n in fused if n not in out]
+        return out[:K]
+
+    return merge
+
+
+def rrf(lexical_weight: float, c: int) -> Merge:
+    """Reciprocal-rank fusion of the two rankings, lexical search at ``lexical_weight``."""
+
+    def merge(fused: Sequence[str], lexical: Sequence[str]) -> list[str]:
+        score: dict[str, float] = defaultdict(float)
+        for i, n in enumerate(fused):
+            score[n] += (1 - lexical_weight) / (c + i + 1)
+        for i, n in enumerate(lexical):
+            score[n] += lexical_weight / (c + i + 1)
+        return sorted(score, key=lambda n: (-score[n], n))[:K]
+
+    return merge
+
+
+MERGES: dict[str, Merge] = {
+    "hybrid (as shipped)": lambda fused, lexical: list(fused[:K]),
+    **{f"keep lexical top {a}": keep_lexical(a) for a in (1, 2, 3)},
+    **{f"rrf, lexical {w:g}, c {c}": rrf(w, c) for w in (0.3, 0.5) for c in (5, 60)},
+}
+
+
+def recall(names: Sequence[str], gold: Gold) -> float:
+    return judge(list(names[:K]), gold)[2]
+
+
+def best_coverage(index: SearchIndex, query: str) -> float:
+    """The share of the query's idf that lexical search's best-covering match reaches."""
+    scored = index._scores(query, index.scope(None))
+    if scored.coverage is None:
+        return 1.0  # read by no embedder: no fusion to gate
+    matched = np.flatnonzero(scored.bm25 > 0)
+    return float(scored.coverage[matched].max()) if len(matched) else 0.0
+
+
+def run(data: Dataset, queries: list[tuple[str, Gold]], embedders: list[str]) -> None:
+    catalog = Catalog()
+    catalog.add_tools(data.tools)
+    lexical = SearchIndex(catalog, SearchSettings("lexical", servers=data.servers))
+    lex = {q: [h.name for h in lexical.search(q, limit=DEPTH)] for q, _ in queries}
+    base = [recall(lex[q], g) for q, g in queries]
+    kinds = sorted({data.kinds.get(q, "all") for q, _ in queries})
+    print(f"\n**{data.name}**, {len(queries)} requests; lexical recall@5 {np.mean(base):.4f}")
+    for embedder in embedders:
+        settings = SearchSettings("hybrid", servers=data.servers, embedder=embedder, cache=VECTORS)
+        hybrid = SearchIndex(catalog, settings)
+        fused = {q: [h.name for h in hybrid.search(q, limit=DEPTH)] for q, _ in queries}
+        print(f"\n{embedder} | recall@5 | against lexical | requests better / worse | by row")
+        for label, merge in MERGES.items():
+            got = [recall(merge(fused[q], lex[q]), g) for q, g in queries]
+            rows = []
+            for kind in kinds:
+                at = [i for i, (q, _) in enumerate(queries) if data.kinds.get(q, "all") == kind]
+                diff = np.mean([got[i] for i in at]) - np.mean([base[i] for i in at])
+                rows.append(f"{kind}: {diff:+.3f}")
+            better = sum(x > y for x, y in zip(got, base, strict=True))
+            worse = sum(x < y for x, y in zip(got, base, strict=True))
+            print(
+                f"{label} | {np.mean(got):.4f} | {100 * (np.mean(got) - np.mean(base)):+.1f} "
+                f"| {better} / {worse} | {'; '.join(rows)}"
+            )
+        bands: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
+        for (q, g), b in zip(queries, base, strict=True):
+            c = best_coverage(hybrid, q)
+            band = next(i for i in range(len(BANDS) - 1) if c < BANDS[i + 1])
+            d = recall(fused[q], g) - b
+            bands[band][0] += 1
+            bands[band][1] += d > 0
+            bands[band][2] += d < 0
+        cells = [
+            f"{BANDS[i]:g}-{min(BANDS[i + 1], 1):g}: {n} ({up} better, {down} worse)"
+            for i, (n, up, down) in sorted(bands.items())
+        ]
+        print(f"best match's coverage, hybrid against lexical: {'; '.join(cells)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--git-mirror", type=Path, default=None)
+    parser.add_argument("--sets", type=lambda v: v.split(","), default=["metatool", "agent"])
+    parser.add_argument("--half", choices=("dev", "test", "heldout"), default="dev")
+    args = parser.parse_args()
+    args.mcp_manager = args.mcptoolbench = args.acebench = None
+    args.limit_queries = None
+    sets, _ = datasets(args)
+    for data in sets:
+        if data.tuned == (args.half == "heldout"):
+            continue
+        queries = [
+            (q, g) for q, g in data.queries if args.half == "heldout" or split(q) == args.half
+        ]
+        # MetaTool is English and 20,000 requests: the multilingual embedder is not run on it
+        embedders = ["wordllama"] if data.name == "MetaTool" else ["wordllama", "multilingual"]
+        run(data, queries, embedders)
+
+
+if __name__ == "__main__":
+    main()
