@@ -137,7 +137,9 @@ def assess(
     try:
         delivery = Delivery(toolset, delivery_config(cfg))
     except (RegistrationError, ConfigError) as exc:
-        report.fail("toolgate.strategy", exc.message)
+        # a core error names its key in the ``toolgate`` block (``search.embedder``)
+        key = exc.details.get("key") if isinstance(exc, ConfigError) else None
+        report.fail(f"toolgate.{key}" if key else "toolgate.strategy", exc.message)
     return toolset, delivery
 
 

@@ -109,9 +109,16 @@ def _resolve(
         report.fail(key, f"pattern {pattern!r} names unknown server {pattern.split(':')[0]!r}")
         return []
     if not found:
-        server = pattern.split(":", 1)[0] if ":" in pattern else None
-        if server is not None and server not in live:
-            report.warnings.append(f"{key}: {pattern!r} matches nothing while {server!r} is down")
+        # only tools that were read can show a pattern matches nothing: one that might
+        # name a tool of a backend down (or not started: ``check --offline``) is a warning
+        named = [pattern.split(":", 1)[0]] if ":" in pattern else sorted(cfg.mcp_servers)
+        unread = [s for s in named if s not in live]
+        if unread:
+            down = ", ".join(repr(s) for s in unread)
+            report.warnings.append(
+                f"{key}: {pattern!r} matches nothing while {down} "
+                f"{'is' if len(unread) == 1 else 'are'} down"
+            )
         else:
             report.fail(key, f"pattern {pattern!r} matches no tool", content=True)
     return found
@@ -280,8 +287,9 @@ def build_toolset(
             continue
     try:
         toolset.validate()
-    except ConfigError as exc:
-        report.fail(exc.details.get("key", "toolgate"), exc.message)
+    except ConfigError as exc:  # its key is one of the ``toolgate`` block (``initial_groups``)
+        at = exc.details.get("key")
+        report.fail(f"toolgate.{at}" if at else "toolgate", exc.message)
     return toolset, report
 
 
