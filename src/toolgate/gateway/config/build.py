@@ -22,7 +22,8 @@ from toolgate.gateway.config.model import GatewayConfig, PolicyConfig
 from toolgate.policy import Policy, Principal, RateLimit, TrustLadder
 from toolgate.search import HYBRID_WEIGHT, SearchSettings
 from toolgate.state.base import StateStore
-from toolgate.state.open import open_store
+from toolgate.state.listing import SessionListing
+from toolgate.state.open import open_store, store_problem
 from toolgate.strategies import DeliveryConfig, MetaNames
 from toolgate.toolset import ToolSet
 
@@ -291,6 +292,23 @@ def build_toolset(
         at = exc.details.get("key")
         report.fail(f"toolgate.{at}" if at else "toolgate", exc.message)
     return toolset, report
+
+
+def store_problems(cfg: GatewayConfig, report: BuildReport) -> None:
+    """What opening ``toolgate.store`` would find, found without opening it (a SQLite
+    file that is a folder or no database), for ``check``."""
+    problem = store_problem(cfg.store_url)
+    if problem is not None:
+        report.fail("toolgate.store", problem)
+
+
+def open_config_store(cfg: GatewayConfig) -> SessionListing:
+    """The store ``toolgate.store`` names, opened; one that cannot be opened is a
+    ``ConfigError`` naming the key."""
+    try:
+        return open_store(cfg.store_url, idle_ttl=cfg.toolgate.idle_ttl)
+    except ConfigError as exc:
+        raise ConfigError(f"toolgate.store: {exc.message}", key="toolgate.store") from None
 
 
 def search_settings(cfg: GatewayConfig) -> SearchSettings:

@@ -35,7 +35,7 @@ from toolgate.gateway.config.servers import (
     server_name_problem,
 )
 from toolgate.policy import DEFAULT_TRUST_LEVELS, TrustLadder
-from toolgate.state.open import check_store_url
+from toolgate.state.open import check_store_url, is_store_path
 from toolgate.strategies.registry import default_registry
 from toolgate.strategies.search import DEFAULT_FULL_RESULTS
 
@@ -401,6 +401,13 @@ class GatewayConfig(_Model):
         """A path from the config, relative to the config file."""
         p = Path(path).expanduser()
         return p if p.is_absolute() else self.base_dir / p
+
+    @property
+    def store_url(self) -> str:
+        """``toolgate.store`` as a store opens it: a bare path is a SQLite file, relative
+        to the config file like every path."""
+        store = self.toolgate.store
+        return str(self.resolve(store)) if is_store_path(store) else store
 
     def exposed_name(self, server: str, name: str) -> str:
         """The name clients see for a backend's tool or prompt called ``name``:
