@@ -362,6 +362,40 @@ async def test_a_config_with_errors_is_refused_with_check_s_lines_and_the_runnin
     assert OPERATOR not in done.stdout + done.stderr
 
 
+async def test_a_config_not_utf8_or_with_a_key_twice_is_refused_and_its_bytes_never_logged(
+    served: Served,
+) -> None:
+    running = served.config.read_text()
+    secret = "sk-SECRET-0123456789"  # in a backend's env: it must not reach the log
+    broken = json.loads(running)
+    broken["mcpServers"]["notes"]["env"] = {"API_KEY": secret}
+    group = sorted(broken["toolgate"]["groups"])[0]
+    broken["toolgate"]["groups"][group]["description"] = "Take notes \u00e9"
+    raw = json.dumps(broken, ensure_ascii=False).encode("latin-1")
+    try:
+        served.config.write_bytes(raw)
+        refused, events = (
+            served.log().count(x) for x in ("config reload refused", "config.refused {")
+        )
+        hang_up(served)  # the way that once ended in "Task exception was never retrieved"
+        await served.logged("config reload refused", count=refused + 1)
+        answer = await admin_reload(served)
+        where = f"{served.config}: not valid UTF-8 at byte {raw.index(0xE9)}"
+        assert (answer.status_code, answer.json()["problems"]) == (422, [where])
+        # a second "groups" would silently drop the first one's groups, and their sessions
+        served.config.write_text(running.replace('"groups": {', '"groups": {}, "groups": {', 1))
+        answer = await admin_reload(served)
+        assert (answer.status_code, answer.json()["problems"]) == (
+            422,
+            [f"{served.config}: toolgate.groups: key appears twice"],
+        )
+        log = served.log()
+        assert log.count("config.refused {") == events + 3  # the event, each time
+        assert secret not in log and "never retrieved" not in log
+    finally:
+        served.config.write_text(running)
+
+
 async def test_the_reload_endpoint_wants_the_operator_token(served: Served) -> None:
     assert (await admin_reload(served, token=None)).status_code == 401
     assert (await admin_reload(served, token="not-the-operator")).status_code == 403

@@ -138,6 +138,9 @@ BAD_REDIS, BAD_SENTINEL, GOOD_REDIS = (
 )
 
 
+NOT_A_DATABASE, NOTES = "notes.txt", "important notes\n"  # a bare path, beside the config
+
+
 @pytest.fixture(scope="module")
 def commands(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Run]]:
     """``check`` (online and ``--offline``) and ``serve`` on a bad store: the real
@@ -146,11 +149,13 @@ def commands(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
         "check": ("check", BAD_REDIS),
         "check --offline": ("check --offline", BAD_REDIS),
         "serve": ("serve", BAD_SENTINEL),
+        "serve on no database": ("serve", NOT_A_DATABASE),
     }
     configs = {}
     for name, (_, store) in cases.items():
         path = tmp_path_factory.mktemp("store") / "toolgate.json"
         path.write_text(json.dumps({"mcpServers": {}, "toolgate": {"store": store}}))
+        (path.parent / NOT_A_DATABASE).write_text(NOTES)
         configs[name] = path.resolve()
 
     def run(name: str) -> Run:
@@ -179,6 +184,40 @@ def test_toolgate_serve_refuses_to_start_with_the_same_line(
     assert done.returncode == 1
     line = f"{config}: toolgate.store: {refusal(BAD_SENTINEL).message}"
     assert done.stderr.splitlines()[-1] == f"toolgate: {line}"
+
+
+def test_toolgate_serve_refuses_a_sqlite_file_that_is_no_database_and_leaves_it_as_it_was(
+    commands: dict[str, tuple[Path, Run]],
+) -> None:
+    config, done = commands["serve on no database"]
+    notes = config.parent / NOT_A_DATABASE
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        f"toolgate: toolgate.store: {notes} is not a SQLite database"
+    )
+    assert "Traceback" not in done.stderr
+    assert notes.read_text() == NOTES
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+async def test_check_refuses_a_sqlite_store_that_is_no_database_and_leaves_it_as_it_was(
+    tmp_path: Path, kind: str
+) -> None:
+    store = tmp_path / "state"
+    if kind == "file":
+        store.write_text(NOTES)
+    else:
+        store.mkdir()
+    config = tmp_path / "toolgate.json"
+    config.write_text(
+        json.dumps({"mcpServers": {}, "toolgate": {"store": "sqlite://" + str(store)}})
+    )
+    out, err = io.StringIO(), io.StringIO()
+    assert await run_check(config, offline=True, out=out, err=err) == 1
+    problem = "is not a SQLite database" if kind == "file" else "is a folder, not a SQLite database"
+    assert err.getvalue().splitlines()[0] == f"{config}: toolgate.store: {store} {problem}"
+    assert out.getvalue() == ""
+    assert (store.read_text() == NOTES) if kind == "file" else list(store.iterdir()) == []
 
 
 async def test_a_config_with_a_good_redis_url_still_checks_ok_with_no_redis_running(

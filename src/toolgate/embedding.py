@@ -178,7 +178,9 @@ class VectorCache:
             )
             self._db.commit()
         except (OSError, sqlite3.Error) as exc:
-            raise ConfigError(f"Cannot open the search vector cache {str(path)!r}: {exc}") from exc
+            raise ConfigError(
+                f"Cannot open the search vector cache {str(path)!r}: {exc}", key="search.cache"
+            ) from exc
         self._lock = threading.Lock()
 
     @staticmethod

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from toolgate.errors import ConfigError
-from toolgate.gateway.config.model import GatewayConfig, parse_config, read_config_data
+from toolgate.gateway.config.files import read_config_data
+from toolgate.gateway.config.model import GatewayConfig, parse_config
 
 DEMO = "demo"
 START_TIMEOUT_S = 60.0

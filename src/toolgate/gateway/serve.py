@@ -37,6 +37,7 @@ from toolgate.gateway.config.build import (
     BuildReport,
     build_toolset,
     delivery_config,
+    open_config_store,
 )
 from toolgate.gateway.config.identity import identity_of
 from toolgate.gateway.config.model import GatewayConfig
@@ -55,7 +56,6 @@ from toolgate.lowlevel import Binding, bind
 from toolgate.request import Context, Live, LiveConnections, RequestFacts
 from toolgate.state.base import StateStore
 from toolgate.state.memory import MemoryStore
-from toolgate.state.open import is_store_path, open_store
 from toolgate.strategies import Addon, Delivery
 from toolgate.toolset import ToolSet
 
@@ -117,13 +117,8 @@ class Gateway:
         self.cfg = cfg
         #: the file a reload reads (as given: a symlink swapped by a deploy is followed)
         self.config_path = Path(config_path) if config_path is not None else cfg.source
-        tg = cfg.toolgate
         self.events = events if events is not None else event_bus(cfg)
-        if store is None:
-            # a bare path is a SQLite file, relative to the config file like every path
-            url = str(cfg.resolve(tg.store)) if is_store_path(tg.store) else tg.store
-            store = open_store(url, idle_ttl=tg.idle_ttl)
-        self.store = store
+        self.store = store if store is not None else open_config_store(cfg)
         self.identity = identity_of(cfg)
         # Prometheus metrics from events (toolgate.gateway.ops.health)
         self.metrics = gateway_metrics(self)

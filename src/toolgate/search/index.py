@@ -199,7 +199,10 @@ class SearchIndex:
         self.embedder: Embedder | None = None
         self._vectors: Vectors | None = None  # slot -> unit vector (hybrid mode)
         if settings.mode == "hybrid":
-            self.embedder = load_embedder(settings.embedder)
+            try:
+                self.embedder = load_embedder(settings.embedder)
+            except ConfigError as exc:  # named as the config names it
+                raise ConfigError(exc.message, key="search.embedder") from exc
             cache = settings.cache
             self._vectors = Vectors(
                 self.embedder, None if cache is None else VectorCache(Path(cache).expanduser())

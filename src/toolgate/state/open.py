@@ -143,6 +143,26 @@ def _check_sentinel(url: str) -> None:
         raise _bad("Redis Sentinel", str(exc), _SENTINEL) from None
 
 
+def _sqlite_path(url: str) -> str | None:
+    """The file a SQLite URL names (``sqlite:///abs/path`` -> ``/abs/path``,
+    ``sqlite://rel/path`` -> ``rel/path``, a bare path as is); None for other stores."""
+    if url.startswith("sqlite://") or is_store_path(url):
+        return url.removeprefix("sqlite://")
+    return None
+
+
+def store_problem(url: str) -> str | None:
+    """Why the store at ``url`` (a form ``check_store_url`` accepts) cannot be opened,
+    judged without opening it: a SQLite file that is a folder or no database
+    (``sqlite_file_problem``). Other stores are judged when they connect."""
+    path = _sqlite_path(url)
+    if path is None:
+        return None
+    from toolgate.state.sqlite import sqlite_file_problem
+
+    return sqlite_file_problem(path)
+
+
 def open_store(url: str, *, idle_ttl: float = 3600.0, **options: Any) -> SessionListing:
     """A store from a URL: ``memory://``, ``sqlite:///path``, ``redis://host:port/db``,
     ``redis+sentinel://host:26379,host2:26379/service/db`` (``SentinelTarget``);
@@ -153,11 +173,11 @@ def open_store(url: str, *, idle_ttl: float = 3600.0, **options: Any) -> Session
         from toolgate.state.memory import MemoryStore
 
         return MemoryStore(idle_ttl=idle_ttl, **options)
-    if url.startswith("sqlite://") or is_store_path(url):
+    path = _sqlite_path(url)
+    if path is not None:
         from toolgate.state.sqlite import SqliteStore
 
-        # sqlite:///abs/path -> /abs/path ; sqlite://rel/path -> rel/path ; a bare path as is
-        return SqliteStore(path=url.removeprefix("sqlite://"), idle_ttl=idle_ttl, **options)
+        return SqliteStore(path=path, idle_ttl=idle_ttl, **options)
     from toolgate.state.redis import RedisStore  # redis, rediss, unix and the Sentinel ones
 
     return RedisStore(url=url, idle_ttl=idle_ttl, **options)

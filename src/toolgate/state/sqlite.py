@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from toolgate.errors import StoreUnavailable
+from toolgate.errors import ConfigError, StoreUnavailable
 from toolgate.state.base import SessionState
 from toolgate.state.listing import SessionInfo, SessionListing
 
@@ -42,6 +42,29 @@ CREATE TABLE IF NOT EXISTS session_infos (
     info       TEXT NOT NULL
 );
 """
+
+# the first 16 bytes of every SQLite database file
+_HEADER = b"SQLite format 3\x00"
+
+
+def sqlite_file_problem(path: str) -> str | None:
+    """Why the file at ``path`` cannot hold a ``SqliteStore``: a folder, or a file that is
+    not a SQLite database (a missing or empty one will do: the store makes it one).
+    Reads at most the file's first 16 bytes and writes nothing, so a file named by
+    mistake is left as it was."""
+    if path == ":memory:" or path.startswith("file:"):
+        return None
+    try:
+        if Path(path).is_dir():
+            return f"{path} is a folder, not a SQLite database"
+        with open(path, "rb") as f:
+            head = f.read(len(_HEADER))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path} cannot be opened: {exc.strerror}"
+    return f"{path} is not a SQLite database" if head and head != _HEADER else None
+
 
 # A row is idle-expired when ``now - touched_at > idle_ttl`` (the MemoryStore rule);
 # every statement below spells that comparison the same way, with (now, idle_ttl) bound.
@@ -69,6 +92,15 @@ class SqliteStore(SessionListing):
     _identity: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        problem = sqlite_file_problem(self.path)
+        if problem is not None:  # judged before SQLite touches the file
+            raise ConfigError(problem, key="store")
+        try:
+            self._open()
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(f"{self.path} cannot be opened: {exc}", key="store") from None
+
+    def _open(self) -> None:
         if self.path != ":memory:" and not self.path.startswith("file:"):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         # Autocommit mode: each write below is one statement (atomic on its own) or an

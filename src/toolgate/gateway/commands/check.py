@@ -24,7 +24,13 @@ from toolgate.catalog import CallContext, Handler, ToolResult
 from toolgate.docs import ToolDocs
 from toolgate.errors import ConfigError, RegistrationError
 from toolgate.events import EventBus
-from toolgate.gateway.config.build import BackendTool, BuildReport, build_toolset, delivery_config
+from toolgate.gateway.config.build import (
+    BackendTool,
+    BuildReport,
+    build_toolset,
+    delivery_config,
+    store_problems,
+)
 from toolgate.gateway.config.model import GatewayConfig, load_config
 from toolgate.gateway.relay.access import Relayed
 from toolgate.gateway.relay.exposure import Placement, unmatched_warnings
@@ -60,6 +66,7 @@ async def snapshot(
 ) -> Snapshot:
     """Start the backends, list their tools, stop them, and build (problems in the report)."""
     report = BuildReport()
+    store_problems(cfg, report)  # what ``serve`` would find opening it
     tg = cfg.toolgate
     docs: ToolDocs | None = None
     if tg.descriptions.dir is not None:
@@ -137,7 +144,9 @@ def assess(
     try:
         delivery = Delivery(toolset, delivery_config(cfg))
     except (RegistrationError, ConfigError) as exc:
-        report.fail("toolgate.strategy", exc.message)
+        # a core error names its key in the ``toolgate`` block (``search.embedder``)
+        key = exc.details.get("key") if isinstance(exc, ConfigError) else None
+        report.fail(f"toolgate.{key}" if key else "toolgate.strategy", exc.message)
     return toolset, delivery
 
 

@@ -22,7 +22,8 @@ from toolgate.gateway.config.model import GatewayConfig, PolicyConfig
 from toolgate.policy import Policy, Principal, RateLimit, TrustLadder
 from toolgate.search import HYBRID_WEIGHT, SearchSettings
 from toolgate.state.base import StateStore
-from toolgate.state.open import open_store
+from toolgate.state.listing import SessionListing
+from toolgate.state.open import open_store, store_problem
 from toolgate.strategies import DeliveryConfig, MetaNames
 from toolgate.toolset import ToolSet
 
@@ -126,9 +127,16 @@ def _resolve(
         report.fail(key, f"pattern {pattern!r} names unknown server {pattern.split(':')[0]!r}")
         return []
     if not found:
-        server = pattern.split(":", 1)[0] if ":" in pattern else None
-        if server is not None and server not in live:
-            report.warnings.append(f"{key}: {pattern!r} matches nothing while {server!r} is down")
+        # only tools that were read can show a pattern matches nothing: one that might
+        # name a tool of a backend down (or not started: ``check --offline``) is a warning
+        named = [pattern.split(":", 1)[0]] if ":" in pattern else sorted(cfg.mcp_servers)
+        unread = [s for s in named if s not in live]
+        if unread:
+            down = ", ".join(repr(s) for s in unread)
+            report.warnings.append(
+                f"{key}: {pattern!r} matches nothing while {down} "
+                f"{'is' if len(unread) == 1 else 'are'} down"
+            )
         else:
             report.fail(key, f"pattern {pattern!r} matches no tool", content=True)
     return found
@@ -297,9 +305,27 @@ def build_toolset(
             continue
     try:
         toolset.validate()
-    except ConfigError as exc:
-        report.fail(exc.details.get("key", "toolgate"), exc.message)
+    except ConfigError as exc:  # its key is one of the ``toolgate`` block (``initial_groups``)
+        at = exc.details.get("key")
+        report.fail(f"toolgate.{at}" if at else "toolgate", exc.message)
     return toolset, report
+
+
+def store_problems(cfg: GatewayConfig, report: BuildReport) -> None:
+    """What opening ``toolgate.store`` would find, found without opening it (a SQLite
+    file that is a folder or no database), for ``check``."""
+    problem = store_problem(cfg.store_url)
+    if problem is not None:
+        report.fail("toolgate.store", problem)
+
+
+def open_config_store(cfg: GatewayConfig) -> SessionListing:
+    """The store ``toolgate.store`` names, opened; one that cannot be opened is a
+    ``ConfigError`` naming the key."""
+    try:
+        return open_store(cfg.store_url, idle_ttl=cfg.toolgate.idle_ttl)
+    except ConfigError as exc:
+        raise ConfigError(f"toolgate.store: {exc.message}", key="toolgate.store") from None
 
 
 def search_settings(cfg: GatewayConfig) -> SearchSettings:

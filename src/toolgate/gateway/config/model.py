@@ -1,15 +1,14 @@
 """The gateway's configuration file, ``mcpServers`` plus a ``toolgate`` block: its pydantic
-models, parsing JSON or TOML (``${VAR}`` expanded by ``env`` first; every problem reported
-at once in one ``ConfigError`` by ``problems``) and its JSON Schema (``toolgate schema``).
-Imports the core for its value types and ``env`` and ``problems``; never starts anything.
+models, validating what ``files`` read from JSON or TOML (``${VAR}`` expanded by ``env``
+first; every problem reported at once in one ``ConfigError`` by ``problems``) and its JSON
+Schema (``toolgate schema``). Imports the core for its value types, ``files``, ``env`` and
+``problems``; never starts anything.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -24,16 +23,19 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from toolgate.errors import ConfigError
+from toolgate.catalog.tool import check_tool_name
+from toolgate.errors import ConfigError, RegistrationError
 from toolgate.gateway.config.env import expand_env
+from toolgate.gateway.config.files import read_config_data
 from toolgate.gateway.config.problems import config_error, problem_of
 from toolgate.gateway.config.servers import (
     STRICT,
     ServerConfig,
     server_kind_problem,
+    server_name_problem,
 )
-from toolgate.policy import DEFAULT_TRUST_LEVELS
-from toolgate.state.open import check_store_url
+from toolgate.policy import DEFAULT_TRUST_LEVELS, TrustLadder
+from toolgate.state.open import check_store_url, is_store_path
 from toolgate.strategies.registry import default_registry
 from toolgate.strategies.search import DEFAULT_FULL_RESULTS
 
@@ -219,6 +221,15 @@ class IdentityConfig(_Model):
                 )
         return {k.lower(): p for k, p in v.items()}
 
+    @field_validator("trust_levels")
+    @classmethod
+    def _ladder(cls, v: list[str]) -> list[str]:
+        try:  # the ladder's own rules: one level at least, none twice
+            TrustLadder(tuple(v))
+        except ConfigError as exc:
+            raise ValueError(exc.message) from None
+        return v
+
 
 class EventsConfig(_Model):
     jsonl: str | None = None
@@ -305,10 +316,11 @@ class ToolgateConfig(_Model):
     meta_tools: Literal["menu", "activators"] = "menu"
     separator: Literal[".", "_", "-"] = "."
     initial_groups: list[str] = Field(default_factory=list)
-    max_tools: int | None = Field(None, ge=1)
-    max_tokens: int | None = Field(None, ge=1)
+    max_tools: int | None = Field(None, ge=1, strict=True)
+    max_tokens: int | None = Field(None, ge=1, strict=True)
     hidden_tool_errors: Literal["hint", "opaque"] = "hint"
-    page_size: int = Field(100, ge=1, le=10_000)
+    # strict: ``true`` or ``"10"`` is a mistake, not a count
+    page_size: int = Field(100, ge=1, le=10_000, strict=True)
     groups_fallback: Literal["flatten", "catalog"] = "flatten"
     grouped_list: Literal["summary", "full"] = "summary"
     activators: Literal["always", "reachable"] = "always"
@@ -342,9 +354,13 @@ class ToolgateConfig(_Model):
         from toolgate.strategies.base import MetaNames
 
         known = [f.name for f in fields(MetaNames)]
-        for key in v:
+        for key, name in v.items():
             if key not in known:
                 raise ValueError(f"unknown meta-tool {key!r}; known: {', '.join(known)}")
+            try:
+                check_tool_name(name)
+            except RegistrationError as exc:
+                raise ValueError(f"{key}: {exc.message}") from None
         if len(set(v.values())) != len(v):
             raise ValueError("two meta-tools cannot share one name")
         return v
@@ -372,6 +388,9 @@ class GatewayConfig(_Model):
                 problem = server_kind_problem(spec)
                 if problem is not None:
                     raise ValueError(f"server {name!r} {problem}")
+                problem = server_name_problem(str(name))
+                if problem is not None:
+                    raise ValueError(f"server {name!r}: {problem}")
         return data
 
     @property
@@ -382,6 +401,13 @@ class GatewayConfig(_Model):
         """A path from the config, relative to the config file."""
         p = Path(path).expanduser()
         return p if p.is_absolute() else self.base_dir / p
+
+    @property
+    def store_url(self) -> str:
+        """``toolgate.store`` as a store opens it: a bare path is a SQLite file, relative
+        to the config file like every path."""
+        store = self.toolgate.store
+        return str(self.resolve(store)) if is_store_path(store) else store
 
     def exposed_name(self, server: str, name: str) -> str:
         """The name clients see for a backend's tool or prompt called ``name``:
@@ -410,7 +436,7 @@ def parse_config(
         # still validated: a server of neither kind is left out of pydantic's pass
         kept = {}
         for name, spec in servers.items():
-            problem = server_kind_problem(spec)
+            problem = server_name_problem(str(name)) or server_kind_problem(spec)
             if problem is None:
                 kept[name] = spec
             else:
@@ -439,24 +465,6 @@ def json_schema() -> dict[str, Any]:
         "description": "mcpServers (the hosts' block, ${VAR} expanded from the environment) "
         "plus the toolgate block. Generated by `toolgate schema`.",
     }
-
-
-def read_config_data(path: str | Path) -> Any:
-    """The parsed contents of ``toolgate.json`` or a ``.toml`` file, not yet validated;
-    a file that cannot be read or parsed is a ``ConfigError`` naming it."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            f"{p}: cannot read the config file: {exc.strerror}", key="(file)"
-        ) from None
-    try:
-        return tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(
-            f"{p}: not valid {'TOML' if p.suffix == '.toml' else 'JSON'}: {exc}", key="(file)"
-        ) from None
 
 
 def load_config(path: str | Path) -> GatewayConfig:

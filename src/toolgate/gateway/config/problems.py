@@ -17,7 +17,9 @@ from pydantic_core import ErrorDetails
 from toolgate.errors import ConfigError
 
 
-def _key_path(loc: tuple[int | str, ...]) -> str:
+def key_path(loc: tuple[int | str, ...]) -> str:
+    """A location as written in a file: ``("toolgate", "always", 0)`` is
+    ``toolgate.always[0]``."""
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -96,7 +98,7 @@ def problem_of(error: ErrorDetails, root: type[BaseModel]) -> tuple[str, str]:
     raw: tuple[int | str, ...] = tuple(error["loc"])
     loc, _ = _walk(root, raw)
     loc = tuple(p for p in loc if not (isinstance(p, str) and p.startswith("function-")))
-    key = _key_path(loc) or "(top level)"
+    key = key_path(loc) or "(top level)"
     msg = str(error["msg"]).removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         msg = "unknown key"
@@ -124,4 +126,4 @@ def config_error(problems: list[tuple[str, str]], source: str) -> ConfigError:
     )
 
 
-__all__ = ["config_error", "problem_of"]
+__all__ = ["config_error", "key_path", "problem_of"]

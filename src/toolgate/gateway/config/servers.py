@@ -128,6 +128,12 @@ def server_kind(value: Any) -> str:
     return found[0] if found else SERVER_SPECS[0].kind
 
 
+def server_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name an ``mcpServers`` entry: a ``server:glob`` pattern splits
+    at the first ':', so no pattern could name a server whose name holds one."""
+    return "a server name cannot contain ':'" if ":" in name else None
+
+
 def server_kind_problem(spec: Any) -> str | None:
     """Why an ``mcpServers`` entry is of no kind, or of more than one; else None."""
     if not isinstance(spec, Mapping):
@@ -159,4 +165,5 @@ __all__ = [
     "StdioServer",
     "server_kind",
     "server_kind_problem",
+    "server_name_problem",
 ]
