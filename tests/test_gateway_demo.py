@@ -141,7 +141,12 @@ def test_demo_fresh_puts_the_demo_data_back_as_shipped(
         src.backup(dst)
     shipped_and_one_run = issue_titles(db)
     assert shipped_and_one_run.count("Try toolgate") == 1  # the tour wrote to the demo data
-    assert run_tour(db).returncode == 0
+    with closing(sqlite3.connect(db)) as conn, conn:  # the data changes again, as a second
+        conn.execute(  # tour would change it (one tour fewer: the suite's time)
+            "INSERT INTO tracker_issues (project_id, title, body, status, priority, reporter,"
+            " created_at, updated_at) SELECT project_id, title, body, status, priority,"
+            " reporter, created_at, updated_at FROM tracker_issues WHERE title = 'Try toolgate'"
+        )
     assert issue_titles(db).count("Try toolgate") == 2
     fresh = run_tour(db, "--fresh")
     assert fresh.returncode == 0, fresh.stderr
