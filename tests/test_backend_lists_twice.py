@@ -1,6 +1,7 @@
 """A backend that lists one tool, prompt or resource twice is told so, naming the backend
 and the name, never as a collision between two backends ("give one of them a prefix"
-cannot settle it); the first is served, and the rest of the gateway with it.
+cannot settle it); the first is served, and the rest of the gateway with it. A tool
+whose name MCP refuses is left out the same way.
 
 Built in the test process from the listings (``build_toolset``, ``namespace``).
 """
@@ -60,3 +61,17 @@ def test_a_prompt_resource_or_template_listed_twice_by_one_backend_names_that_ba
     assert served.prompts[0].wire["description"] == "first"
     assert [r.name for r in served.resources] == ["memo://shared"]
     assert [t.name for t in served.templates] == ["memo://{id}"]
+
+
+def test_a_tool_whose_name_mcp_refuses_is_not_served_and_the_rest_is() -> None:
+    """A content problem, so the gateway starts with the backend's other tools whether
+    the backend answered within the start grace or joined later (when its tools were
+    always built this way)."""
+    cfg = parse_config({"mcpServers": {"w": {"command": "w"}}})
+    listed = {"w": [{"name": "has space"}, {"name": "ok_tool"}]}
+    toolset, report = build_toolset(cfg, listed, lambda tool: lambda args, ctx: "ok")
+    assert not report.fatal
+    (problem,) = content_problems(report)
+    assert problem.startswith("mcpServers.w: Invalid tool name 'has space'")
+    assert problem.endswith("; not served")
+    assert sorted(toolset.catalog.tools) == ["ok_tool"]

@@ -300,8 +300,8 @@ def build_toolset(
     for tool in built:
         try:
             toolset.add_tool(tool)
-        except ToolgateError as exc:
-            report.fail(f"mcpServers.{tool.source}", exc.message)
+        except ToolgateError as exc:  # what a backend offers: the gateway serves the rest
+            report.fail(f"mcpServers.{tool.source}", f"{exc.message}; not served", content=True)
             continue
     try:
         toolset.validate()
