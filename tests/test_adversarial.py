@@ -532,6 +532,29 @@ async def test_params_of_the_wrong_type_are_answered_naming_the_field_on_either_
     assert named in answer["error"]["message"], answer
 
 
+@pytest.mark.parametrize("session", [True, False])
+async def test_a_protocol_version_header_naming_no_known_version_is_a_400_naming_it(
+    gateway: HttpGateway, session: bool
+) -> None:
+    """MCP: "MUST respond with 400 Bad Request"; the body is the 2026-07-28 error, with the
+    versions this gateway speaks (the SDK read a junk version as the stateless era and
+    asked for that era's ``_meta``)."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        headers = await raw_session(http, gateway) if session else {**MCP, **ALICE}
+        ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+        response = await http.post(
+            gateway.url, json=ping, headers={**headers, "mcp-protocol-version": "junk"}
+        )
+        error = response.json()["error"]
+        assert (response.status_code, error["code"]) == (400, -32022)
+        assert error["message"].startswith("Unsupported protocol version 'junk'")
+        assert error["data"]["requested"] == "junk"
+        assert {"2025-11-25", "2026-07-28"} <= set(error["data"]["supported"])
+        if session:  # the session is untouched
+            after = await http.post(gateway.url, json=ping, headers=headers)
+            assert after.status_code == 200 and '"result"' in after.text
+
+
 async def test_a_post_without_the_required_accept_header_is_406(gateway: HttpGateway) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         del http.headers["accept"]  # httpx sends "*/*" unless told otherwise

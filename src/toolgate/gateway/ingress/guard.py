@@ -3,9 +3,11 @@
 ``Guard`` is ASGI middleware around the whole gateway app (``/mcp``, WebMCP, the
 dashboard): the client's address behind trusted proxies (``scope["client"]``), ``Host``
 and ``Origin`` against the one list of allowed hosts (DNS rebinding), one well-formed
-``Authorization`` credential resolved once (``CALLER``), the body read once (``BODY``),
-its size, JSON nesting, lone surrogates, JSON-RPC ids and the shape of a JSON-RPC message.
-Ingress layer: Starlette, the core's identity and ``toolgate.request``'s verdict.
+``Authorization`` credential resolved once (``CALLER``), a known ``MCP-Protocol-Version``,
+the body read once (``BODY``), its size, JSON nesting, lone surrogates, JSON-RPC ids and
+the shape of a JSON-RPC message.
+Ingress layer: Starlette, the SDK's types, the core's identity and ``toolgate.request``'s
+verdict.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pydantic_core
+from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -32,6 +36,22 @@ LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
 BODY = "toolgate.body"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def version_refusal(version: str) -> Response | None:
+    """A 400 for an ``MCP-Protocol-Version`` header naming no version MCP knows (the spec:
+    "MUST respond with 400 Bad Request"), on either era, with the 2026-07-28 error's
+    code and data (``supported``, ``requested``); None for a known one."""
+    if version in SUPPORTED_PROTOCOL_VERSIONS:
+        return None
+    shown = version[:64]
+    error = {
+        "code": UNSUPPORTED_PROTOCOL_VERSION,
+        "message": f"Unsupported protocol version {shown!r} in the MCP-Protocol-Version "
+        f"header; supported: {', '.join(SUPPORTED_PROTOCOL_VERSIONS)}",
+        "data": {"supported": list(SUPPORTED_PROTOCOL_VERSIONS), "requested": shown},
+    }
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, 400)
 
 
 @dataclass(frozen=True)
@@ -320,6 +340,9 @@ class Guard:
                 400,
                 headers={"WWW-Authenticate": 'Bearer error="invalid_request"'},
             )
+        version = headers.get("mcp-protocol-version")
+        if scope["path"] in self.rpc_paths and version is not None:
+            return version_refusal(version)
         return None
 
     def too_large(self) -> Response:
