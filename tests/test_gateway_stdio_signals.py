@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from fastmcp import Client
@@ -29,6 +29,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from _fixtures.gateway import SERVERS, gateway_env, toolgate_argv
 from _fixtures.mcp_servers import text, tool_names
+from toolgate.gateway.process import SIGNALS, Process, obeying
 
 # Linux only, as CI: pids are read from /proc; elsewhere these fail, never skip
 pytestmark = pytest.mark.timeout(60)
@@ -293,3 +294,31 @@ def test_after_serving_stop_signals_are_ignored_by_an_exiting_process_else_resto
         timeout=30,
     )
     assert (ran.stdout.splitlines(), ran.returncode) == (printed, status), ran.stderr
+
+
+async def test_leaving_the_block_never_passes_a_signal_through_its_default_action(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The instant that made the test above fail once in a full run: the loop's
+    ``remove_signal_handler`` sets SIG_DFL before the block could set SIG_IGN, and a
+    SIGTERM landing between the two killed the gateway. Every disposition set on the
+    way out is recorded; none may be SIG_DFL."""
+    real = signal.signal
+    before = {number: signal.getsignal(number) for number in SIGNALS}
+    dispositions: list[tuple[int, Any]] = []
+
+    def recording(number: int, handler: Any) -> Any:
+        dispositions.append((number, handler))
+        return real(number, handler)
+
+    try:
+        with obeying(cast(Process, object()), exiting=True):
+            monkeypatch.setattr(signal, "signal", recording)  # what leaving sets, not entering
+        assert dispositions and all(h is not signal.SIG_DFL for _, h in dispositions)
+        assert {number: signal.getsignal(number) for number in SIGNALS} == dict.fromkeys(
+            SIGNALS, signal.SIG_IGN
+        )
+    finally:
+        monkeypatch.undo()
+        for number, handler in before.items():  # the test process keeps its own handlers
+            real(number, handler)

@@ -182,21 +182,38 @@ def obeying(
     the process's whole job, as in ``toolgate serve``), nothing until the process exits:
     it is already on its way out (the gateway's stores close, the loop and interpreter
     end), and a host that closed stdin and, past its grace, sends SIGTERM to the process
-    tree must not turn that exit 0 into a death by signal. SIGKILL still ends it."""
+    tree must not turn that exit 0 into a death by signal. SIGKILL still ends it.
+
+    Each handler is a Python one that hands the signal to the loop
+    (``call_soon_threadsafe``, as asyncio's own SIGINT handling does), so leaving swaps
+    it for what comes after in one ``signal.signal``. The loop's ``add_signal_handler``
+    cannot be left that way: its ``remove_signal_handler`` passes through SIG_DFL, and a
+    SIGTERM in that instant killed a stdio gateway on its way to exit 0."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     loop = asyncio.get_running_loop()
     before = {number: signal.getsignal(number) for number in signals}
     for number, action in signals.items():
-        loop.add_signal_handler(number, action, process)
+        signal.signal(number, functools.partial(_to_loop, loop, action, process))
     try:
         yield
     finally:
         for number, previous in before.items():
-            loop.remove_signal_handler(number)  # sets SIG_DFL (SIGINT: KeyboardInterrupt)
             afterwards = signal.SIG_IGN if exiting else previous
             signal.signal(number, signal.SIG_DFL if afterwards is None else afterwards)
+
+
+def _to_loop(
+    loop: asyncio.AbstractEventLoop,
+    action: Callable[[Process], None],
+    process: Process,
+    number: int,
+    frame: object,
+) -> None:
+    """A signal's Python handler (main thread, between two bytecodes): ``action`` runs
+    on the loop, which the call wakes."""
+    loop.call_soon_threadsafe(action, process)
 
 
 async def _serve(
