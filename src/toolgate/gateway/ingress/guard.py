@@ -167,33 +167,34 @@ def json_problem(body: bytes, limits: GuardLimits, *, rpc: bool) -> BodyProblem 
         where = surrogate_at(parsed)
         if where is None:
             return None
-        rpc_id = parsed.get("id") if isinstance(parsed, dict) else None
         return BodyProblem(
             400,
             f"Invalid params: {where} holds a lone UTF-16 surrogate, which is not valid "
             "Unicode and cannot be sent on",
             -32602,
-            rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None,
+            echoed_id(parsed),
         )
     # every level opens with "{" or "[": a body with no more of them than the limit
     # (counted in C, strings included) cannot nest deeper, and need not be walked
     deep = body.count(b"{") + body.count(b"[") > limits.max_json_depth
     if deep and _depth(parsed, limits.max_json_depth) > limits.max_json_depth:
         return BodyProblem(400, f"JSON nested deeper than {limits.max_json_depth} levels", -32600)
-    if rpc and isinstance(parsed, dict) and "id" in parsed and "method" in parsed:
-        rpc_id = parsed["id"]
-        if isinstance(rpc_id, bool) or not isinstance(rpc_id, str | int):
-            return BodyProblem(
-                400, "Invalid Request: a request's id must be a string or an integer", -32600
-            )
     return envelope_problem(parsed) if rpc else None
+
+
+def echoed_id(message: Any) -> str | int | None:
+    """The id an error answer to ``message`` carries: its own when it is one JSON-RPC
+    allows (a string or an integer), else null."""
+    rpc_id = message.get("id") if isinstance(message, dict) else None
+    return rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
 
 
 def envelope_problem(message: Any) -> BodyProblem | None:
     """What is wrong with the shape of one JSON-RPC message, named in one line, on either
-    protocol era: one object (MCP sends no batches), ``"jsonrpc": "2.0"``, and a string
-    ``method`` with object ``params``, if any (a request or notification), or an ``id`` with a
-    ``result`` or ``error`` (a client's response to a server's request)."""
+    protocol era: one object (MCP sends no batches), a request's id a string or an
+    integer, ``"jsonrpc": "2.0"``, and a string ``method`` with object ``params``, if any
+    (a request or notification), or an ``id`` with a ``result`` or ``error`` (a client's
+    response to a server's request)."""
     if isinstance(message, list):
         return BodyProblem(
             400,
@@ -205,8 +206,11 @@ def envelope_problem(message: Any) -> BodyProblem | None:
         return BodyProblem(
             400, "Invalid Request: the body must be one JSON-RPC message, a JSON object", -32600
         )
-    rpc_id = message.get("id")
-    rpc_id = rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
+    rpc_id = echoed_id(message)
+    if "id" in message and "method" in message and rpc_id is None:
+        return BodyProblem(
+            400, "Invalid Request: a request's id must be a string or an integer", -32600
+        )
     if message.get("jsonrpc") != "2.0":
         return BodyProblem(400, 'Invalid Request: "jsonrpc" must be "2.0"', -32600, rpc_id)
     if "method" in message:
