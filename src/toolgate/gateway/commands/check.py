@@ -143,11 +143,26 @@ def assess(
     delivery: Delivery | None = None
     try:
         delivery = Delivery(toolset, delivery_config(cfg))
-    except (RegistrationError, ConfigError) as exc:
+    except RegistrationError as exc:
+        report.fail(*_collision(cfg, toolset, exc))
+    except ConfigError as exc:
         # a core error names its key in the ``toolgate`` block (``search.embedder``)
-        key = exc.details.get("key") if isinstance(exc, ConfigError) else None
+        key = exc.details.get("key")
         report.fail(f"toolgate.{key}" if key else "toolgate.strategy", exc.message)
     return toolset, delivery
+
+
+def _collision(cfg: GatewayConfig, toolset: ToolSet, exc: RegistrationError) -> tuple[str, str]:
+    """Where a meta-tool name that meets a backend's tool is reported: under the
+    ``meta_tool_names`` entry that chose the name, else under the strategy that brings
+    the meta-tool; the message names the server whose tool it is."""
+    name = exc.details.get("name")
+    role = next((r for r, n in cfg.toolgate.meta_tool_names.items() if n == name), None)
+    key = f"toolgate.meta_tool_names.{role}" if role else "toolgate.strategy"
+    tool = toolset.catalog.tool(name) if isinstance(name, str) else None
+    if tool is None or not tool.source:
+        return key, exc.message
+    return key, f'{exc.message} (a tool of server {tool.source!r}: a "prefix" there renames it)'
 
 
 def problem_lines(errors: Iterable[ConfigError]) -> list[str]:

@@ -2,7 +2,7 @@
 kind, the key that marks it and the keys whose ``${VAR}`` are expanded. ``SERVER_SPECS``
 is the one list; the config's union, its kind checks and ``toolgate init`` read it. A new
 kind is one model here and one transport (``toolgate.gateway.backends.transport``).
-Config layer: pydantic only, nothing of the gateway.
+Config layer: pydantic and the catalog's tool-name rule, nothing of the gateway.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+
+from toolgate.catalog.tool import TOOL_NAME
 
 #: every config model's settings: unknown keys are errors, aliases and names both read
 STRICT = ConfigDict(extra="forbid", populate_by_name=True)
@@ -35,6 +37,18 @@ class ServerSpec(BaseModel):
     tool_timeouts: dict[str, float] = Field(default_factory=dict)
     prefix: str | None = None
     title: str | None = None  # indexed for search with the server's key
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str | None) -> str | None:
+        """A prefix begins each of the server's tool names, so it takes their characters
+        (an empty one is no prefix)."""
+        if v and not TOOL_NAME.match(v):
+            raise ValueError(
+                f"prefix {v!r} must be characters a tool name may hold (A-Z a-z 0-9 _ . -): "
+                "it begins every tool name of the server"
+            )
+        return v
 
     @field_validator("tool_timeouts")
     @classmethod
