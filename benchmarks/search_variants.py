@@ -124,7 +124,7 @@ def main() -> None:
     parser.add_argument("--sets", type=lambda v: v.split(","), default=["metatool", "agent"])
     parser.add_argument("--half", choices=("dev", "test", "heldout"), default="dev")
     args = parser.parse_args()
-    args.mcp_manager = args.mcptoolbench = args.acebench = None
+    args.mcp_manager = args.mcptoolbench = args.acebench = args.toollens = None
     args.limit_queries = None
     sets, _ = datasets(args)
     for data in sets:
