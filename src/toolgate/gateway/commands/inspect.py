@@ -1,12 +1,13 @@
 """``toolgate inspect``: the group tree, tool counts and token costs of a gateway config.
 
 Builds the catalog from one listing of every backend (``check.snapshot``), counts each
-tool's wire form with ``best_counter()``, and compares flat (every tool listed) with
-disclosed (what a new session lists). ``--as`` explains one principal's view, tool by
-tool; ``--search QUERY`` ranks that principal's tools for a query, with each tool's
-score per signal (BM25, embedding) and per BM25 field; ``--suggest-groups`` proposes
-groups for every big server (``commands.suggest``) and ``--write`` puts them into the
-file. Rich tables in a terminal, JSON for scripts. Edge layer.
+tool as a model reads it (``tokens.model_text``) with ``best_counter()``, and compares
+flat (every tool listed) with disclosed (what a new session lists). ``--as`` explains
+one principal's view, tool by tool; ``--search QUERY`` ranks that principal's tools for
+a query, with each tool's score per signal (BM25, embedding) and per BM25 field;
+``--suggest-groups`` proposes groups for every big server (``commands.suggest``) and
+``--write`` puts them into the file. Rich tables in a terminal, JSON for scripts. Edge
+layer.
 """
 
 from __future__ import annotations
