@@ -122,6 +122,58 @@ def test_the_command_prints_a_bad_tasks_file_s_problems_and_exits_1(
     assert f"toolgate: {bad}: task 'lost' (tasks[0]): expect.calls[0].tool: Field required" in err
 
 
+TASK_YAML = "tasks:\n  - name: a\n    prompt: p\n    expect: {answer: x}\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "problem"),
+    [
+        ("tasks.yaml", b"tasks:\n  - name: caf\xe9\n", "not valid UTF-8 at byte 20"),
+        ("tasks.json", b'{"tasks": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested more than"),
+        ("tasks.yaml", b"tasks: " + b"[" * 100_000 + b"]" * 100_000, "nested too deep to read"),
+        ("tasks.yaml", (TASK_YAML + TASK_YAML).encode(), "line 5: key 'tasks' appears twice"),
+        ("tasks.json", b'{"tasks": [], "tasks": []}', "tasks: key appears twice"),
+        ("TASKS.YAML", TASK_YAML.replace("p\n", "''\n").encode(), "task 'a' (tasks[0]): prompt"),
+    ],
+    ids=["not-utf8", "json-too-deep", "yaml-too-deep", "yaml-key-twice", "json-key-twice", "YAML"],
+)
+def test_a_tasks_file_is_read_as_the_gateway_reads_its_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, raw: bytes, problem: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(raw)
+    assert main(["eval", "demo", str(path), "--model", "openai:m", "--strategies", "flat"]) == 1
+    assert capsys.readouterr().err.startswith(f"toolgate: {path}: {problem}")
+
+
+@pytest.mark.parametrize(
+    ("option", "path", "problem"),
+    [
+        ("--json", "missing/report.json", "its folder missing does not exist"),
+        ("--html", ".", "is a folder"),
+        ("--log", "missing/gateways.log", "its folder missing does not exist"),
+    ],
+)
+def test_a_report_path_that_cannot_be_written_is_refused_before_any_run(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    option: str,
+    path: str,
+    problem: str,
+) -> None:
+    """Said before a gateway starts or a model is asked: after the run, its results
+    would be lost to the traceback."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.yaml").write_text(TASK_YAML)
+    argv = ["eval", "demo", "tasks.yaml", "--strategies", "flat", option, path]
+    model = ["--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1"]
+    assert main([*argv, *model]) == 1
+    err = capsys.readouterr().err
+    assert err == f"toolgate: {option} {path}: cannot write there: {problem}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tasks.yaml"]
+
+
 # -- judging -----------------------------------------------------------------------------
 
 
