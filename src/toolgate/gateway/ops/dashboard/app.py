@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -357,8 +358,18 @@ def dashboard_app(
 
     async def api_stream(request: Request) -> Response:
         wanted = event_filter(request)
-        after_text = request.headers.get("last-event-id") or request.query_params.get("after")
-        after = int(after_text) if after_text and after_text.isdigit() else None
+        header = request.headers.get("last-event-id")
+        after_text = header or request.query_params.get("after")
+        after = None
+        if after_text:
+            # ASCII digits only: str.isdigit() also passes '²', which int() refuses
+            if not re.fullmatch(r"[0-9]{1,18}", after_text):
+                where = "the Last-Event-ID header" if header else "'after'"
+                return JSONResponse(
+                    {"error": f"{where} must be an event id (a whole number), not {after_text!r}"},
+                    400,
+                )
+            after = int(after_text)
         return StreamingResponse(
             _stream(ring, wanted, after),
             media_type="text/event-stream",
