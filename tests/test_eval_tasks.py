@@ -122,6 +122,15 @@ def test_the_command_prints_a_bad_tasks_file_s_problems_and_exits_1(
     assert f"toolgate: {bad}: task 'lost' (tasks[0]): expect.calls[0].tool: Field required" in err
 
 
+def test_a_count_or_a_switch_of_the_wrong_type_is_refused_not_coerced() -> None:
+    task = {"name": "t", "prompt": "p", "expect": {"answer": "x"}}
+    lines = problems({"relist": "no", "tasks": [{**task, "max_turns": True}]}).splitlines()
+    assert lines == [
+        "tasks.yaml: relist: Input should be a valid boolean",
+        "tasks.yaml: task 't' (tasks[0]): max_turns: Input should be a valid integer",
+    ]
+
+
 TASK_YAML = "tasks:\n  - name: a\n    prompt: p\n    expect: {answer: x}\n"
 
 

@@ -308,7 +308,9 @@ def test_a_host_config_with_no_server_to_front_writes_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == [host.name]
 
 
-def test_an_output_that_cannot_be_written_is_named_without_a_traceback(tmp_path: Path) -> None:
+def test_an_output_that_cannot_be_written_or_read_back_is_named_without_a_traceback(
+    tmp_path: Path,
+) -> None:
     host = tmp_path / "mcp.json"
     host.write_text(json.dumps({"mcpServers": {"ghost": {"command": str(tmp_path / "no")}}}))
     (tmp_path / "file").write_text("not a folder")
@@ -320,3 +322,9 @@ def test_an_output_that_cannot_be_written_is_named_without_a_traceback(tmp_path:
     forced = run("init", "--from", str(host), "-o", "folder", "--force", cwd=tmp_path)
     assert forced.returncode == 1
     assert forced.stderr.splitlines()[-1] == "toolgate: cannot write folder: Is a directory"
+    toml = run("init", "--from", str(host), "-o", "toolgate.toml", cwd=tmp_path)
+    assert (toml.returncode, toml.stderr) == (
+        1,
+        "toolgate: --output toolgate.toml: init writes JSON; name it .json\n",
+    )
+    assert not (tmp_path / "toolgate.toml").exists()

@@ -99,14 +99,15 @@ class TaskSpec(_Model):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     prompt: str = Field(min_length=1)
     expect: Expect
-    max_turns: int | None = Field(None, ge=1, le=100)
-    relist: bool | None = None
+    # strict: YAML's `max_turns: yes` or `relist: 1` is a mistake, not a 1 or a True
+    max_turns: int | None = Field(None, ge=1, le=100, strict=True)
+    relist: bool | None = Field(None, strict=True)
 
 
 class TaskFile(_Model):
     system: str | None = None
-    max_turns: int = Field(DEFAULT_MAX_TURNS, ge=1, le=100)
-    relist: bool = True
+    max_turns: int = Field(DEFAULT_MAX_TURNS, ge=1, le=100, strict=True)
+    relist: bool = Field(True, strict=True)
     tasks: list[TaskSpec] = Field(min_length=1)
 
     @model_validator(mode="after")

@@ -394,6 +394,9 @@ async def run_init(
     out = out or sys.stdout
     err = err or sys.stderr
     target = Path(output)
+    if target.suffix == ".toml":  # the gateway would read the JSON written there as TOML
+        print(f"toolgate: --output {target}: init writes JSON; name it .json", file=err)
+        return 1
     if target.exists() and not force:
         print(f"toolgate: {target} exists; pass --force to overwrite it", file=err)
         return 1
