@@ -6,9 +6,9 @@ applies groups, a policy and backends added, removed and changed, and the live s
 keeps its id and its still-existing group; a config with errors is refused with
 ``toolgate check``'s own lines through ``POST /admin/reload`` and ``toolgate reload``,
 and the running config stays; the endpoint wants the operator token and refuses a body
-or a query it would not read, and the dashboard's event stream an ``after`` that is no
-event id. The dashboard
-shows the config the gateway serves, and a reload that changes what a session may list
+or a query it would not read. The dashboard shows the config the gateway serves; its
+event stream refuses an ``after`` that is no event id, and its explain API a principal
+written wrong (400) or not there (404). A reload that changes what a session may list
 of the backends' prompts and resources tells that session (legacy, or a 2026-07-28
 listen stream) and nobody else. The store-level rule (a removed group leaves every
 stored session) runs on memory, SQLite and Redis.
@@ -614,3 +614,19 @@ async def test_the_event_stream_refuses_an_after_that_is_not_an_event_id(served:
     )
     assert (word.status_code, header.status_code) == (400, 400)
     assert header.json()["error"].startswith("the Last-Event-ID header must be an event id")
+
+
+async def test_the_explain_api_names_its_principal_parameter_and_tells_wrong_from_missing(
+    served: Served,
+) -> None:
+    explain = f"{served.root}/dashboard/api/explain"
+    async with httpx.AsyncClient(timeout=60) as http:
+        answers = [
+            await http.get(explain, params={"principal": spec}, headers=ADMIN)
+            for spec in ("id=x,foo=1", "id=x,trust=bogus", "nobody")
+        ]
+    assert [(a.status_code, a.json()["error"].partition(";")[0]) for a in answers] == [
+        (400, "principal: unknown field 'foo'"),
+        (400, "principal.trust: Unknown trust level 'bogus'"),
+        (404, "principal 'nobody': no such principal"),
+    ]

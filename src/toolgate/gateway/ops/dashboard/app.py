@@ -265,7 +265,7 @@ def dashboard_app(
             principal, state, label = row.principal, row.state, f"session {key}"
         else:
             spec = request.query_params.get("principal") or "default"
-            principal = parse_principal(source.config, spec)
+            principal = parse_principal(source.config, spec, "principal")
             state, label = ts.initial_state(), "a new session"
         view = ts.view(principal, state)
         return {
@@ -312,11 +312,14 @@ def dashboard_app(
 
     async def explain_page(request: Request) -> Response:
         values: dict[str, Any] = {"nav": "explain", "principals": principals(), "error": None}
+        exc_status = None
         try:
             values["data"] = await explain_data(request)
         except ConfigError as exc:
             values["data"], values["error"] = None, exc.message
-        return page(request, "explain.html", values, 200 if values["error"] is None else 404)
+            exc_status = _explain_status(exc)
+        status = 200 if exc_status is None else exc_status
+        return page(request, "explain.html", values, status)
 
     def event_filter(request: Request) -> EventFilter:
         params = request.query_params
@@ -351,7 +354,7 @@ def dashboard_app(
         try:
             return JSONResponse(await explain_data(request))
         except ConfigError as exc:
-            return JSONResponse({"error": exc.message}, 404)
+            return JSONResponse({"error": exc.message}, _explain_status(exc))
 
     async def api_events(request: Request) -> Response:
         return JSONResponse({"events": filtered(event_filter(request))})
@@ -395,6 +398,11 @@ def dashboard_app(
     ]
     guard = Middleware(_Guard, auth=auth, page=page)
     return Starlette(routes=routes, middleware=[guard])
+
+
+def _explain_status(exc: ConfigError) -> int:
+    """404 for a session or principal that is not there, 400 for a spec written wrong."""
+    return 404 if exc.details.get("key") in ("session", "principal") else 400
 
 
 async def _stream(
