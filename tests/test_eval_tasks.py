@@ -253,6 +253,18 @@ def test_a_bad_model_names_what_to_write(text: str, message: str) -> None:
         parse_model(text)
 
 
+def test_a_blank_model_or_a_base_url_that_is_not_http_is_refused_before_anything_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(ConfigError, match=r"--model 'openai: ': write PROVIDER:MODEL"):
+        parse_model("openai: ")
+    argv = ["eval", "demo", str(DEMO_TASKS), "--model", "openai-compatible:m"]
+    assert main([*argv, "--base-url", "127.0.0.1:11434/v1"]) == 1
+    assert capsys.readouterr().err == (
+        "toolgate: --base-url '127.0.0.1:11434/v1': must start with http:// or https://\n"
+    )
+
+
 def test_the_key_comes_from_the_environment_and_a_local_server_may_need_none(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
