@@ -195,18 +195,21 @@ startup_timeout_sec = 20
     assert entry["args"][-2:] == ["serve", str((tmp_path / "toolgate.json").resolve())]
 
 
-def test_servers_sharing_tool_names_get_prefixes_and_the_config_checks(tmp_path: Path) -> None:
+def test_servers_sharing_tool_names_get_distinct_prefixes_and_the_config_checks(
+    tmp_path: Path,
+) -> None:
+    names = ["math", "Math 2", "Math.2", "数学"]  # "Math 2" and "Math.2" read alike as prefixes
     host = tmp_path / "mcp.json"
-    host.write_text(json.dumps({"mcpServers": {"math": MATH_SERVER, "Math 2": MATH_SERVER}}))
+    host.write_text(json.dumps({"mcpServers": dict.fromkeys(names, MATH_SERVER)}))
     done = run("init", "--from", str(host), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     config: dict[str, Any] = json.loads((tmp_path / "toolgate.json").read_text())
-    assert config["mcpServers"]["math"]["prefix"] == "math"
-    assert config["mcpServers"]["Math 2"]["prefix"] == "Math_2"
-    assert set(config["toolgate"]["groups"]) == {"math", "math-2"}
+    prefixes = [config["mcpServers"][name]["prefix"] for name in names]
+    assert prefixes == ["math", "Math_2", "Math_2_2", "server"]
+    assert set(config["toolgate"]["groups"]) == {"math", "math-2", "math-2-2", "server"}
     checked = run("check", "toolgate.json", cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
-    assert checked.stdout == "toolgate.json: ok: 6 tools from 2 backend(s), 2 groups\n"
+    assert checked.stdout == "toolgate.json: ok: 12 tools from 4 backend(s), 4 groups\n"
 
 
 @pytest.mark.parametrize(

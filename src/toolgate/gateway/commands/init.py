@@ -287,6 +287,18 @@ def host_snippet(host: Host, config_path: Path, *, name: str = "toolgate") -> st
     return json.dumps({"mcpServers": {name: {"command": command, "args": args}}}, indent=2) + "\n"
 
 
+def _prefix(server: str, taken: set[str]) -> str:
+    """A tool-name prefix from a server name, unlike every prefix in ``taken`` (``a b``
+    and ``a.b`` would both be ``a_b``, and two names in another script both ``_``)."""
+    base = re.sub(r"[^A-Za-z0-9_-]+", "_", server).strip("_")[:32] or "server"
+    prefix, n = base, 1
+    while prefix in taken:
+        n += 1
+        prefix = f"{base}_{n}"
+    taken.add(prefix)
+    return prefix
+
+
 async def build_init(
     source: Path,
     output: Path,
@@ -327,9 +339,10 @@ async def build_init(
 
     # a tool name two servers share would be a duplicate in one catalog: prefix those servers
     counts = Counter(t for s in imported for t in set(s.tools))
+    prefixes: set[str] = set()
     for s in imported:
         if any(counts[t] > 1 for t in s.tools):
-            s.spec["prefix"] = re.sub(r"[^A-Za-z0-9_-]+", "_", s.name)
+            s.spec["prefix"] = _prefix(s.name, prefixes)
             s.notes.append(
                 f"shares tool names with another server: its tools are exposed as "
                 f"{s.spec['prefix']}.<name>"
