@@ -331,3 +331,18 @@ def test_an_output_that_cannot_be_written_or_read_back_is_named_without_a_traceb
         "toolgate: --output toolgate.toml: init writes JSON; name it .json\n",
     )
     assert not (tmp_path / "toolgate.toml").exists()
+
+
+def test_jsonc_comments_and_trailing_commas_go_but_text_inside_strings_stays(
+    tmp_path: Path,
+) -> None:
+    from toolgate.gateway.commands.init import read_host_config
+
+    args = ["--only=[a,]", "{b, }", "c // not a comment", "/* nor this */"]
+    host = tmp_path / "mcp.json"
+    host.write_text(
+        '{\n  // a comment\n  "servers": {\n    "s": {"command": "x", "args": '
+        + json.dumps(args)[:-1]
+        + ", /* last */ ]},\n  },\n}\n"
+    )
+    assert read_host_config(host)[1] == {"s": {"command": "x", "args": args}}

@@ -87,8 +87,9 @@ class InitResult:
 
 
 def _strip_jsonc(text: str) -> str:
-    """JSON with ``//`` and ``/* */`` comments and trailing commas (VS Code) as plain JSON."""
-    out: list[str] = []
+    """JSON with ``//`` and ``/* */`` comments and trailing commas (VS Code) as plain JSON;
+    text inside strings is kept as written (``"a,]"`` stays ``"a,]"``)."""
+    out: list[str] = []  # one character each, but a whole string per entry
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -105,9 +106,15 @@ def _strip_jsonc(text: str) -> str:
             end = text.find("*/", i + 2)
             i = n if end < 0 else end + 2
         else:
+            if c in "}]":  # a comma before it, past whitespace and comments, is dropped
+                k = len(out)
+                while k and out[k - 1].isspace():
+                    k -= 1
+                if k and out[k - 1] == ",":
+                    del out[k - 1]
             out.append(c)
             i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+    return "".join(out)
 
 
 def read_host_config(path: Path) -> tuple[Host, dict[str, Any], dict[str, Any]]:
