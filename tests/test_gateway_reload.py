@@ -610,7 +610,7 @@ async def test_the_event_stream_refuses_an_after_that_is_not_an_event_id(served:
         header = await http.get(stream, headers={**ADMIN, "Last-Event-ID": "-1"})
     assert (superscript.status_code, superscript.json()) == (
         400,
-        {"error": "'after' must be an event id (a whole number), not '²'"},
+        {"error": "'after' must be an event id (up to 18 digits 0-9), not '²'"},
     )
     assert (word.status_code, header.status_code) == (400, 400)
     assert header.json()["error"].startswith("the Last-Event-ID header must be an event id")

@@ -368,10 +368,8 @@ def dashboard_app(
             # ASCII digits only: str.isdigit() also passes '²', which int() refuses
             if not re.fullmatch(r"[0-9]{1,18}", after_text):
                 where = "the Last-Event-ID header" if header else "'after'"
-                return JSONResponse(
-                    {"error": f"{where} must be an event id (a whole number), not {after_text!r}"},
-                    400,
-                )
+                why = f"{where} must be an event id (up to 18 digits 0-9), not {after_text[:40]!r}"
+                return JSONResponse({"error": why}, 400)
             after = int(after_text)
         return StreamingResponse(
             _stream(ring, wanted, after),
