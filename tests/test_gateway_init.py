@@ -331,6 +331,10 @@ def test_an_output_that_cannot_be_written_or_read_back_is_named_without_a_traceb
         "toolgate: --output toolgate.toml: init writes JSON; name it .json\n",
     )
     assert not (tmp_path / "toolgate.toml").exists()
+    host_text = host.read_text()
+    itself = run("init", "--from", str(host), "-o", str(host), "--force", cwd=tmp_path)
+    assert (itself.returncode, host.read_text()) == (1, host_text)
+    assert itself.stderr == f"toolgate: --output {host} is the file init reads; write elsewhere\n"
 
 
 def test_jsonc_comments_and_trailing_commas_go_but_text_inside_strings_stays(

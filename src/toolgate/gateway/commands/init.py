@@ -417,6 +417,10 @@ async def run_init(
     if target.suffix == ".toml":  # the gateway would read the JSON written there as TOML
         print(f"toolgate: --output {target}: init writes JSON; name it .json", file=err)
         return 1
+    if target.exists() and target.resolve() == Path(source).resolve():
+        # --force is for a config init wrote before, never the host config it reads
+        print(f"toolgate: --output {target} is the file init reads; write elsewhere", file=err)
+        return 1
     if target.exists() and not force:
         print(f"toolgate: {target} exists; pass --force to overwrite it", file=err)
         return 1
