@@ -161,6 +161,7 @@ def test_a_tasks_file_is_read_as_the_gateway_reads_its_config(
         ("--json", "missing/report.json", "its folder missing does not exist"),
         ("--html", ".", "is a folder"),
         ("--log", "missing/gateways.log", "its folder missing does not exist"),
+        ("--json", "tasks.yaml", "it is the file it reads (tasks.yaml)"),
     ],
 )
 def test_a_report_path_that_cannot_be_written_is_refused_before_any_run(
@@ -172,7 +173,7 @@ def test_a_report_path_that_cannot_be_written_is_refused_before_any_run(
     problem: str,
 ) -> None:
     """Said before a gateway starts or a model is asked: after the run, its results
-    would be lost to the traceback."""
+    would be lost to the traceback, or the tasks file to the report."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tasks.yaml").write_text(TASK_YAML)
     argv = ["eval", "demo", "tasks.yaml", "--strategies", "flat", option, path]
@@ -181,6 +182,18 @@ def test_a_report_path_that_cannot_be_written_is_refused_before_any_run(
     err = capsys.readouterr().err
     assert err == f"toolgate: {option} {path}: cannot write there: {problem}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tasks.yaml"]
+    assert (tmp_path / "tasks.yaml").read_text() == TASK_YAML
+
+
+def test_two_reports_to_one_path_are_refused_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["eval", "demo", str(DEMO_TASKS), "--model", "openai-compatible:m"]
+    same = str(tmp_path / "report")
+    assert main([*argv, "--base-url", "http://127.0.0.1:9/v1", "--json", same, "--log", same]) == 1
+    assert capsys.readouterr().err == (
+        f"toolgate: --log {same}: cannot write there: it is --json's too\n"
+    )
 
 
 # -- judging -----------------------------------------------------------------------------

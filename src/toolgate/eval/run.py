@@ -181,23 +181,28 @@ def make_plan(
     return plan
 
 
-def check_outputs(paths: Mapping[str, str | None]) -> None:
-    """Each report path (``{"--json": path}``) can be written, said before any model is
-    asked: a run's results are never lost to a folder that does not exist."""
+def check_outputs(paths: Mapping[str, str | None], inputs: Sequence[str] = ()) -> None:
+    """Each report path (``{"--json": path}``) can be written and is none of ``inputs``
+    (the config, the tasks file) nor another report's, said before any model is asked:
+    a run's results are never lost to a missing folder, nor a file it read to them."""
     from toolgate.errors import ConfigError
 
+    seen = {Path(i).resolve(): f"the file it reads ({i})" for i in inputs}
     for option, path in paths.items():
         if path is None:
             continue
         target = Path(path)
         folder = target.parent
-        if target.is_dir():
+        if target.resolve() in seen:
+            problem = f"it is {seen[target.resolve()]}"
+        elif target.is_dir():
             problem = "is a folder"
         elif not folder.is_dir():
             problem = f"its folder {folder} does not exist"
         elif not os.access(folder, os.W_OK):
             problem = f"its folder {folder} is not writable"
         else:
+            seen[target.resolve()] = f"{option}'s too"
             continue
         raise ConfigError(f"{option} {path}: cannot write there: {problem}", key=option)
 
@@ -227,7 +232,8 @@ def run_command(args: Any, *, out: IO[str] | None = None) -> int:
         base_url=args.base_url,
         api_key_env=args.api_key_env,
     )
-    check_outputs({"--json": args.json, "--html": args.html, "--log": args.log})
+    outputs = {"--json": args.json, "--html": args.html, "--log": args.log}
+    check_outputs(outputs, inputs=[args.tasks, *([] if args.config == "demo" else [args.config])])
     stream = out or sys.stdout
     # a file or a pipe gets the whole table, not 80 columns of wrapped cells
     console = Console(file=stream, width=None if stream.isatty() else 160)
