@@ -312,13 +312,12 @@ def dashboard_app(
 
     async def explain_page(request: Request) -> Response:
         values: dict[str, Any] = {"nav": "explain", "principals": principals(), "error": None}
-        exc_status = None
+        status = 200
         try:
             values["data"] = await explain_data(request)
         except ConfigError as exc:
             values["data"], values["error"] = None, exc.message
-            exc_status = _explain_status(exc)
-        status = 200 if exc_status is None else exc_status
+            status = _explain_status(exc)
         return page(request, "explain.html", values, status)
 
     def event_filter(request: Request) -> EventFilter:
