@@ -122,6 +122,80 @@ def test_the_command_prints_a_bad_tasks_file_s_problems_and_exits_1(
     assert f"toolgate: {bad}: task 'lost' (tasks[0]): expect.calls[0].tool: Field required" in err
 
 
+def test_a_count_or_a_switch_of_the_wrong_type_is_refused_not_coerced() -> None:
+    task = {"name": "t", "prompt": "p", "expect": {"answer": "x"}}
+    lines = problems({"relist": "no", "tasks": [{**task, "max_turns": True}]}).splitlines()
+    assert lines == [
+        "tasks.yaml: relist: Input should be a valid boolean",
+        "tasks.yaml: task 't' (tasks[0]): max_turns: Input should be a valid integer",
+    ]
+
+
+TASK_YAML = "tasks:\n  - name: a\n    prompt: p\n    expect: {answer: x}\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "problem"),
+    [
+        ("tasks.yaml", b"tasks:\n  - name: caf\xe9\n", "not valid UTF-8 at byte 20"),
+        ("tasks.json", b'{"tasks": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested more than"),
+        ("tasks.yaml", b"tasks: " + b"[" * 100_000 + b"]" * 100_000, "nested too deep to read"),
+        ("tasks.yaml", (TASK_YAML + TASK_YAML).encode(), "line 5: key 'tasks' appears twice"),
+        ("tasks.json", b'{"tasks": [], "tasks": []}', "tasks: key appears twice"),
+        ("TASKS.YAML", TASK_YAML.replace("p\n", "''\n").encode(), "task 'a' (tasks[0]): prompt"),
+    ],
+    ids=["not-utf8", "json-too-deep", "yaml-too-deep", "yaml-key-twice", "json-key-twice", "YAML"],
+)
+def test_a_tasks_file_is_read_as_the_gateway_reads_its_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, raw: bytes, problem: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(raw)
+    assert main(["eval", "demo", str(path), "--model", "openai:m", "--strategies", "flat"]) == 1
+    assert capsys.readouterr().err.startswith(f"toolgate: {path}: {problem}")
+
+
+@pytest.mark.parametrize(
+    ("option", "path", "problem"),
+    [
+        ("--json", "missing/report.json", "its folder missing does not exist"),
+        ("--html", ".", "is a folder"),
+        ("--log", "missing/gateways.log", "its folder missing does not exist"),
+        ("--json", "tasks.yaml", "it is the file it reads (tasks.yaml)"),
+    ],
+)
+def test_a_report_path_that_cannot_be_written_is_refused_before_any_run(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    option: str,
+    path: str,
+    problem: str,
+) -> None:
+    """Said before a gateway starts or a model is asked: after the run, its results
+    would be lost to the traceback, or the tasks file to the report."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tasks.yaml").write_text(TASK_YAML)
+    argv = ["eval", "demo", "tasks.yaml", "--strategies", "flat", option, path]
+    model = ["--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1"]
+    assert main([*argv, *model]) == 1
+    err = capsys.readouterr().err
+    assert err == f"toolgate: {option} {path}: cannot write there: {problem}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tasks.yaml"]
+    assert (tmp_path / "tasks.yaml").read_text() == TASK_YAML
+
+
+def test_two_reports_to_one_path_are_refused_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["eval", "demo", str(DEMO_TASKS), "--model", "openai-compatible:m"]
+    same = str(tmp_path / "report")
+    assert main([*argv, "--base-url", "http://127.0.0.1:9/v1", "--json", same, "--log", same]) == 1
+    assert capsys.readouterr().err == (
+        f"toolgate: --log {same}: cannot write there: it is --json's too\n"
+    )
+
+
 # -- judging -----------------------------------------------------------------------------
 
 
@@ -190,6 +264,18 @@ def test_every_criterion_given_must_hold() -> None:
 def test_a_bad_model_names_what_to_write(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_model(text)
+
+
+def test_a_blank_model_or_a_base_url_that_is_not_http_is_refused_before_anything_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(ConfigError, match=r"--model 'openai: ': write PROVIDER:MODEL"):
+        parse_model("openai: ")
+    argv = ["eval", "demo", str(DEMO_TASKS), "--model", "openai-compatible:m"]
+    assert main([*argv, "--base-url", "127.0.0.1:11434/v1"]) == 1
+    assert capsys.readouterr().err == (
+        "toolgate: --base-url '127.0.0.1:11434/v1': must start with http:// or https://\n"
+    )
 
 
 def test_the_key_comes_from_the_environment_and_a_local_server_may_need_none(

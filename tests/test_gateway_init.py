@@ -195,18 +195,21 @@ startup_timeout_sec = 20
     assert entry["args"][-2:] == ["serve", str((tmp_path / "toolgate.json").resolve())]
 
 
-def test_servers_sharing_tool_names_get_prefixes_and_the_config_checks(tmp_path: Path) -> None:
+def test_servers_sharing_tool_names_get_distinct_prefixes_and_the_config_checks(
+    tmp_path: Path,
+) -> None:
+    names = ["math", "Math 2", "Math.2", "数学"]  # "Math 2" and "Math.2" read alike as prefixes
     host = tmp_path / "mcp.json"
-    host.write_text(json.dumps({"mcpServers": {"math": MATH_SERVER, "Math 2": MATH_SERVER}}))
+    host.write_text(json.dumps({"mcpServers": dict.fromkeys(names, MATH_SERVER)}))
     done = run("init", "--from", str(host), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     config: dict[str, Any] = json.loads((tmp_path / "toolgate.json").read_text())
-    assert config["mcpServers"]["math"]["prefix"] == "math"
-    assert config["mcpServers"]["Math 2"]["prefix"] == "Math_2"
-    assert set(config["toolgate"]["groups"]) == {"math", "math-2"}
+    prefixes = [config["mcpServers"][name]["prefix"] for name in names]
+    assert prefixes == ["math", "Math_2", "Math_2_2", "server"]
+    assert set(config["toolgate"]["groups"]) == {"math", "math-2", "math-2-2", "server"}
     checked = run("check", "toolgate.json", cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
-    assert checked.stdout == "toolgate.json: ok: 6 tools from 2 backend(s), 2 groups\n"
+    assert checked.stdout == "toolgate.json: ok: 12 tools from 4 backend(s), 4 groups\n"
 
 
 @pytest.mark.parametrize(
@@ -222,5 +225,128 @@ def test_host_config_that_is_not_json_is_a_config_error(tmp_path: Path) -> None:
 
     bad = tmp_path / "mcp.json"
     bad.write_text("{nope")
-    with pytest.raises(ConfigError, match="not valid JSON or TOML"):
+    with pytest.raises(ConfigError, match=r"mcp\.json: not valid JSON: Expecting property name"):
         read_host_config(bad)
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (b'{"mcpServers": {"notes \xe9": {"command": "x"}}}', "not valid UTF-8 at byte 23"),
+        (b'{"mcpServers": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}", "nested more than"),
+        (b'{"mcpServers": {"a": {"command": "x"}, "a": {"command": "y"}}}', "mcpServers.a: key"),
+    ],
+    ids=["not-utf8", "nested-100000-deep", "a-server-twice"],
+)
+def test_a_host_config_read_as_toolgate_reads_its_own_is_refused_and_nothing_is_written(
+    tmp_path: Path, raw: bytes, problem: str
+) -> None:
+    host = tmp_path / "mcp.json"
+    host.write_bytes(raw)
+    done = run("init", "--from", str(host), "-o", "gw/toolgate.json", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith(f"toolgate: {host}: {problem}")
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "gw").exists()  # not even the folder
+
+
+def test_a_server_the_gateway_would_refuse_stays_in_the_host_config_and_the_rest_checks(
+    tmp_path: Path,
+) -> None:
+    ghost = {"command": str(tmp_path / "missing")}  # fails to start: written all the same
+    host = tmp_path / "config.toml"
+    host.write_text(
+        f"""[mcp_servers.ghost]
+command = "{ghost["command"]}"
+
+[mcp_servers."a:b"]
+command = "x"
+
+[mcp_servers.typed]
+command = "x"
+args = "--not-a-list"
+env = {{ PORT = 8080 }}
+
+[mcp_servers.headers]
+url = "https://example.invalid/mcp"
+env_http_headers = ["X-Key"]
+"""
+    )
+    done = run("init", "--from", str(host), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert "a:b: left in the host config: mcpServers.a:b: a server name cannot contain ':'" in lines
+    assert (
+        "typed: left in the host config: mcpServers.typed.args: Input should be a valid list; "
+        "mcpServers.typed.env.PORT: Input should be a valid string"
+    ) in lines
+    assert (
+        "headers: left in the host config: "
+        "'env_http_headers' must be a table of header = variable name"
+    ) in lines
+    written = json.loads((tmp_path / "toolgate.json").read_text())
+    assert written["mcpServers"] == {"ghost": ghost}
+    checked = run("check", "--offline", "toolgate.json", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+
+
+@pytest.mark.parametrize(
+    "servers",
+    [{}, {"legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse"}, "list": [1]}],
+    ids=["none", "none-toolgate-can-front"],
+)
+def test_a_host_config_with_no_server_to_front_writes_nothing(
+    tmp_path: Path, servers: dict[str, Any]
+) -> None:
+    host = tmp_path / "claude_desktop_config.json"
+    host.write_text(json.dumps({"mcpServers": servers}))
+    done = run("init", "--from", str(host), cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    lines = done.stderr.splitlines()
+    assert lines[0] == f"toolgate: {host}: no server toolgate can front; nothing written"
+    assert lines[1:] == [f"toolgate: {name}: {why}" for name, why in (
+        [("legacy", "SSE transport: toolgate fronts servers of type stdio, http, "
+          "streamable-http, streamableHttp only"), ("list", "not an object")] if servers else []
+    )]  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == [host.name]
+
+
+def test_an_output_that_cannot_be_written_or_read_back_is_named_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    host = tmp_path / "mcp.json"
+    host.write_text(json.dumps({"mcpServers": {"ghost": {"command": str(tmp_path / "no")}}}))
+    (tmp_path / "file").write_text("not a folder")
+    done = run("init", "--from", str(host), "-o", "file/toolgate.json", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1].startswith("toolgate: cannot write file")
+    assert "Traceback" not in done.stderr
+    (tmp_path / "folder").mkdir()
+    forced = run("init", "--from", str(host), "-o", "folder", "--force", cwd=tmp_path)
+    assert forced.returncode == 1
+    assert forced.stderr.splitlines()[-1] == "toolgate: cannot write folder: Is a directory"
+    toml = run("init", "--from", str(host), "-o", "toolgate.toml", cwd=tmp_path)
+    assert (toml.returncode, toml.stderr) == (
+        1,
+        "toolgate: --output toolgate.toml: init writes JSON; name it .json\n",
+    )
+    assert not (tmp_path / "toolgate.toml").exists()
+    host_text = host.read_text()
+    itself = run("init", "--from", str(host), "-o", str(host), "--force", cwd=tmp_path)
+    assert (itself.returncode, host.read_text()) == (1, host_text)
+    assert itself.stderr == f"toolgate: --output {host} is the file init reads; write elsewhere\n"
+
+
+def test_jsonc_comments_and_trailing_commas_go_but_text_inside_strings_stays(
+    tmp_path: Path,
+) -> None:
+    from toolgate.gateway.commands.init import read_host_config
+
+    args = ["--only=[a,]", "{b, }", "c // not a comment", "/* nor this */"]
+    host = tmp_path / "mcp.json"
+    host.write_text(
+        '{\n  // a comment\n  "servers": {\n    "s": {"command": "x", "args": '
+        + json.dumps(args)[:-1]
+        + ", /* last */ ]},\n  },\n}\n"
+    )
+    assert read_host_config(host)[1] == {"s": {"command": "x", "args": args}}

@@ -5,8 +5,10 @@ legacy session and a 2026-07-28 client while its config file is rewritten: SIGHU
 applies groups, a policy and backends added, removed and changed, and the live session
 keeps its id and its still-existing group; a config with errors is refused with
 ``toolgate check``'s own lines through ``POST /admin/reload`` and ``toolgate reload``,
-and the running config stays; the endpoint wants the operator token. The dashboard
-shows the config the gateway serves, and a reload that changes what a session may list
+and the running config stays; the endpoint wants the operator token and refuses a body
+or a query it would not read. The dashboard shows the config the gateway serves; its
+event stream refuses an ``after`` that is no event id, and its explain API a principal
+written wrong (400) or not there (404). A reload that changes what a session may list
 of the backends' prompts and resources tells that session (legacy, or a 2026-07-28
 listen stream) and nobody else. The store-level rule (a removed group leaves every
 stored session) runs on memory, SQLite and Redis.
@@ -46,6 +48,10 @@ from toolgate.state.sqlite import SqliteStore
 
 LIST_CHANGED = "notifications/tools/list_changed"
 OPERATOR = "operator-secret-token"
+ADMIN = {"Authorization": f"Bearer {OPERATOR}"}
+TAKES_NOTHING = (
+    "POST /admin/reload takes no body and no query: it reads the gateway's own config file again"
+)
 META = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
 
 
@@ -576,3 +582,51 @@ async def test_a_kept_stage_stays_and_a_removed_one_reads_as_the_new_initial_sta
     assert await visible_names(paying) == ["pay"]
     assert await visible_names(shipping) == ["look"]
     assert (await live.store.load("shipping")).stage == "ship"  # read as initial, not rewritten
+
+
+async def test_a_reload_asked_with_a_body_or_a_query_is_refused_and_the_file_is_not_read(
+    served: Served,
+) -> None:
+    running = served.config.read_text()
+    served.config.write_text(running.replace('"groups": {', '"groups": {}, "groups": {', 1))
+    try:  # a reload would read the broken file and answer 422; these never read it
+        async with httpx.AsyncClient(timeout=60) as http:
+            url = f"{served.root}/admin/reload"
+            for answer in (
+                await http.post(url, headers=ADMIN, json={"path": "/elsewhere.json"}),
+                await http.post(f"{url}?config=other.json", headers=ADMIN),
+            ):
+                assert (answer.status_code, answer.json()["error"]) == (400, TAKES_NOTHING)
+    finally:
+        served.config.write_text(running)
+    assert (await admin_reload(served)).status_code == 200
+
+
+async def test_the_event_stream_refuses_an_after_that_is_not_an_event_id(served: Served) -> None:
+    stream = f"{served.root}/dashboard/api/events/stream"
+    async with httpx.AsyncClient(timeout=60) as http:
+        superscript = await http.get(stream, params={"after": "²"}, headers=ADMIN)
+        word = await http.get(stream, params={"after": "latest"}, headers=ADMIN)
+        header = await http.get(stream, headers={**ADMIN, "Last-Event-ID": "-1"})
+    assert (superscript.status_code, superscript.json()) == (
+        400,
+        {"error": "'after' must be an event id (up to 18 digits 0-9), not '²'"},
+    )
+    assert (word.status_code, header.status_code) == (400, 400)
+    assert header.json()["error"].startswith("the Last-Event-ID header must be an event id")
+
+
+async def test_the_explain_api_names_its_principal_parameter_and_tells_wrong_from_missing(
+    served: Served,
+) -> None:
+    explain = f"{served.root}/dashboard/api/explain"
+    async with httpx.AsyncClient(timeout=60) as http:
+        answers = [
+            await http.get(explain, params={"principal": spec}, headers=ADMIN)
+            for spec in ("id=x,foo=1", "id=x,trust=bogus", "nobody")
+        ]
+    assert [(a.status_code, a.json()["error"].partition(";")[0]) for a in answers] == [
+        (400, "principal: unknown field 'foo'"),
+        (400, "principal.trust: Unknown trust level 'bogus'"),
+        (404, "principal 'nobody': no such principal"),
+    ]

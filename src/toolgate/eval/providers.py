@@ -74,7 +74,7 @@ class ModelSpec:
 def parse_model(text: str, *, base_url: str | None = None, key_env: str | None = None) -> ModelSpec:
     """``anthropic:claude-sonnet-4-5`` as a ``ModelSpec``; ``ConfigError`` when malformed."""
     api, sep, model = text.partition(":")
-    if not sep or not model or api not in APIS:
+    if not sep or not model.strip() or api not in APIS:
         raise ConfigError(
             f"--model {text!r}: write PROVIDER:MODEL with PROVIDER one of {', '.join(APIS)}",
             key="model",
@@ -83,6 +83,11 @@ def parse_model(text: str, *, base_url: str | None = None, key_env: str | None =
         raise ConfigError(
             "--model openai-compatible:... needs --base-url (e.g. http://127.0.0.1:11434/v1)",
             key="base_url",
+        )
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        # said now, not as "cannot reach" once every strategy's gateway has started
+        raise ConfigError(
+            f"--base-url {base_url!r}: must start with http:// or https://", key="base_url"
         )
     return ModelSpec(api, model, base_url, key_env or APIS[api])  # type: ignore[arg-type]
 

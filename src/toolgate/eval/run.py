@@ -9,9 +9,10 @@ command itself sits in ``toolgate.cli``, which calls :func:`run_command`.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -180,6 +181,41 @@ def make_plan(
     return plan
 
 
+def check_outputs(paths: Mapping[str, str | None], inputs: Sequence[str] = ()) -> None:
+    """Each report path (``{"--json": path}``) can be written and is none of ``inputs``
+    (the config, the tasks file) nor another report's, said before any model is asked:
+    a run's results are never lost to a missing folder, nor a file it read to them."""
+    from toolgate.errors import ConfigError
+
+    seen = {Path(i).resolve(): f"the file it reads ({i})" for i in inputs}
+    for option, path in paths.items():
+        if path is None:
+            continue
+        target = Path(path)
+        folder = target.parent
+        if target.resolve() in seen:
+            problem = f"it is {seen[target.resolve()]}"
+        elif target.is_dir():
+            problem = "is a folder"
+        elif not folder.is_dir():
+            problem = f"its folder {folder} does not exist"
+        elif not os.access(folder, os.W_OK):
+            problem = f"its folder {folder} is not writable"
+        else:
+            seen[target.resolve()] = f"{option}'s too"
+            continue
+        raise ConfigError(f"{option} {path}: cannot write there: {problem}", key=option)
+
+
+def _write(option: str, path: str, write: Callable[[Path], object]) -> None:
+    from toolgate.errors import ConfigError
+
+    try:
+        write(Path(path))
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot write: {exc.strerror}", key=option) from None
+
+
 def run_command(args: Any, *, out: IO[str] | None = None) -> int:
     """``toolgate eval`` with parsed ``args``: run, print the table, write the reports."""
     from rich.console import Console
@@ -196,6 +232,8 @@ def run_command(args: Any, *, out: IO[str] | None = None) -> int:
         base_url=args.base_url,
         api_key_env=args.api_key_env,
     )
+    outputs = {"--json": args.json, "--html": args.html, "--log": args.log}
+    check_outputs(outputs, inputs=[args.tasks, *([] if args.config == "demo" else [args.config])])
     stream = out or sys.stdout
     # a file or a pipe gets the whole table, not 80 columns of wrapped cells
     console = Console(file=stream, width=None if stream.isatty() else 160)
@@ -214,10 +252,10 @@ def run_command(args: Any, *, out: IO[str] | None = None) -> int:
             log.close()
     console.print(report.table())
     if args.json:
-        Path(args.json).write_text(report.json_text(), encoding="utf-8")
+        _write("--json", args.json, lambda p: p.write_text(report.json_text(), encoding="utf-8"))
     if args.html:
-        write_html(report, Path(args.html))
+        _write("--html", args.html, lambda p: write_html(report, p))
     return 0
 
 
-__all__: Sequence[str] = ("EvalPlan", "make_plan", "run_command", "run_eval")
+__all__: Sequence[str] = ("EvalPlan", "check_outputs", "make_plan", "run_command", "run_eval")

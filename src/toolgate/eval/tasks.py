@@ -1,9 +1,10 @@
 """The tasks file of ``toolgate eval``: what an agent is asked, and how success is judged.
 
-A YAML or JSON file, validated with pydantic; a problem is a ``ConfigError`` naming the
-task and the key. ``judge`` decides one run: the tools that had to be called (with
-argument checks), the final answer's pattern, a check command. Edge (``toolgate.eval``):
-imports the error hierarchy only.
+A YAML or JSON file, read as the gateway reads its config and validated with pydantic;
+a problem is a ``ConfigError`` naming the task and the key. ``judge`` decides one run:
+the tools that had to be called (with argument checks), the final answer's pattern, a
+check command. Edge (``toolgate.eval``): imports the error hierarchy and the gateway's
+file reader only.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolgate.errors import ConfigError
+from toolgate.gateway.config.files import parse_json, read_text
 
 DEFAULT_MAX_TURNS = 10
 CHECK_TIMEOUT_S = 60.0
@@ -97,14 +99,15 @@ class TaskSpec(_Model):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     prompt: str = Field(min_length=1)
     expect: Expect
-    max_turns: int | None = Field(None, ge=1, le=100)
-    relist: bool | None = None
+    # strict: YAML's `max_turns: yes` or `relist: 1` is a mistake, not a 1 or a True
+    max_turns: int | None = Field(None, ge=1, le=100, strict=True)
+    relist: bool | None = Field(None, strict=True)
 
 
 class TaskFile(_Model):
     system: str | None = None
-    max_turns: int = Field(DEFAULT_MAX_TURNS, ge=1, le=100)
-    relist: bool = True
+    max_turns: int = Field(DEFAULT_MAX_TURNS, ge=1, le=100, strict=True)
+    relist: bool = Field(True, strict=True)
     tasks: list[TaskSpec] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -197,27 +200,44 @@ def parse_tasks(data: Any, *, source: str = "tasks") -> list[Task]:
     ]
 
 
-def load_tasks(path: str | Path) -> list[Task]:
-    """Read a ``.yaml`` / ``.yml`` or ``.json`` tasks file."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            f"{p}: cannot read the tasks file: {exc.strerror}", key="(file)"
-        ) from None
-    if p.suffix in (".yaml", ".yml"):
-        import yaml
+def _yaml_data(text: str, label: str) -> Any:
+    """YAML text as data, read as toolgate reads a config: a key written twice in one
+    mapping and nesting that would exhaust the parser's stack refused."""
+    import yaml
 
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{p}: not valid YAML: {exc}", key="(file)") from None
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # '<<' keys may repeat what they merge: that is their point
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, Hashable):
+                    if key in seen:
+                        line = key_node.start_mark.line + 1
+                        raise ConfigError(
+                            f"{label}: line {line}: key {key!r} appears twice", key="(file)"
+                        )
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    try:
+        return yaml.load(text, Loader=Loader)  # a SafeLoader: no Python objects
+    except RecursionError:
+        raise ConfigError(f"{label}: nested too deep to read", key="(file)") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{label}: not valid YAML: {exc}", key="(file)") from None
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    """Read a ``.yaml`` / ``.yml`` or ``.json`` tasks file (UTF-8; a key written twice
+    is refused, not silently replaced by its second value)."""
+    p = Path(path)
+    text = read_text(p, "the tasks file")
+    if p.suffix.lower() in (".yaml", ".yml"):
+        data = _yaml_data(text, str(p))
     else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{p}: not valid JSON: {exc}", key="(file)") from None
+        data = parse_json(text, str(p))
     return parse_tasks(data, source=str(p))
 
 

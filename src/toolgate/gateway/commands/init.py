@@ -17,9 +17,8 @@ import os
 import re
 import shutil
 import sys
-import tomllib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -28,6 +27,7 @@ from toolgate.errors import ConfigError
 from toolgate.gateway.backends.backend import Backend, Timing
 from toolgate.gateway.backends.supervision import connect
 from toolgate.gateway.commands.suggest import group_name, propose_for_servers
+from toolgate.gateway.config.files import parse_json, parse_toml, read_text
 from toolgate.gateway.config.model import json_schema, parse_config
 from toolgate.gateway.config.servers import EXPANDED_KEYS, SERVER_SPECS, server_kind_problem
 from toolgate.grouping import GroupingSettings
@@ -87,8 +87,9 @@ class InitResult:
 
 
 def _strip_jsonc(text: str) -> str:
-    """JSON with ``//`` and ``/* */`` comments and trailing commas (VS Code) as plain JSON."""
-    out: list[str] = []
+    """JSON with ``//`` and ``/* */`` comments and trailing commas (VS Code) as plain JSON;
+    text inside strings is kept as written (``"a,]"`` stays ``"a,]"``)."""
+    out: list[str] = []  # one character each, but a whole string per entry
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -105,24 +106,25 @@ def _strip_jsonc(text: str) -> str:
             end = text.find("*/", i + 2)
             i = n if end < 0 else end + 2
         else:
+            if c in "}]":  # a comma before it, past whitespace and comments, is dropped
+                k = len(out)
+                while k and out[k - 1].isspace():
+                    k -= 1
+                if k and out[k - 1] == ",":
+                    del out[k - 1]
             out.append(c)
             i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+    return "".join(out)
 
 
 def read_host_config(path: Path) -> tuple[Host, dict[str, Any], dict[str, Any]]:
-    """``(host kind, {server name: host spec}, the whole file)``; ConfigError if unreadable."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}", key="(file)") from None
-    try:
-        if path.suffix == ".toml":
-            data: Any = tomllib.loads(text)
-        else:
-            data = json.loads(_strip_jsonc(text))
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid JSON or TOML: {exc}", key="(file)") from None
+    """``(host kind, {server name: host spec}, the whole file)``; ConfigError if unreadable
+    (read as toolgate reads its own config: UTF-8, a key written twice, deep nesting)."""
+    text = read_text(path, "the host config")
+    if path.suffix == ".toml":
+        data: Any = parse_toml(text, str(path))
+    else:
+        data = parse_json(_strip_jsonc(text), str(path))
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the file must hold an object", key="(top level)")
     if isinstance(data.get("mcpServers"), dict):
@@ -182,7 +184,9 @@ def to_toolgate_server(
             out.setdefault("headers", {})["Authorization"] = "Bearer ${" + str(value) + "}"
             continue
         elif key == "env_http_headers":  # Codex: header -> variable holding its value
-            for header, var in dict(value).items():
+            if not isinstance(value, Mapping):
+                return None, ["'env_http_headers' must be a table of header = variable name"]
+            for header, var in value.items():
                 out.setdefault("headers", {})[header] = "${" + str(var) + "}"
             continue
         elif key not in EXPANDED_KEYS:
@@ -194,6 +198,31 @@ def to_toolgate_server(
         out = json.loads(text)
     problem = server_kind_problem(out)
     return (None, [problem]) if problem else (out, notes)
+
+
+class _EveryVariable(Mapping[str, str]):
+    """An environment in which every ``${VAR}`` is set (to a URL: every expanded key
+    takes one), so an entry is checked as the gateway will read it wherever it runs."""
+
+    def __getitem__(self, name: str) -> str:
+        return f"http://{name}.invalid"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def entry_problem(name: str, spec: Mapping[str, Any]) -> str:
+    """Why ``spec`` under ``name`` would make the written config fail ``toolgate check``
+    (a name with ':', a value of the wrong type); empty when it would not."""
+    try:
+        parse_config({"mcpServers": {name: spec}}, environ=_EveryVariable())
+    except ConfigError as exc:
+        problems = exc.details.get("problems") or [{"key": "", "message": exc.message}]
+        return "; ".join(f"{p['key']}: {p['message']}" for p in problems)
+    return ""
 
 
 # -- connecting ----------------------------------------------------------------------------------
@@ -265,6 +294,18 @@ def host_snippet(host: Host, config_path: Path, *, name: str = "toolgate") -> st
     return json.dumps({"mcpServers": {name: {"command": command, "args": args}}}, indent=2) + "\n"
 
 
+def _prefix(server: str, taken: set[str]) -> str:
+    """A tool-name prefix from a server name, unlike every prefix in ``taken`` (``a b``
+    and ``a.b`` would both be ``a_b``, and two names in another script both ``_``)."""
+    base = re.sub(r"[^A-Za-z0-9_-]+", "_", server).strip("_")[:32] or "server"
+    prefix, n = base, 1
+    while prefix in taken:
+        n += 1
+        prefix = f"{base}_{n}"
+    taken.add(prefix)
+    return prefix
+
+
 async def build_init(
     source: Path,
     output: Path,
@@ -287,10 +328,16 @@ async def build_init(
             skipped[name] = "not an object"
             continue
         converted, notes = to_toolgate_server(name, spec, host, workspace)
-        if converted is None:
-            skipped[name] = "; ".join(notes)
+        problem = "; ".join(notes) if converted is None else entry_problem(name, converted)
+        if converted is None or problem:
+            skipped[name] = problem
             continue
         imported.append(ImportedServer(name, converted, notes))
+    if not imported:
+        why = "".join(f"\n{name}: {why}" for name, why in skipped.items())
+        raise ConfigError(
+            f"{source}: no server toolgate can front; nothing written{why}", key="(servers)"
+        )
     timing = timing or Timing.from_env()
     base_dir = output.resolve().parent  # where the gateway will start them from
     if not base_dir.is_dir():
@@ -299,9 +346,10 @@ async def build_init(
 
     # a tool name two servers share would be a duplicate in one catalog: prefix those servers
     counts = Counter(t for s in imported for t in set(s.tools))
+    prefixes: set[str] = set()
     for s in imported:
         if any(counts[t] > 1 for t in s.tools):
-            s.spec["prefix"] = re.sub(r"[^A-Za-z0-9_-]+", "_", s.name)
+            s.spec["prefix"] = _prefix(s.name, prefixes)
             s.notes.append(
                 f"shares tool names with another server: its tools are exposed as "
                 f"{s.spec['prefix']}.<name>"
@@ -339,6 +387,20 @@ async def build_init(
     return InitResult(config, host_snippet(host, output.resolve()), host, imported, skipped)
 
 
+def write_config(target: Path, config: Mapping[str, Any]) -> None:
+    """``target`` and its schema beside it, the folder made if missing; a place that
+    cannot be written is a ``ConfigError`` naming it."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        (target.parent / SCHEMA_FILE).write_text(
+            json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8"
+        )
+    except OSError as exc:
+        where = exc.filename or target
+        raise ConfigError(f"cannot write {where}: {exc.strerror}", key="--output") from None
+
+
 async def run_init(
     source: str | Path,
     output: str | Path = "toolgate.json",
@@ -352,14 +414,22 @@ async def run_init(
     out = out or sys.stdout
     err = err or sys.stderr
     target = Path(output)
+    if target.suffix == ".toml":  # the gateway would read the JSON written there as TOML
+        print(f"toolgate: --output {target}: init writes JSON; name it .json", file=err)
+        return 1
+    if target.exists() and target.resolve() == Path(source).resolve():
+        # --force is for a config init wrote before, never the host config it reads
+        print(f"toolgate: --output {target} is the file init reads; write elsewhere", file=err)
+        return 1
     if target.exists() and not force:
         print(f"toolgate: {target} exists; pass --force to overwrite it", file=err)
         return 1
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         result = await build_init(Path(source), target, grouping=grouping)
+        write_config(target, result.config)
     except ConfigError as exc:
-        print(f"toolgate: {exc.message}", file=err)
+        for line in exc.message.splitlines():
+            print(f"toolgate: {line}", file=err)
         return 1
     for s in result.servers:
         if s.error:
@@ -378,10 +448,6 @@ async def run_init(
             print(f"{s.name}: {note}", file=err)
     for name, why in result.skipped.items():
         print(f"{name}: left in the host config: {why}", file=err)
-    target.write_text(json.dumps(result.config, indent=2) + "\n", encoding="utf-8")
-    (target.parent / SCHEMA_FILE).write_text(
-        json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8"
-    )
     groups = len(result.config["toolgate"]["groups"])
     print(f"wrote {target} ({len(result.servers)} servers, {groups} groups)", file=err)
     print(

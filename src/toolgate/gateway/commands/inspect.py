@@ -34,21 +34,23 @@ from toolgate.strategies.base import LEGACY
 from toolgate.tokens import TokenCounter, best_counter, model_text
 
 
-def parse_principal(cfg: GatewayConfig, spec: str | None) -> Principal:
-    """``default``, a token principal's id, or ``id=x,trust=verified,scope=a+b``."""
+def parse_principal(cfg: GatewayConfig, spec: str | None, option: str = "--as") -> Principal:
+    """``default``, a token principal's id, or ``id=x,trust=verified,scope=a+b``; errors
+    name ``option``, where the spec was given (keyed ``option`` when no principal has
+    that id, ``option.field`` when the spec itself is wrong)."""
     tg = cfg.toolgate
     ladder = TrustLadder(tuple(tg.identity.trust_levels))
     if spec is None or spec == "default":
-        return principal_from(tg.identity.default, ladder, "--as", authenticated=False)
+        return principal_from(tg.identity.default, ladder, option, authenticated=False)
     if "=" not in spec:
         for who in tg.identity.tokens.values():
             if who.id == spec:
-                return principal_from(who, ladder, "--as", authenticated=True)
+                return principal_from(who, ladder, option, authenticated=True)
         known = sorted({w.id for w in tg.identity.tokens.values()} | {"default"})
         raise ConfigError(
-            f"--as {spec!r}: no such principal; known: {', '.join(known)} "
+            f"{option} {spec!r}: no such principal; known: {', '.join(known)} "
             "(or give one inline: id=x,trust=verified,scope=code)",
-            key="--as",
+            key=option,
         )
     fields: dict[str, Any] = {"scope": []}
     for part in spec.split(","):
@@ -60,12 +62,13 @@ def parse_principal(cfg: GatewayConfig, spec: str | None) -> Principal:
             fields[key] = value.strip()
         else:
             raise ConfigError(
-                f"--as: unknown field {key!r}; use id, trust, scope, agent_class", key="--as"
+                f"{option}: unknown field {key!r}; use id, trust, scope, agent_class",
+                key=f"{option}.{key}",
             )
     if not fields["scope"]:
         fields["scope"] = ["*"]
     fields.setdefault("id", "inline")
-    return principal_from(PrincipalConfig(**fields), ladder, "--as", authenticated=True)
+    return principal_from(PrincipalConfig(**fields), ladder, option, authenticated=True)
 
 
 async def report(

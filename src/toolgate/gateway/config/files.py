@@ -1,7 +1,8 @@
 """A config file's bytes into the data ``model`` validates: UTF-8 checked, JSON or TOML
 parsed, a key written twice in one object and nesting past ``MAX_DEPTH`` refused, each
 as a ``ConfigError`` naming the file (never quoting its bytes: a file holds secrets).
-Imports the core's errors and ``problems`` for key paths; never validates.
+The other files toolgate reads (a host's MCP config, an eval tasks file) go through the
+same steps. Imports the core's errors and ``problems`` for key paths; never validates.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def _check_shape(data: Any, label: str) -> None:
+def check_shape(data: Any, label: str) -> None:
     """The first key written twice, in file order, and nesting past ``MAX_DEPTH``."""
     todo: list[tuple[Any, tuple[int | str, ...]]] = [(data, ())]
     while todo:
@@ -57,31 +58,51 @@ def _too_deep(label: str) -> ConfigError:
     return ConfigError(f"{label}: nested more than {MAX_DEPTH} levels deep", key="(file)")
 
 
-def read_config_data(path: str | Path) -> Any:
-    """The parsed contents of ``toolgate.json`` or a ``.toml`` file, not yet validated;
-    a file that cannot be read, decoded or parsed is a ``ConfigError`` naming it."""
+def read_text(path: str | Path, what: str = "the config file") -> str:
+    """A file's text, UTF-8 checked; one it cannot read or decode is a ``ConfigError``
+    naming it (``what`` says which file it is meant to be)."""
     p = Path(path)
     try:
         raw = p.read_bytes()
     except OSError as exc:
-        raise ConfigError(
-            f"{p}: cannot read the config file: {exc.strerror}", key="(file)"
-        ) from None
+        raise ConfigError(f"{p}: cannot read {what}: {exc.strerror}", key="(file)") from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:  # its message and repr hold the file's bytes
         raise ConfigError(f"{p}: not valid UTF-8 at byte {exc.start}", key="(file)") from None
-    toml = p.suffix == ".toml"
+
+
+def parse_json(text: str, label: str) -> Any:
+    """JSON text as data: a key written twice in one object and nesting past
+    ``MAX_DEPTH`` refused, each a ``ConfigError`` starting with ``label``."""
     try:
-        data = tomllib.loads(text) if toml else json.loads(text, object_pairs_hook=_object)
+        data = json.loads(text, object_pairs_hook=_object)
     except RecursionError:
-        raise _too_deep(str(p)) from None
+        raise _too_deep(label) from None
     except ValueError as exc:  # a decode error, or an integer past Python's digit limit
-        raise ConfigError(
-            f"{p}: not valid {'TOML' if toml else 'JSON'}: {exc}", key="(file)"
-        ) from None
-    _check_shape(data, str(p))
+        raise ConfigError(f"{label}: not valid JSON: {exc}", key="(file)") from None
+    check_shape(data, label)
     return data
 
 
-__all__ = ["MAX_DEPTH", "read_config_data"]
+def parse_toml(text: str, label: str) -> Any:
+    """TOML text as data (``tomllib`` refuses a key written twice itself)."""
+    try:
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise _too_deep(label) from None
+    except ValueError as exc:
+        raise ConfigError(f"{label}: not valid TOML: {exc}", key="(file)") from None
+    check_shape(data, label)
+    return data
+
+
+def read_config_data(path: str | Path) -> Any:
+    """The parsed contents of ``toolgate.json`` or a ``.toml`` file, not yet validated;
+    a file that cannot be read, decoded or parsed is a ``ConfigError`` naming it."""
+    p = Path(path)
+    text = read_text(p)
+    return parse_toml(text, str(p)) if p.suffix == ".toml" else parse_json(text, str(p))
+
+
+__all__ = ["MAX_DEPTH", "check_shape", "parse_json", "parse_toml", "read_config_data", "read_text"]

@@ -1,9 +1,9 @@
 """``POST /admin/reload``: an operator asks a running gateway to read its config again.
 
-Served when ``toolgate.dashboard.tokens`` names an operator token, and checked as the
-dashboard checks it (``OperatorAuth``): no token 401, a wrong one 403. Answers the
-reload's report as JSON: 200 applied, 422 refused. Operations layer: Starlette, the
-dashboard's token rule and ``reload``; never imports ``serve``.
+Served when ``toolgate.dashboard.tokens`` names an operator token (no token 401, a wrong
+one 403, as the dashboard checks it). Answers the reload's report: 200 applied, 422
+refused; a body or a query, which a reload never reads, 400 and nothing reloaded.
+Operations layer: Starlette, the dashboard's token rule and ``reload``; never ``serve``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,10 @@ from starlette.routing import BaseRoute, Route
 from toolgate.gateway.commands.reload import PATH
 from toolgate.gateway.ops.dashboard.auth import OperatorAuth
 from toolgate.gateway.ops.reload import Reloadable, reload
+
+TAKES_NOTHING = (
+    f"POST {PATH} takes no body and no query: it reads the gateway's own config file again"
+)
 
 
 def mount_admin(
@@ -39,6 +43,11 @@ def mount_admin(
             )
         if not auth.token_ok(token):
             return JSONResponse({"error": "this token is not an operator token"}, 403)
+        # a reload reads the file the gateway was started with, nothing else: a body or a
+        # query (another path, a partial config) would be ignored while the answer says
+        # "applied", so it is refused and nothing is reloaded
+        if request.url.query or await request.body():
+            return JSONResponse({"error": TAKES_NOTHING}, 400)
         report = await reload(gateway)
         return JSONResponse(report.to_json(), 200 if report.applied else 422)
 

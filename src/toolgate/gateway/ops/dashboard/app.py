@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -264,7 +265,7 @@ def dashboard_app(
             principal, state, label = row.principal, row.state, f"session {key}"
         else:
             spec = request.query_params.get("principal") or "default"
-            principal = parse_principal(source.config, spec)
+            principal = parse_principal(source.config, spec, "principal")
             state, label = ts.initial_state(), "a new session"
         view = ts.view(principal, state)
         return {
@@ -311,11 +312,13 @@ def dashboard_app(
 
     async def explain_page(request: Request) -> Response:
         values: dict[str, Any] = {"nav": "explain", "principals": principals(), "error": None}
+        status = 200
         try:
             values["data"] = await explain_data(request)
         except ConfigError as exc:
             values["data"], values["error"] = None, exc.message
-        return page(request, "explain.html", values, 200 if values["error"] is None else 404)
+            status = _explain_status(exc)
+        return page(request, "explain.html", values, status)
 
     def event_filter(request: Request) -> EventFilter:
         params = request.query_params
@@ -350,15 +353,23 @@ def dashboard_app(
         try:
             return JSONResponse(await explain_data(request))
         except ConfigError as exc:
-            return JSONResponse({"error": exc.message}, 404)
+            return JSONResponse({"error": exc.message}, _explain_status(exc))
 
     async def api_events(request: Request) -> Response:
         return JSONResponse({"events": filtered(event_filter(request))})
 
     async def api_stream(request: Request) -> Response:
         wanted = event_filter(request)
-        after_text = request.headers.get("last-event-id") or request.query_params.get("after")
-        after = int(after_text) if after_text and after_text.isdigit() else None
+        header = request.headers.get("last-event-id")
+        after_text = header or request.query_params.get("after")
+        after = None
+        if after_text:
+            # ASCII digits only: str.isdigit() also passes '²', which int() refuses
+            if not re.fullmatch(r"[0-9]{1,18}", after_text):
+                where = "the Last-Event-ID header" if header else "'after'"
+                why = f"{where} must be an event id (up to 18 digits 0-9), not {after_text[:40]!r}"
+                return JSONResponse({"error": why}, 400)
+            after = int(after_text)
         return StreamingResponse(
             _stream(ring, wanted, after),
             media_type="text/event-stream",
@@ -384,6 +395,11 @@ def dashboard_app(
     ]
     guard = Middleware(_Guard, auth=auth, page=page)
     return Starlette(routes=routes, middleware=[guard])
+
+
+def _explain_status(exc: ConfigError) -> int:
+    """404 for a session or principal that is not there, 400 for a spec written wrong."""
+    return 404 if exc.details.get("key") in ("session", "principal") else 400
 
 
 async def _stream(
