@@ -108,6 +108,20 @@ def test_a_key_written_twice_in_toml_is_refused_too(tmp_path: Path) -> None:
     assert done.stderr.startswith(f"{path}: not valid TOML: Cannot overwrite a value")
 
 
+@pytest.mark.parametrize("suffix", [".json", ".toml"])
+def test_a_config_that_begins_with_a_byte_order_mark_reads_as_without_one(
+    tmp_path: Path, suffix: str
+) -> None:
+    """Editors on Windows may write a UTF-8 byte-order mark; it is not part of the text."""
+    path = tmp_path / f"toolgate{suffix}"
+    text = json.dumps(GOOD) if suffix == ".json" else TOML_GOOD
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert read_config_data(path) == GOOD
+    done = command_in_process("check", "--offline", str(path))
+    assert done.returncode == 0, done.stderr
+    assert f"{path}: ok" in done.stdout
+
+
 def test_check_offline_passes_the_shipped_example_and_warns_what_it_could_not_match() -> None:
     done = command_in_process("check", "--offline", str(EXAMPLE))
     assert (done.returncode, done.stdout) == (

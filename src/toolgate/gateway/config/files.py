@@ -66,8 +66,8 @@ def read_text(path: str | Path, what: str = "the config file") -> str:
         raw = p.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read {what}: {exc.strerror}", key="(file)") from None
-    try:
-        return raw.decode("utf-8")
+    try:  # a byte-order mark (editors on Windows write one) is not part of the text
+        return raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:  # its message and repr hold the file's bytes
         raise ConfigError(f"{p}: not valid UTF-8 at byte {exc.start}", key="(file)") from None
 

@@ -144,7 +144,10 @@ def server_kind(value: Any) -> str:
 
 def server_name_problem(name: str) -> str | None:
     """Why ``name`` cannot name an ``mcpServers`` entry: a ``server:glob`` pattern splits
-    at the first ':', so no pattern could name a server whose name holds one."""
+    at the first ':', so no pattern could name a server whose name holds one, and an
+    empty name could be named by none (``:glob`` is a pattern with no server)."""
+    if not name.strip():
+        return "a server name cannot be empty"
     return "a server name cannot contain ':'" if ":" in name else None
 
 
