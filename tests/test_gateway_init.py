@@ -337,6 +337,25 @@ def test_an_output_that_cannot_be_written_or_read_back_is_named_without_a_traceb
     assert itself.stderr == f"toolgate: --output {host} is the file init reads; write elsewhere\n"
 
 
+def test_init_starts_each_server_from_the_configs_folder_as_the_gateway_will(
+    tmp_path: Path,
+) -> None:
+    """A relative path means, while init lists the tools, what it will mean when the
+    gateway starts the server from the config's folder: here a script beside the host
+    config, not beside the new config, so init says it cannot start (as serve would)."""
+    shutil.copy(SERVERS / "gw_math.py", tmp_path / "gw_math.py")
+    host = tmp_path / "mcp.json"
+    host.write_text(
+        json.dumps({"mcpServers": {"rel": {"command": sys.executable, "args": ["gw_math.py"]}}})
+    )
+    done = run("init", "--from", str(host), "-o", "gw/toolgate.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("rel: could not start"), done.stderr
+    beside = run("init", "--from", str(host), "-o", "toolgate.json", cwd=tmp_path)
+    assert beside.returncode == 0, beside.stderr
+    assert "could not start" not in beside.stderr
+
+
 def test_jsonc_comments_and_trailing_commas_go_but_text_inside_strings_stays(
     tmp_path: Path,
 ) -> None:

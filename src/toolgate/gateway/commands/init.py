@@ -12,6 +12,7 @@ that puts the gateway back into the host. Edge layer: imports ``gateway.config``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -424,10 +425,22 @@ async def run_init(
     if target.exists() and not force:
         print(f"toolgate: {target} exists; pass --force to overwrite it", file=err)
         return 1
+    # the servers start from the config's folder, as the gateway will start them (a
+    # relative path means there what it will mean then); folders made for a config that
+    # is not written are removed again
+    made = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
     try:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            where = exc.filename or target.parent
+            raise ConfigError(f"cannot write {where}: {exc.strerror}", key="--output") from None
         result = await build_init(Path(source), target, grouping=grouping)
         write_config(target, result.config)
     except ConfigError as exc:
+        for folder in made:  # innermost first; one that holds anything stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         for line in exc.message.splitlines():
             print(f"toolgate: {line}", file=err)
         return 1
