@@ -314,7 +314,7 @@ def crowded() -> FastMCP[Any]:
 
 async def test_fifty_concurrent_http_sessions_never_see_each_others_tools() -> None:
     meta = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
-    # JSON responses (no SSE stream per request) keep 1,100 HTTP round trips affordable
+    # JSON responses (no SSE stream per request) keep 500 HTTP round trips affordable
     async with serve_http(crowded().http_app(json_response=True)) as url:
 
         async def agent(i: int) -> list[str]:
@@ -322,7 +322,7 @@ async def test_fifty_concurrent_http_sessions_never_see_each_others_tools() -> N
             problems: list[str] = []
             async with Client(url, mode="legacy") as client:
                 await client.call_tool_mcp("enable_tools", {"groups": [f"g{i:02d}"]})
-                for round_ in range(10):  # 20 requests: list, call, list, call, ...
+                for round_ in range(4):  # 8 requests: list, call, list, call, ...
                     listed = [t.name for t in (await client.list_tools_mcp()).tools]
                     if listed != sorted([*meta, mine]):
                         problems.append(f"{mine} round {round_} listed {listed}")
