@@ -489,8 +489,13 @@ BAD_PARAMS = [
         "params.arguments: Input should be a valid dictionary",
     ),
     (
-        {"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel", "params": {"level": "loud"}},
-        "params.level: Input should be 'debug'",
+        {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "completion/complete",
+            "params": {"ref": {"type": "ref/prompt", "name": "x"}, "argument": 5},
+        },
+        "params.argument: Input should be a valid dictionary",
     ),
 ]
 

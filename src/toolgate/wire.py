@@ -113,16 +113,19 @@ def params_fault(method: str, params: Mapping[str, Any] | None) -> MCPError | No
 
 
 async def check_params(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """``ServerMiddleware``: a request's params are checked before the SDK's surface
-    validation, which answers "Invalid request parameters" without saying which: a
-    paginated request's cursor by ``cursor_of``, then the params of any request MCP
-    defines against its type (``params_fault``)."""
+    """``ServerMiddleware``: a paginated request's cursor is checked by ``cursor_of``
+    first; the SDK's surface validation of any request MCP defines answers "Invalid
+    request parameters" without saying which, so when it refuses, the answer names the
+    field (``params_fault``). Well-formed params are validated once, by the SDK."""
     if ctx.method in PAGINATED and isinstance(ctx.params, Mapping):
         cursor_of(PageParams(cursor=ctx.params.get("cursor")))
-    fault = params_fault(ctx.method, ctx.params)
-    if fault is not None:
-        raise fault
-    return await call_next(ctx)
+    try:
+        return await call_next(ctx)
+    except ValidationError:
+        fault = params_fault(ctx.method, ctx.params)
+        if fault is None:  # not the params of a request MCP defines
+            raise
+        raise fault from None
 
 
 def jsonrpc_code(exc: ToolgateError) -> int | None:
