@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from toolgate.errors import ConfigError
 from toolgate.eval.gateway import GatewayPool, build_config
 from toolgate.eval.host import connect
 from toolgate.eval.loop import TaskRun, converse
@@ -167,8 +168,6 @@ def make_plan(
     api_key_env: str | None = None,
 ) -> EvalPlan:
     """The plan the command's arguments describe; ``ConfigError`` for any bad one."""
-    from toolgate.errors import ConfigError
-
     if repeat < 1:
         raise ConfigError("--repeat must be at least 1", key="repeat")
     spec = parse_model(model, base_url=base_url, key_env=api_key_env)
@@ -185,8 +184,6 @@ def check_outputs(paths: Mapping[str, str | None], inputs: Sequence[str] = ()) -
     """Each report path (``{"--json": path}``) can be written and is none of ``inputs``
     (the config, the tasks file) nor another report's, said before any model is asked:
     a run's results are never lost to a missing folder, nor a file it read to them."""
-    from toolgate.errors import ConfigError
-
     seen = {Path(i).resolve(): f"the file it reads ({i})" for i in inputs}
     for option, path in paths.items():
         if path is None:
@@ -208,8 +205,6 @@ def check_outputs(paths: Mapping[str, str | None], inputs: Sequence[str] = ()) -
 
 
 def _write(option: str, path: str, write: Callable[[Path], object]) -> None:
-    from toolgate.errors import ConfigError
-
     try:
         write(Path(path))
     except OSError as exc:

@@ -388,18 +388,20 @@ async def build_init(
     return InitResult(config, host_snippet(host, output.resolve()), host, imported, skipped)
 
 
+def _unwritable(exc: OSError, where: Path) -> ConfigError:
+    return ConfigError(f"cannot write {exc.filename or where}: {exc.strerror}", key="--output")
+
+
 def write_config(target: Path, config: Mapping[str, Any]) -> None:
-    """``target`` and its schema beside it, the folder made if missing; a place that
+    """``target`` and its schema beside it, in a folder that exists; a place that
     cannot be written is a ``ConfigError`` naming it."""
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         (target.parent / SCHEMA_FILE).write_text(
             json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8"
         )
     except OSError as exc:
-        where = exc.filename or target
-        raise ConfigError(f"cannot write {where}: {exc.strerror}", key="--output") from None
+        raise _unwritable(exc, target) from None
 
 
 async def run_init(
@@ -433,8 +435,7 @@ async def run_init(
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            where = exc.filename or target.parent
-            raise ConfigError(f"cannot write {where}: {exc.strerror}", key="--output") from None
+            raise _unwritable(exc, target.parent) from None
         result = await build_init(Path(source), target, grouping=grouping)
         write_config(target, result.config)
     except ConfigError as exc:

@@ -40,18 +40,18 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def check_shape(data: Any, label: str) -> None:
     """The first key written twice, in file order, and nesting past ``MAX_DEPTH``."""
-    todo: list[tuple[Any, tuple[int | str, ...]]] = [(data, ())]
-    while todo:
-        value, loc = todo.pop()
+    pending: list[tuple[Any, tuple[int | str, ...]]] = [(data, ())]  # a stack: file order
+    while pending:
+        value, loc = pending.pop()
         if isinstance(value, _Twice):
             at = key_path((*loc, value.twice))
             raise ConfigError(f"{label}: {at}: key appears twice", key=at)
         if len(loc) >= MAX_DEPTH and isinstance(value, dict | list):
             raise _too_deep(label)
         if isinstance(value, dict):
-            todo += [(v, (*loc, k)) for k, v in reversed(value.items())]
+            pending += [(v, (*loc, k)) for k, v in reversed(value.items())]
         elif isinstance(value, list):
-            todo += [(v, (*loc, i)) for i, v in reversed(list(enumerate(value)))]
+            pending += [(v, (*loc, i)) for i, v in reversed(list(enumerate(value)))]
 
 
 def _too_deep(label: str) -> ConfigError:
