@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -45,6 +46,8 @@ STAGES = {
     "tool_stages": {"finish": ["started"]},
 }
 HAPROXY_HINT = "install it with `apt-get update && apt-get install -y haproxy`"
+#: the gateway's answer to a reload: applied, or refused with the reason
+ANSWER = re.compile(r"config (reloaded|reload refused) \(")
 NGINX_HINT = "install it with `apt-get update && apt-get install -y nginx-light`"
 
 
@@ -172,7 +175,9 @@ class Replica:
 
     def reloads(self) -> list[str]:
         lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
-        return [line for line in lines if "config reload" in line]
+        # The answer lines only: "catalog synced after the config reload ..." is logged
+        # by the same reload, sometimes before its answer.
+        return [line for line in lines if ANSWER.search(line)]
 
     def wait(self, timeout: float = 30.0) -> int:
         assert self.proc is not None
