@@ -172,6 +172,33 @@ def test_the_version_has_one_source() -> None:
     assert (done.returncode, done.stdout) == (0, f"toolgate {toolgate.__version__}\n")
 
 
+def test_importing_one_module_does_not_import_the_core() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, toolgate.exiting; print(sorted(m for m in sys.modules if 'toolg' in m))",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert (done.returncode, done.stdout) == (0, "['toolgate', 'toolgate.exiting']\n"), done.stderr
+
+
+def test_every_name_the_root_exports_is_the_one_its_module_defines() -> None:
+    namespace: dict[str, object] = {}
+    exec("from toolgate import *", namespace)
+    assert sorted(set(namespace) - {"__builtins__"}) == sorted(toolgate.__all__)
+    for name in toolgate.__all__:
+        assert getattr(toolgate, name) is namespace[name]
+        if name != "__version__":
+            module = sys.modules[toolgate._EXPORTS[name]]
+            assert getattr(module, name) is namespace[name], name
+    assert set(toolgate.__all__) <= set(dir(toolgate))
+    with pytest.raises(AttributeError, match="module 'toolgate' has no attribute 'Toolset'"):
+        _ = toolgate.Toolset
+
+
 # -- the built wheel, installed as a tool ---------------------------------------------------------
 
 
