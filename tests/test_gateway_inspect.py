@@ -1,6 +1,7 @@
 """``toolgate inspect``, by its code and as a process: JSON numbers that add up, and ``--as``.
 
-Runs against a config fronting two real backends; checks the group tree, per-group and
+Runs against a config fronting two real backends (served over HTTP once for the module:
+how a backend starts is not what inspect is about); checks the group tree, per-group and
 flat/disclosed token totals (each total is the sum of its parts) and the explained view
 of a default, a token-table and an inline principal.
 """
@@ -9,13 +10,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _fixtures.command import command_in_process
-from _fixtures.gateway import gateway_config, gateway_env, toolgate_argv
+from _fixtures.gateway import gateway_config, gateway_env, http_backends, toolgate_argv
 
 META = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
 
@@ -30,8 +32,15 @@ def inspect(config: Path, *extra: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return gateway_config(tmp_path_factory.mktemp("inspect"), tokens=True)
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The two backends over HTTP, started once: every inspect below reads them."""
+    with http_backends(tmp_path_factory.mktemp("backends") / "backends.log") as servers:
+        yield servers
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory, servers: dict[str, Any]) -> Path:
+    return gateway_config(tmp_path_factory.mktemp("inspect"), tokens=True, servers=servers)
 
 
 @pytest.fixture(scope="module")
@@ -146,9 +155,9 @@ def test_inspect_search_shows_the_words_feedback_added(config: Path) -> None:
 
 
 def test_inspect_hybrid_search_shows_each_tools_similarity_and_coverage(
-    tmp_path: Path,
+    tmp_path: Path, servers: dict[str, Any]
 ) -> None:
-    hybrid = gateway_config(tmp_path, search={"mode": "hybrid"})
+    hybrid = gateway_config(tmp_path, servers=servers, search={"mode": "hybrid"})
     found = inspect(hybrid, "--search", "multiply two numbers")["search"]
     assert found["mode"] == "hybrid"
     first = found["results"][0]

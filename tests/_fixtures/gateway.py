@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,11 @@ def gateway_env(**extra: str) -> dict[str, str]:
     return {**os.environ, **FAST_RECONNECT, **extra}
 
 
-def gateway_config(tmp: Path, *, tokens: bool = False, **toolgate: Any) -> Path:
-    """Two backends: ``notes`` (SDK low-level) and ``math`` (FastMCP), both stdio."""
+def gateway_config(
+    tmp: Path, *, tokens: bool = False, servers: dict[str, Any] | None = None, **toolgate: Any
+) -> Path:
+    """Two backends: ``notes`` (SDK low-level) and ``math`` (FastMCP), both stdio, or the
+    ``mcpServers`` entries ``servers`` gives for them (``http_backends``)."""
     notes_down = tmp / "notes.down"
     block: dict[str, Any] = {
         "always": ["notes:grow", "notes:crash"],
@@ -82,19 +86,40 @@ def gateway_config(tmp: Path, *, tokens: bool = False, **toolgate: Any) -> Path:
             },
         }
     block.update(toolgate)
-    config = {
-        "mcpServers": {
-            "notes": {
-                "command": sys.executable,
-                "args": [str(SERVERS / "gw_notes.py"), "--fail-if", str(notes_down)],
-            },
-            "math": {"command": sys.executable, "args": [str(SERVERS / "gw_math.py")]},
+    stdio = {
+        "notes": {
+            "command": sys.executable,
+            "args": [str(SERVERS / "gw_notes.py"), "--fail-if", str(notes_down)],
         },
-        "toolgate": block,
+        "math": {"command": sys.executable, "args": [str(SERVERS / "gw_math.py")]},
     }
+    config = {"mcpServers": stdio if servers is None else servers, "toolgate": block}
     path = tmp / "toolgate.json"
     path.write_text(json.dumps(config, indent=2))
     return path
+
+
+@contextmanager
+def http_backends(log: Path) -> Iterator[dict[str, Any]]:
+    """``gateway_config``'s two backends served over streamable HTTP, as ``mcpServers``
+    entries, for tests that read many configs' backends and are not about how a backend
+    starts: each gateway or command reaches them without starting two processes."""
+    ports = {"notes": free_port(), "math": free_port()}
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        with log.open("ab") as out:
+            for name, port in ports.items():
+                script = str(SERVERS / f"gw_{name}.py")
+                argv = [sys.executable, script, "--http", "--port", str(port)]
+                procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT))
+        for proc, port in zip(procs, ports.values(), strict=True):
+            wait_for_port(port, proc)
+        yield {name: {"url": f"http://127.0.0.1:{port}/mcp"} for name, port in ports.items()}
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=10)
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:

@@ -2,7 +2,8 @@
 
 Notes in memory; ``grow`` adds a tool and sends ``tools/list_changed``; ``crash`` kills
 the process. ``--fail-if FILE`` refuses to start while FILE exists (a backend that
-cannot come back). Run: ``python tests/servers/gw_notes.py [--fail-if FILE]`` (stdio).
+cannot come back). Run: ``python tests/servers/gw_notes.py [--fail-if FILE]`` (stdio)
+or ``[--http --port N]`` (streamable HTTP).
 """
 
 from __future__ import annotations
@@ -88,9 +89,18 @@ async def main() -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--fail-if", default=None)
+    parser.add_argument("--http", action="store_true")
+    parser.add_argument("--port", type=int, default=0)
     ns = parser.parse_args()
     if ns.fail_if and Path(ns.fail_if).exists():
         print(f"gw_notes: refusing to start while {ns.fail_if} exists", file=sys.stderr)
         sys.exit(1)
-    anyio.run(main)
-    quick_exit()  # end without collecting the heap (toolgate.exiting)
+    if ns.http:
+        import uvicorn
+
+        uvicorn.run(
+            build().streamable_http_app(), host="127.0.0.1", port=ns.port, log_level="warning"
+        )
+    else:
+        anyio.run(main)
+        quick_exit()  # end without collecting the heap (toolgate.exiting)
