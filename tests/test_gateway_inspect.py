@@ -18,6 +18,9 @@ import pytest
 
 from _fixtures.command import command_in_process
 from _fixtures.gateway import gateway_config, gateway_env, http_backends, toolgate_argv
+from toolgate.errors import ConfigError
+from toolgate.gateway.commands.inspect import parse_principal
+from toolgate.gateway.config.model import parse_config
 
 META = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
 
@@ -188,3 +191,20 @@ def test_inspect_search_never_ranks_tools_the_principal_may_not_access(config: P
     data = inspect(config, "--as", "alice", "--search", "add numbers note")
     names = [r["name"] for r in data["search"]["results"]]
     assert names and all(n.startswith("note_") for n in names)
+
+
+@pytest.mark.parametrize(
+    ("spec", "scope"),
+    [("id=ci", ["*"]), ("id=ci,scope=", []), ("id=ci,scope=math+notes", ["math", "notes"])],
+    ids=["no-scope-field", "scope-written-empty", "two-groups"],
+)
+def test_an_inline_principal_without_a_scope_sees_every_group_and_one_with_an_empty_scope_none(
+    spec: str, scope: list[str]
+) -> None:
+    cfg = parse_config({"mcpServers": {}})
+    assert list(parse_principal(cfg, spec).scope) == scope
+
+
+def test_an_inline_principal_with_an_empty_id_is_refused_naming_the_field() -> None:
+    with pytest.raises(ConfigError, match=r"^--as\.id: empty; a principal needs an id$"):
+        parse_principal(parse_config({"mcpServers": {}}), "id=,trust=verified")

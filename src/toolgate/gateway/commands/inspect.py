@@ -52,12 +52,13 @@ def parse_principal(cfg: GatewayConfig, spec: str | None, option: str = "--as") 
             "(or give one inline: id=x,trust=verified,scope=code)",
             key=option,
         )
-    fields: dict[str, Any] = {"scope": []}
+    fields: dict[str, Any] = {}
     for part in spec.split(","):
         key, _, value = part.partition("=")
         key = key.strip()
-        if key == "scope":
-            fields["scope"] += [s for s in value.replace("|", "+").split("+") if s]
+        if key == "scope":  # no scope field: every group; "scope=" written empty: none
+            scope = fields.setdefault("scope", [])
+            scope += [s for s in value.replace("|", "+").split("+") if s]
         elif key in ("id", "trust", "agent_class"):
             fields[key] = value.strip()
         else:
@@ -65,8 +66,8 @@ def parse_principal(cfg: GatewayConfig, spec: str | None, option: str = "--as") 
                 f"{option}: unknown field {key!r}; use id, trust, scope, agent_class",
                 key=f"{option}.{key}",
             )
-    if not fields["scope"]:
-        fields["scope"] = ["*"]
+    if fields.get("id") == "":
+        raise ConfigError(f"{option}.id: empty; a principal needs an id", key=f"{option}.id")
     fields.setdefault("id", "inline")
     return principal_from(PrincipalConfig(**fields), ladder, option, authenticated=True)
 

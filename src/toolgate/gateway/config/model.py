@@ -148,7 +148,7 @@ class DescriptionsConfig(_Model):
 
 
 class PrincipalConfig(_Model):
-    id: str
+    id: str = Field(min_length=1)  # keys the principal's state and rate limits
     trust: str = "declared"
     scope: list[str] = Field(default_factory=lambda: ["*"])
     agent_class: str | None = None
