@@ -24,7 +24,7 @@ from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
 from toolgate.gateway.config.model import GatewayConfig
-from toolgate.gateway.ingress.app import server_options
+from toolgate.gateway.ingress.app import check_bind, server_options
 from toolgate.gateway.ingress.drain import Drain
 from toolgate.gateway.ingress.protocol import GuardedProtocol
 from toolgate.gateway.ingress.stdio import StdinLines
@@ -245,7 +245,9 @@ async def serve_http(
 ) -> None:
     """Serve ``gateway`` over streamable HTTP until a signal stops it (``SIGNALS``);
     the backends stop after the server. ``exiting``: the process ends after this
-    (``obeying``)."""
+    (``obeying``). An address it cannot listen on is a ``ConfigError``, before any
+    backend starts."""
+    check_bind(host, port)
 
     async def http(process: Process) -> None:
         app = gateway.http_app(host=host, allowed_hosts=allowed_hosts)

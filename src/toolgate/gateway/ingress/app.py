@@ -7,8 +7,10 @@ Ingress layer: knows no ``Gateway``, only what it is handed.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
+import socket
 from collections.abc import Sequence
 from importlib.metadata import version
 from typing import Any
@@ -21,6 +23,7 @@ from starlette.routing import BaseRoute
 from starlette.types import Scope
 
 from toolgate import sdk_internals
+from toolgate.errors import ConfigError
 from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.auth import authentication, oauth_settings
 from toolgate.gateway.ingress.drain import Drain, DrainGate
@@ -120,6 +123,22 @@ def client_of(*, by_credential: bool) -> ClientOf:
     return client
 
 
+def check_bind(host: str, port: int) -> None:
+    """Raise ``ConfigError`` naming ``--host`` / ``--port`` when this machine cannot
+    listen on ``host:port`` (an unknown name, an address it does not have, a port in
+    use or not allowed), by binding and closing a socket as uvicorn will bind it: said
+    before any backend starts, not by uvicorn once they have."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:  # socket.gaierror too: a name that resolves to nothing
+        key = "--port" if exc.errno in (errno.EADDRINUSE, errno.EACCES) else "--host"
+        message = f"{key}: cannot listen on {host}:{port}: {exc.strerror}"
+        raise ConfigError(message, key=key) from None
+
+
 def server_options(
     cfg: GatewayConfig, *, host: str, port: int, drain: Drain | None = None
 ) -> dict[str, Any]:
@@ -148,4 +167,4 @@ def server_options(
     }
 
 
-__all__ = ["client_of", "http_app", "server_options"]
+__all__ = ["check_bind", "client_of", "http_app", "server_options"]
