@@ -23,7 +23,9 @@ import pytest
 
 from _fixtures.command import command_in_process
 from _fixtures.gateway import toolgate_argv
+from toolgate.errors import ConfigError
 from toolgate.gateway.config.model import parse_config
+from toolgate.gateway.ingress.app import check_bind
 from toolgate.gateway.process import serve_http
 from toolgate.gateway.serve import Gateway
 
@@ -101,7 +103,7 @@ def test_demo_with_a_database_in_a_missing_folder_names_the_folder(tmp_path: Pat
     assert done.stderr == f"toolgate: --db: the folder {db.parent} does not exist\n"
 
 
-async def test_a_busy_port_fails_without_a_log_saying_it_serves(
+async def test_a_busy_port_fails_naming_it_before_anything_starts_or_says_it_serves(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     gateway = Gateway(parse_config({"mcpServers": {}}))
@@ -109,10 +111,23 @@ async def test_a_busy_port_fails_without_a_log_saying_it_serves(
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        with caplog.at_level(logging.INFO, logger="toolgate"), pytest.raises(SystemExit):
+        refused = pytest.raises(ConfigError, match=rf"^--port: cannot listen on 127.0.0.1:{port}: ")
+        with caplog.at_level(logging.INFO, logger="toolgate"), refused:
             await serve_http(gateway, host="127.0.0.1", port=port)
     said = [r.getMessage() for r in caplog.records if r.name.startswith("toolgate")]
-    assert not [line for line in said if "serving MCP" in line], said
+    assert said == []  # not "serving MCP", nor the backends' start
+
+
+@pytest.mark.parametrize(
+    "host", ["999.1.1.1", "192.0.2.1"], ids=["unknown-name", "address-of-another-machine"]
+)
+def test_an_address_this_machine_cannot_listen_on_is_a_config_error_naming_the_host(
+    host: str,
+) -> None:
+    with pytest.raises(ConfigError, match=rf"^--host: cannot listen on {host}:8765: \w") as raised:
+        check_bind(host, 8765)
+    assert raised.value.details == {"key": "--host"}
+    check_bind("127.0.0.1", 0)  # any free port of a local address: nothing to say
 
 
 async def test_an_http_gateway_says_it_serves_once_bound_naming_the_port_it_got(

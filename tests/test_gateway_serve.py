@@ -288,41 +288,6 @@ def test_serve_refuses_a_broken_config_with_exit_code_1(tmp_path: Path) -> None:
     )
 
 
-def test_serve_over_http_refuses_a_port_in_use_before_any_backend_starts(tmp_path: Path) -> None:
-    import socket
-    import subprocess
-
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        argv = [*toolgate_argv(), "serve", str(gateway_config(tmp_path)), "--transport", "http"]
-        done = subprocess.run(
-            [*argv, "--port", str(port)], capture_output=True, text=True, timeout=30
-        )
-    assert done.returncode == 1
-    assert done.stderr.strip() == (
-        f"toolgate: --port: cannot listen on 127.0.0.1:{port}: Address already in use"
-    )  # and nothing else: no backend was started
-
-
-@pytest.mark.parametrize(
-    ("host", "key"),
-    [("999.1.1.1", "--host"), ("192.0.2.1", "--host")],  # no such name; not this machine's
-    ids=["unknown-name", "address-elsewhere"],
-)
-def test_an_address_this_machine_cannot_listen_on_is_a_config_error_naming_it(
-    host: str, key: str
-) -> None:
-    from toolgate.errors import ConfigError
-    from toolgate.gateway.ingress.app import check_bind
-
-    with pytest.raises(ConfigError, match=rf"^{key}: cannot listen on {host}:8765: \w") as raised:
-        check_bind(host, 8765)
-    assert raised.value.details == {"key": key}
-    check_bind("127.0.0.1", 0)  # any free port of a local address: nothing to say
-
-
 # -- search -------------------------------------------------------------------------------
 
 
