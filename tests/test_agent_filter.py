@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from toolgate import ConfigError, Tool
-from toolgate.agent import filter_tools, is_available, next_state
+from toolgate.agent import filter_tools, is_available, next_state, system_prompt
 
 
 def names(tools: list[Any]) -> list[str]:
@@ -243,3 +243,33 @@ def test_a_filtered_walk_through_states() -> None:
     assert names(step1) == ["find"]
     state = next_state(step1[0], state, True)
     assert names(filter_tools(tools, ["research"], state)) == ["find", "summarise"]
+
+
+@pytest.mark.parametrize(
+    ("call", "problem"),
+    [
+        (lambda: filter_tools(None), "filter_tools' tools must be a list of tools, got None"),  # type: ignore[call-overload]
+        (
+            lambda: filter_tools("search"),
+            "filter_tools' tools must be a list of tools, got 'search'",
+        ),
+        (lambda: filter_tools(TOOLS, 5), "Request groups must be a list of group names, got 5"),  # type: ignore[call-overload]
+        (
+            lambda: filter_tools(TOOLS, ["read-only", 5]),  # type: ignore[list-item]
+            "Request groups must be a list of group names (strings), got ('read-only', 5)",
+        ),
+        (lambda: filter_tools(TOOLS, ["*"], 3), "Request state must be a string, got 3"),  # type: ignore[call-overload]
+        (lambda: system_prompt(None), "system_prompt's tools must be a list of tools, got None"),  # type: ignore[arg-type]
+        (
+            lambda: system_prompt([{"description": "No name."}]),
+            "system_prompt's tools are wire dicts or models with a name, got "
+            "{'description': 'No name.'}",
+        ),
+    ],
+)
+def test_a_request_or_tool_list_of_the_wrong_kind_is_refused_naming_it(
+    call: Any, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        call()
+    assert err.value.message == problem

@@ -8,16 +8,19 @@ from typing import Any
 
 import pytest
 
-from _fixtures.core import T
+from _fixtures.core import T, ok
 from toolgate import (
     Catalog,
+    ConfigError,
     Flow,
     Group,
     RegistrationError,
     Stage,
     Tool,
+    ToolgateError,
     ToolNotFound,
     ToolSet,
+    When,
 )
 
 # -- tool names ------------------------------------------------------------------------
@@ -410,3 +413,211 @@ def test_indexes_follow_the_catalog() -> None:
     cat.remove_tool("y")
     assert cat.tools_in("b") == ()
     assert cat.sorted_names() == ("root", "z")
+
+
+# -- values of the wrong kind: refused at the call, named, nothing registered ------------------
+
+
+def _registered(ts: ToolSet) -> tuple[int, dict[str, Tool], dict[str, Group], tuple[Any, ...]]:
+    cat = ts.catalog
+    return cat.version, dict(cat.tools), dict(cat.groups), tuple(cat.exclusions)
+
+
+def _toolset() -> ToolSet:
+    ts = ToolSet()
+    ts.add_groups([Group("files"), Group("notes")])
+    ts.add_tool(T("read", "files"))
+    return ts
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        (
+            {"handler": "run"},
+            "handler must be a function (arguments, context) or None, got str 'run'",
+        ),
+        (
+            {"visibility": "always"},
+            "visibility must be ALWAYS, BY_GROUP or When(predicate), got str 'always'",
+        ),
+        (
+            {"visibility": When("flag")},  # type: ignore[arg-type]
+            "the When predicate must be a function of a StateSnapshot, got str 'flag'",
+        ),
+        ({"policy": "deny"}, "policy must be a Policy, got str 'deny'"),
+        ({"description": None}, "description must be text, got NoneType None"),
+        ({"title": 5}, "title must be text or None, got int 5"),
+        ({"output_schema": "object"}, "output_schema must be a dict or None, got str 'object'"),
+        (
+            {"annotations": ["readOnly"]},
+            "annotations must be a dict or None, got list ['readOnly']",
+        ),
+        ({"next_stage": 2}, "next_stage must be a stage name or None, got int 2"),
+        ({"doc": "see the README"}, "doc must be a ToolDoc or None, got str 'see the README'"),
+        ({"icons": "icon.png"}, "icons must be a list of icon dicts or None, got str 'icon.png'"),
+    ],
+)
+def test_a_tool_field_of_the_wrong_kind_is_refused_at_registration_and_nothing_registers(
+    fields: dict[str, Any], problem: str
+) -> None:
+    ts = _toolset()
+    before = _registered(ts)
+    bad = Tool("write", **{"description": "Write.", "handler": ok, **fields})
+    with pytest.raises(RegistrationError) as err:
+        ts.add_tools([T("list_files", "files"), bad])
+    assert err.value.message == f"Tool 'write': {problem}"
+    assert _registered(ts) == before
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"groups": None}, "groups must be a list of names, got None"),
+        ({"groups": [["files"]]}, "groups must be a list of names, got [['files']]"),
+        ({"stages": [1]}, "stages must be a list of names, got [1]"),
+    ],
+)
+def test_a_tools_groups_or_stages_that_are_not_names_are_refused_when_the_tool_is_made(
+    fields: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(RegistrationError) as err:
+        Tool("write", "Write.", handler=ok, **fields)
+    assert err.value.message == f"Tool 'write': {problem}"
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        (
+            {"on_activate": "open_db"},
+            "on_activate must be a function taking a HookContext, got str 'open_db'",
+        ),
+        ({"on_deactivate": 5}, "on_deactivate must be a function taking a HookContext, got int 5"),
+        ({"description": None}, "description must be text, got NoneType None"),
+        ({"title": 5}, "title must be text or None, got int 5"),
+        ({"instructions": ["step"]}, "instructions must be text or None, got list ['step']"),
+    ],
+)
+def test_a_group_field_of_the_wrong_kind_is_refused_at_registration_and_nothing_registers(
+    fields: dict[str, Any], problem: str
+) -> None:
+    ts = _toolset()
+    before = _registered(ts)
+    with pytest.raises(RegistrationError) as err:
+        ts.add_groups([Group("admin"), Group("db", **fields)])
+    assert err.value.message == f"Group 'db': {problem}"
+    assert _registered(ts) == before
+
+
+@pytest.mark.parametrize(
+    ("call", "problem"),
+    [
+        (
+            lambda ts: ts.add_tools(T("write")),
+            "add_tools takes a list of Tool values, got Tool; for one, use add_tool",
+        ),
+        (lambda ts: ts.add_tools(None), "add_tools takes a list of Tool values, got NoneType"),
+        (lambda ts: ts.add_tool("write"), "Expected a Tool, got str"),
+        (lambda ts: ts.add_tools([T("write"), "list_files"]), "Expected a Tool, got str"),
+        (
+            lambda ts: ts.add_groups(Group("admin")),
+            "add_groups takes a list of Group values, got Group; for one, use add_group",
+        ),
+        (
+            lambda ts: ts.exclusive(["files", "notes"]),
+            "An exclusion set lists group names (strings), one per argument: "
+            "exclusive('a', 'b'); it holds list ['files', 'notes']",
+        ),
+        (
+            lambda ts: ts.set_flow({"initial": "draft"}),
+            "flow must be a Flow (Flow.from_mapping makes one from config), got dict "
+            "{'initial': 'draft'}",
+        ),
+        (
+            lambda ts: ts.catalog.update_tool("read", desciption="Typo."),
+            "Tool 'read': no field 'desciption' to update",
+        ),
+    ],
+)
+def test_a_registration_call_given_the_wrong_kind_of_argument_is_refused_and_changes_nothing(
+    call: Any, problem: str
+) -> None:
+    ts = _toolset()
+    before = _registered(ts)
+    with pytest.raises(RegistrationError) as err:
+        call(ts)
+    assert err.value.message == problem
+    assert _registered(ts) == before
+    assert ts.catalog.flow == Flow()
+
+
+@pytest.mark.parametrize(
+    ("wire", "got"), [({}, "no name"), ({"name": 5}, "no name"), ("read", "a str")]
+)
+def test_a_tool_from_a_wire_definition_without_a_name_is_a_registration_error(
+    wire: Any, got: str
+) -> None:
+    with pytest.raises(RegistrationError) as err:
+        Tool.from_wire(wire)
+    assert err.value.message == (
+        f'Tool.from_wire takes an MCP tool definition, a dict with a string "name"; got {got}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "problem"),
+    [
+        (
+            {"initial_groups": "files"},
+            ConfigError,
+            "initial_groups must be a list of group names, got the string 'files'",
+        ),
+        (
+            {"trust_levels": "low"},
+            ConfigError,
+            "trust_levels must be a list of level names, got the string 'low'",
+        ),
+        ({"max_tools": True}, ConfigError, "max_tools must be a positive integer, got True"),
+        ({"page_size": True}, ConfigError, "page_size must be a positive integer, got True"),
+        (
+            {"store": "memory://"},
+            ConfigError,
+            "store must be a StateStore (open_store(url) makes one from a URL), got str "
+            "'memory://'",
+        ),
+        (
+            {"default_principal": "admin"},
+            ConfigError,
+            "default_principal must be a Principal, got str",
+        ),
+        (
+            {"flow": {"initial": "draft"}},
+            RegistrationError,
+            "flow must be a Flow (Flow.from_mapping makes one from config), got dict "
+            "{'initial': 'draft'}",
+        ),
+    ],
+)
+def test_a_toolset_argument_of_the_wrong_kind_is_refused_naming_it(
+    kwargs: dict[str, Any], error: type[ToolgateError], problem: str
+) -> None:
+    with pytest.raises(error) as err:
+        ToolSet(**kwargs)
+    assert err.value.message == problem
+
+
+@pytest.mark.parametrize(
+    ("key", "principal", "problem"),
+    [
+        (7, None, "A session key must be a string or None, got int"),
+        ("s", "admin", "A session's principal must be a Principal, got str 'admin'"),
+    ],
+)
+def test_a_session_asked_for_with_the_wrong_kind_of_key_or_principal_is_refused(
+    key: Any, principal: Any, problem: str
+) -> None:
+    ts = _toolset()
+    with pytest.raises(ConfigError) as err:
+        ts.session(key, principal)
+    assert err.value.message == problem

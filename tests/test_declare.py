@@ -11,11 +11,14 @@ from pydantic import BaseModel, Field
 from toolgate import (
     ALWAYS,
     CallContext,
+    Flow,
     Group,
     HookContext,
     Policy,
     Principal,
     RegistrationError,
+    Stage,
+    Tool,
     ToolSet,
     group,
     in_group,
@@ -332,3 +335,117 @@ def test_namespaced_names_still_obey_the_mcp_name_rule() -> None:
     with pytest.raises(RegistrationError) as err:
         ToolSet(namespace_tools=True).include(Long())
     assert err.value.message.startswith("Invalid tool name 'gggg")
+
+
+# -- declarations written wrong: refused where they are written, nothing registered ----------
+
+
+@pytest.mark.parametrize(
+    ("declare", "problem"),
+    [
+        (lambda: tool(summry="Reads."), "@tool has no option 'summry'; its options: name, "),
+        (lambda: group(descripton="Files."), "@group has no option 'descripton'; its options: "),
+        (lambda: tool(groups=None), "@tool: groups must be a list of names, got None"),
+        (lambda: tool(stages=[1]), "@tool: stages must be a list of names, got [1]"),
+        (
+            lambda: in_group(["files", "admin"]),  # type: ignore[arg-type]
+            "in_group takes one or more group names, one per argument: "
+            "in_group('files', 'admin'); got [['files', 'admin']]",
+        ),
+        (
+            lambda: in_group(),
+            "in_group takes one or more group names, one per argument: "
+            "in_group('files', 'admin'); got []",
+        ),
+        (
+            lambda: group(exclusive=["drafts", "published"]),
+            "@group exclusive is a list of exclusion sets, each a list of group names: "
+            "exclusive=[['drafts', 'published']]; got ['drafts', 'published']",
+        ),
+    ],
+)
+def test_a_declaration_written_wrong_is_refused_where_it_is_written(
+    declare: Any, problem: str
+) -> None:
+    with pytest.raises(RegistrationError) as err:
+        declare()
+    assert err.value.message.startswith(problem)
+
+
+def test_a_tool_declared_with_one_stage_as_a_string_is_in_that_stage() -> None:
+    ts = ToolSet(flow=Flow(initial="browse", stages=(Stage("review"),)))
+
+    @ts.tool(stages="review")
+    def approve() -> str:
+        return "approved"
+
+    @tool(stages="review")
+    def reject() -> str:
+        return "rejected"
+
+    ts.tool(reject)
+    assert ts.catalog.tools["approve"].stages == frozenset({"review"})
+    assert ts.catalog.tools["reject"].stages == frozenset({"review"})
+
+
+@pytest.mark.parametrize("value", ["read_file", 5])
+def test_registering_something_that_is_not_a_function_as_a_tool_is_refused(value: Any) -> None:
+    ts = ToolSet()
+    with pytest.raises(RegistrationError) as err:
+        ts.tool(value)
+    assert (
+        err.value.message == f"A tool is made from a function; got {type(value).__name__} {value!r}"
+    )
+    assert (ts.catalog.version, dict(ts.catalog.tools)) == (0, {})
+
+
+def test_including_a_group_whose_tool_is_refused_registers_neither_the_group_nor_its_tools() -> (
+    None
+):
+    ts = ToolSet()
+    ts.add_tool(Tool("search", "Search.", handler=lambda a, c: "ok"))
+    before = (ts.catalog.version, dict(ts.catalog.groups), dict(ts.catalog.tools))
+
+    @group
+    class Notes:
+        @tool
+        def search(self) -> str:  # the name a registered tool has
+            return "found"
+
+        @tool
+        def write(self) -> str:
+            return "written"
+
+    with pytest.raises(RegistrationError) as err:
+        ts.include(Notes())
+    assert err.value.message == "Duplicate tool 'search'"
+    assert (ts.catalog.version, dict(ts.catalog.groups), dict(ts.catalog.tools)) == before
+
+
+def test_including_a_class_instead_of_an_instance_is_refused() -> None:
+    @group
+    class Notes:
+        @tool
+        def write(self) -> str:
+            return "written"
+
+    ts = ToolSet()
+    with pytest.raises(RegistrationError) as err:
+        ts.include(Notes)
+    assert err.value.message == (
+        "include() found no @group, @tool or @in_group declarations on the class Notes; "
+        "pass an instance of a @group class or of a class with marked methods"
+    )
+    assert (ts.catalog.version, dict(ts.catalog.groups)) == (0, {})
+
+
+def test_a_hook_that_is_neither_a_function_nor_a_method_name_is_refused() -> None:
+    @group(on_activate=5)
+    class Hooked:
+        pass
+
+    ts = ToolSet()
+    with pytest.raises(RegistrationError) as err:
+        ts.include(Hooked())
+    assert err.value.message == "Hooked: a hook is a function or the name of a method, got int 5"
+    assert dict(ts.catalog.groups) == {}

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from _fixtures.mcp_servers import Notes, text, tool_names
 from servers.fastmcp_github import build
-from toolgate import Group, Tool, ToolSet
+from toolgate import ConfigError, Group, Tool, ToolSet
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.state.memory import MemoryStore
 from toolgate.strategies import DeliveryConfig
@@ -294,3 +294,33 @@ async def test_a_closed_session_leaves_the_notification_registry() -> None:
         assert middleware.live_sessions == 1
     await asyncio.sleep(0.05)
     assert middleware.live_sessions == 0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"toolset": "notes"}, "toolset must be a ToolSet, got str 'notes'"),
+        (
+            {"config": {"strategy": "catalog"}},
+            "config must be a DeliveryConfig, got dict {'strategy': 'catalog'}",
+        ),
+        (
+            {"identity": "bearer"},
+            "identity must be an IdentityResolver (BearerTokens, ClaimsIdentity) or a "
+            "function of a Caller, got str 'bearer'",
+        ),
+    ],
+)
+def test_a_middleware_made_with_an_argument_of_the_wrong_kind_is_refused(
+    arguments: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        ToolgateMiddleware(**{"toolset": ToolSet(), **arguments})
+    assert err.value.message == problem
+
+
+def test_attaching_the_middleware_to_something_that_is_not_a_fastmcp_server_is_refused() -> None:
+    middleware = ToolgateMiddleware(ToolSet())
+    with pytest.raises(TypeError) as err:
+        middleware.attach("notes")  # type: ignore[arg-type]
+    assert str(err.value) == "attach() takes a FastMCP server, not str"

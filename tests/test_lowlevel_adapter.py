@@ -252,3 +252,35 @@ async def test_a_stdio_server_serves_mcp_client_session_and_fastmcp_client() -> 
     assert me.structured_content is not None
     assert me.structured_content["id"] == "local-admin"
     assert str(me.structured_content["session"]).startswith("conn:")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"toolset": "notes"}, "toolset must be a ToolSet, got str 'notes'"),
+        (
+            {"config": {"strategy": "catalog"}},
+            "config must be a DeliveryConfig, got dict {'strategy': 'catalog'}",
+        ),
+        (
+            {"identity": "bearer"},
+            "identity must be an IdentityResolver (BearerTokens, ClaimsIdentity) or a "
+            "function of a Caller, got str 'bearer'",
+        ),
+    ],
+)
+def test_binding_with_an_argument_of_the_wrong_kind_is_refused_before_the_server_changes(
+    arguments: dict[str, Any], problem: str
+) -> None:
+    server = MCPServer("notes")
+
+    @server.tool()
+    def ping() -> str:
+        return "pong"
+
+    toolset = build_toolset()
+    before = (toolset.catalog.version, dict(toolset.catalog.tools))
+    with pytest.raises(ConfigError) as err:
+        bind(server, **{"toolset": toolset, **arguments})
+    assert err.value.message == problem
+    assert (toolset.catalog.version, dict(toolset.catalog.tools)) == before

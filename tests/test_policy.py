@@ -322,7 +322,7 @@ def test_policy_config_is_validated() -> None:
     assert err.value.message == "rate_limit.max must be an integer >= 1, got 0"
     with pytest.raises(ConfigError) as err:
         RateLimit(1, 0)
-    assert err.value.message == "rate_limit.window_s must be > 0, got 0"
+    assert err.value.message == "rate_limit.window_s must be a finite number of seconds > 0, got 0"
     with pytest.raises(ConfigError):
         TrustLadder(("a", "a"))
     with pytest.raises(ConfigError):
@@ -518,3 +518,57 @@ def test_a_rate_limit_message_says_the_wait_its_data_says() -> None:
     refused = RateLimited("add", 59.9496)
     assert refused.details["retry_after"] == 59.95
     assert refused.message == "Rate limit reached for tool 'add'; retry after 60.0 s."
+
+
+# -- policy values of the wrong kind ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (
+            lambda: RateLimit(5, float("nan")),
+            "rate_limit.window_s must be a finite number of seconds > 0, got nan",
+        ),
+        (
+            lambda: RateLimit(5, float("inf")),
+            "rate_limit.window_s must be a finite number of seconds > 0, got inf",
+        ),
+        (
+            lambda: RateLimit(5, True),
+            "rate_limit.window_s must be a finite number of seconds > 0, got True",
+        ),
+        (
+            lambda: Policy(rate_limit={"max": 5}),  # type: ignore[arg-type]
+            "policy rate_limit must be a RateLimit(max, window_s) or None, got dict {'max': 5}",
+        ),
+        (
+            lambda: Policy(allowed_classes=None),  # type: ignore[arg-type]
+            "allowed_classes must be a list of class names, got None",
+        ),
+        (lambda: Principal(scope=None), "scope must be a list of group names, got None"),  # type: ignore[arg-type]
+        (
+            lambda: Principal(scope=["notes", 5]),  # type: ignore[arg-type]
+            "scope must be a list of group names, got ['notes', 5]",
+        ),
+        (
+            lambda: TrustLadder("low"),
+            "trust_levels must be a list of level names, got the string 'low'",
+        ),
+    ],
+)
+def test_a_policy_value_of_the_wrong_kind_is_a_config_error_naming_it(
+    make: Any, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        make()
+    assert err.value.message == problem
+
+
+def test_lists_given_for_classes_and_levels_are_kept_as_tuples() -> None:
+    policy = Policy(allowed_classes=["webmcp"])  # type: ignore[arg-type]
+    ladder = TrustLadder(["low", "high"])
+    assert policy.allowed_classes == ("webmcp",)
+    assert ladder.levels == ("low", "high")
+    assert hash(policy) == hash(Policy(allowed_classes=("webmcp",)))
+    assert hash(ladder) == hash(TrustLadder(("low", "high")))

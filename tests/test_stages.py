@@ -203,3 +203,52 @@ def test_the_default_flow_is_one_undefined_stage_that_allows_everything() -> Non
     assert flow.names == frozenset({"undefined"})
     assert flow.allows(None, "undefined") is True
     assert flow.allows(frozenset({"undefined"}), "undefined") is True
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (
+            lambda: Flow(stages=Stage("review")),  # type: ignore[arg-type]
+            "The flow's stages must be a list of Stage values, got Stage(name='review', "
+            "enables=(), transitions=())",
+        ),
+        (
+            lambda: Flow(stages=({"name": "review"},)),  # type: ignore[arg-type]
+            "The flow's stages must be Stage values, got {'name': 'review'}",
+        ),
+        (
+            lambda: Flow(initial=None),  # type: ignore[arg-type]
+            "The flow's initial stage must be a non-empty string, got None",
+        ),
+        (lambda: Stage(""), "A stage's name must be a non-empty string, got ''"),
+        (
+            lambda: Stage("draft", enables="review"),  # type: ignore[arg-type]
+            "Stage 'draft': enables must be a list of stage names, got 'review'",
+        ),
+        (
+            lambda: Stage("draft", transitions=(("submit", "review"),)),  # type: ignore[arg-type]
+            "Stage 'draft': transitions must be Transition(on, to) values, got "
+            "('submit', 'review')",
+        ),
+        (
+            lambda: Stage("draft", transitions=Transition("submit", "review")),  # type: ignore[arg-type]
+            "Stage 'draft': transitions must be a list of Transition(on, to), got "
+            "Transition(on='submit', to='review')",
+        ),
+        (
+            lambda: Transition("submit", None),  # type: ignore[arg-type]
+            "The transition on 'submit': to must be a non-empty string, got None",
+        ),
+        (
+            lambda: Flow.from_mapping({"stages": [{"name": "draft", "enables": "review"}]}),
+            "Stage 'draft': enables must be a list of stage names, got 'review'",
+        ),
+    ],
+)
+def test_a_flow_built_from_values_of_the_wrong_kind_is_a_config_error_naming_them(
+    make: Any, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        make()
+    assert err.value.message == problem

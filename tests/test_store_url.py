@@ -228,3 +228,30 @@ async def test_a_config_with_a_good_redis_url_still_checks_ok_with_no_redis_runn
     out, err = io.StringIO(), io.StringIO()
     assert await run_check(config, out=out, err=err) == 0, err.getvalue()
     assert "ok: 0 tools from 0 backend(s)" in out.getvalue()
+
+
+@pytest.mark.parametrize("url", [None, 6379])
+def test_a_store_url_that_is_not_text_is_a_config_error(url: object) -> None:
+    with pytest.raises(ConfigError) as raised:
+        open_store(url)  # type: ignore[arg-type]
+    assert raised.value.message == f"A store URL is a string, got {type(url).__name__}"
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"idle_ttl": 0}, "store idle_ttl must be a finite number of seconds > 0, got 0"),
+        ({"idle_ttl": -1}, "store idle_ttl must be a finite number of seconds > 0, got -1"),
+        (
+            {"idle_ttl": float("nan")},
+            "store idle_ttl must be a finite number of seconds > 0, got nan",
+        ),
+        ({"timeout": 0}, "store timeout must be a finite number of seconds > 0, got 0"),
+    ],
+)
+def test_a_store_that_would_forget_every_session_at_once_is_refused(
+    options: dict[str, float], problem: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        open_store("memory://", **options)
+    assert raised.value.message == problem

@@ -55,6 +55,27 @@ async def test_when_predicate_reading_an_external_flag_is_seen_after_touch() -> 
     assert err.value.message == "Tool 'conditional_tool' is not available in the current state."
 
 
+async def test_a_when_predicate_that_raises_hides_its_tool_and_the_list_still_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(snap: StateSnapshot) -> bool:
+        raise KeyError("feature_flags")
+
+    ts = ToolSet()
+    ts.add_tools([T("beta_export", visibility=When(broken)), T("export")])
+    s = ts.session("s")
+    with caplog.at_level("WARNING", logger="toolgate.view"):
+        assert await visible_names(s) == ["export"]
+    assert "tool 'beta_export': its When predicate raised KeyError" in caplog.text
+    assert [(x.name, str(x.reason)) for x in await s.explain()] == [
+        ("beta_export", "predicate-false"),
+        ("export", "visible"),
+    ]
+    with pytest.raises(ToolHidden) as err:
+        await s.call("beta_export")
+    assert err.value.message == "Tool 'beta_export' is not available in the current state."
+
+
 async def test_when_predicate_reads_groups_stage_and_principal_from_the_snapshot() -> None:
     seen: list[StateSnapshot] = []
 

@@ -115,11 +115,30 @@ def _request_groups(groups: Sequence[str] | None) -> tuple[str, ...]:
             f"Request groups must be a list of group names, got the string {groups!r}",
             key="group",
         )
-    return tuple(groups)
+    if not isinstance(groups, Iterable) or isinstance(groups, Mapping):
+        raise ConfigError(
+            f"Request groups must be a list of group names, got {groups!r:.80}", key="group"
+        )
+    names = tuple(groups)
+    if not all(isinstance(g, str) for g in names):
+        raise ConfigError(
+            f"Request groups must be a list of group names (strings), got {names!r:.80}",
+            key="group",
+        )
+    return names
 
 
 def _request_state(state: str | None) -> str:
+    if state is not None and not isinstance(state, str):
+        raise ConfigError(f"Request state must be a string, got {state!r:.80}", key="state")
     return UNDEFINED_STATE if state is None or state == "" else state
+
+
+def _collection(items: Any, what: str) -> None:
+    """Refuse ``items`` that are not a collection of tools (a string would be read
+    character by character)."""
+    if isinstance(items, str) or not isinstance(items, Iterable):
+        raise ConfigError(f"{what} must be a list of tools, got {items!r:.80}")
 
 
 def is_available(tool: Any, groups: Sequence[str] | None = None, state: str | None = None) -> bool:
@@ -163,6 +182,7 @@ def filter_tools(
     """
     requested = _request_groups(groups)
     current = _request_state(state)
+    _collection(tools, "filter_tools' tools")
     if isinstance(tools, Mapping):
         return {n: t for n, t in tools.items() if is_available(t, requested, current)}
     return [t for t in tools if is_available(t, requested, current)]
@@ -210,9 +230,14 @@ def system_prompt(
     <BLANKLINE>
     Use tools when needed to answer questions.
     """
+    _collection(tools, "system_prompt's tools")
     listed = list(tools)
     lines = []
     for tool in listed:
+        if not isinstance(_field(tool, "name"), str):
+            raise ConfigError(
+                f"system_prompt's tools are wire dicts or models with a name, got {tool!r:.80}"
+            )
         description = " ".join(str(_field(tool, "description") or "No description").split())
         lines.append(f"  - {_field(tool, 'name')}: {description}")
     prompt = (

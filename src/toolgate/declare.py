@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, get_type_hints
 
 import pydantic
@@ -27,6 +27,7 @@ from toolgate.catalog import (
     ToolDoc,
     Visibility,
 )
+from toolgate.catalog.tool import name_list
 from toolgate.errors import RegistrationError
 from toolgate.policy import DEFAULT_POLICY, Policy
 
@@ -58,18 +59,34 @@ class ToolOptions:
     output_schema: Mapping[str, Any] | None = None
     doc: ToolDoc | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "groups", name_list(self.groups, "groups", "@tool"))
+        if self.stages is not None:
+            object.__setattr__(self, "stages", name_list(self.stages, "stages", "@tool"))
+
+
+def _options(cls: type[Any], options: Mapping[str, Any], decorator: str) -> Any:
+    """``cls(**options)``; an option ``cls`` does not know is refused, naming the ones
+    it does (a typo would otherwise be a TypeError from deep inside)."""
+    known = [f.name for f in fields(cls)]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise RegistrationError(
+            f"{decorator} has no option {', '.join(map(repr, unknown))}; its options: "
+            f"{', '.join(known)}"
+        )
+    return cls(**options)
+
 
 def tool(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     """Mark a function or method as a tool. Use bare (``@tool``) or with options
     (``@tool(always=True)``, ``@tool(groups=["files"], policy=Policy(min_trust="verified"))``).
     """
 
+    opts: ToolOptions = _options(ToolOptions, options, "@tool")
+
     def mark(f: Callable[..., Any]) -> Callable[..., Any]:
-        # copy: one ``@tool(...)`` object may decorate several functions
-        rest = dict(options)
-        groups = rest.pop("groups", ())
-        opts = ToolOptions(groups=(groups,) if isinstance(groups, str) else tuple(groups), **rest)
-        setattr(f, TOOL_MARK, opts)
+        setattr(f, TOOL_MARK, opts)  # frozen: one ``@tool(...)`` may mark several functions
         return f
 
     return mark(fn) if fn is not None else mark
@@ -77,6 +94,12 @@ def tool(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
 
 def in_group(*group_names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Put a handler method in one or more groups (stackable, as in wags)."""
+
+    if not group_names or not all(isinstance(n, str) for n in group_names):
+        raise RegistrationError(
+            "in_group takes one or more group names, one per argument: "
+            f"in_group('files', 'admin'); got {list(group_names)!r:.80}"
+        )
 
     def mark(f: Callable[..., Any]) -> Callable[..., Any]:
         existing: tuple[str, ...] = getattr(f, GROUPS_MARK, ())
@@ -109,10 +132,26 @@ def group(cls: type | None = None, /, **options: Any) -> Any:
     ``@subgroup`` methods return child groups. The name defaults to the snake-cased
     class name; ``on_activate``/``on_deactivate`` may name methods of the class."""
 
+    rest = dict(options)
+    sets = rest.pop("exclusive", ())
+    if isinstance(sets, str) or not isinstance(sets, Sequence):
+        sets = [sets]  # refused below, with the example
+    exclusive = []
+    for x in sets:
+        if (
+            isinstance(x, str)
+            or not isinstance(x, Sequence)
+            or not all(isinstance(n, str) for n in x)
+        ):
+            raise RegistrationError(
+                "@group exclusive is a list of exclusion sets, each a list of group names: "
+                f"exclusive=[['drafts', 'published']]; got {options['exclusive']!r:.80}"
+            )
+        exclusive.append(tuple(x))
+    opts: GroupOptions = _options(GroupOptions, {**rest, "exclusive": tuple(exclusive)}, "@group")
+
     def mark(c: type) -> type:
-        rest = dict(options)  # copy: the decorator object may be reused
-        excl = rest.pop("exclusive", ())
-        setattr(c, GROUP_MARK, GroupOptions(exclusive=tuple(tuple(x) for x in excl), **rest))
+        setattr(c, GROUP_MARK, opts)
         return c
 
     return mark(cls) if cls is not None else mark
@@ -173,12 +212,14 @@ def tool_from_function(
 ) -> Tool:
     """Build a ``Tool`` from a (bound) function: schema from its type hints, description
     from its docstring, options from ``@tool`` marks overridden by ``options``."""
+    if not callable(fn):
+        raise RegistrationError(
+            f"A tool is made from a function; got {type(fn).__name__} {fn!r:.80}"
+        )
     marked: ToolOptions = getattr(fn, TOOL_MARK, None) or ToolOptions()
-    groups = options.pop("groups", None)
-    opts_dict = {**marked.__dict__, **options}
-    if groups is not None:
-        opts_dict["groups"] = (groups,) if isinstance(groups, str) else tuple(groups)
-    opts = ToolOptions(**opts_dict)
+    if options.get("groups", ()) is None:
+        del options["groups"]  # None: the groups the marks give
+    opts: ToolOptions = _options(ToolOptions, {**marked.__dict__, **options}, "tool")
     name = opts.name or base_name or fn.__name__
     model, ctx_param = _input_model(fn, name)
     description = opts.description if opts.description is not None else inspect.getdoc(fn) or ""
@@ -222,6 +263,11 @@ def tool_from_function(
 def _hook(obj: Any, hook: str | Hook | None) -> Hook | None:
     if hook is None or callable(hook):
         return hook
+    if not isinstance(hook, str):
+        raise RegistrationError(
+            f"{type(obj).__name__}: a hook is a function or the name of a method, got "
+            f"{type(hook).__name__} {hook!r:.80}"
+        )
     method = getattr(obj, hook, None)
     if method is None or not callable(method):
         raise RegistrationError(f"{type(obj).__name__} has no hook method {hook!r}")

@@ -16,10 +16,31 @@ from toolgate.errors import ConfigError
 UNDEFINED = "undefined"
 
 
+def _stage_name(value: Any, where: str, key: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where} must be a non-empty string, got {value!r:.80}", key=key)
+    return value
+
+
+def _items(value: Any, where: str, key: str, what: str) -> tuple[Any, ...]:
+    """``value`` as a tuple; a string or a single value is refused, not read as a list."""
+    if isinstance(value, str | Mapping | Stage | Transition) or not isinstance(value, Iterable):
+        raise ConfigError(f"{where} must be a list of {what}, got {value!r:.80}", key=key)
+    return tuple(value)
+
+
 @dataclass(frozen=True)
 class Transition:
     on: str
     to: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.on, str) or not self.on:
+            raise ConfigError(
+                f"A transition's on must be a tool name, got {self.on!r:.80}",
+                key="stages.transitions",
+            )
+        _stage_name(self.to, f"The transition on {self.on!r}: to", "stages.transitions")
 
 
 @dataclass(frozen=True)
@@ -27,6 +48,24 @@ class Stage:
     name: str
     enables: tuple[str, ...] = ()
     transitions: tuple[Transition, ...] = ()
+
+    def __post_init__(self) -> None:
+        _stage_name(self.name, "A stage's name", "stages")
+        where = f"Stage {self.name!r}"
+        enables = _items(self.enables, f"{where}: enables", "stages.enables", "stage names")
+        for e in enables:
+            _stage_name(e, f"{where}: each stage it enables", "stages.enables")
+        transitions = _items(
+            self.transitions, f"{where}: transitions", "stages.transitions", "Transition(on, to)"
+        )
+        for t in transitions:
+            if not isinstance(t, Transition):
+                raise ConfigError(
+                    f"{where}: transitions must be Transition(on, to) values, got {t!r:.80}",
+                    key="stages.transitions",
+                )
+        object.__setattr__(self, "enables", enables)
+        object.__setattr__(self, "transitions", transitions)
 
 
 @dataclass(frozen=True)
@@ -38,7 +77,13 @@ class Flow:
     _by_name: Mapping[str, Stage] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        stages = tuple(self.stages)
+        _stage_name(self.initial, "The flow's initial stage", "stages.initial")
+        stages = _items(self.stages, "The flow's stages", "stages.stages", "Stage values")
+        for s in stages:
+            if not isinstance(s, Stage):
+                raise ConfigError(
+                    f"The flow's stages must be Stage values, got {s!r:.80}", key="stages.stages"
+                )
         if not any(s.name == self.initial for s in stages):
             stages = (Stage(self.initial), *stages)
         by_name: dict[str, Stage] = {}
@@ -132,7 +177,7 @@ class Flow:
             stages.append(
                 Stage(
                     name=item["name"],
-                    enables=tuple(item.get("enables", ())),
+                    enables=item.get("enables", ()),
                     transitions=tuple(transitions),
                 )
             )

@@ -54,6 +54,17 @@ class IdentityResolver:
 IdentityFn = Callable[[Caller], "Principal | Awaitable[Principal | None] | None"]
 
 
+def check_identity(identity: Any) -> None:
+    """Refuse an ``identity`` that is neither a resolver nor a callable when an adapter
+    is made: it would otherwise fail at the first request, with every client."""
+    if identity is not None and not isinstance(identity, IdentityResolver | Callable):
+        raise ConfigError(
+            "identity must be an IdentityResolver (BearerTokens, ClaimsIdentity) or a "
+            f"function of a Caller, got {type(identity).__name__} {identity!r:.80}",
+            key="identity",
+        )
+
+
 async def resolve_principal(
     identity: IdentityResolver | IdentityFn | None, caller: Caller
 ) -> Principal | None:

@@ -26,7 +26,7 @@ from starlette.applications import Starlette
 
 from toolgate.catalog import CallContext, Tool, ToolResult
 from toolgate.errors import ToolgateError
-from toolgate.identity import BearerTokens, IdentityFn, IdentityResolver
+from toolgate.identity import BearerTokens, IdentityFn, IdentityResolver, check_identity
 from toolgate.request import (
     Context,
     LiveConnections,
@@ -36,6 +36,7 @@ from toolgate.request import (
 from toolgate.sdk_internals import lowlevel_of, registered_tools
 from toolgate.strategies import Addon, Delivery, DeliveryConfig
 from toolgate.strategies.base import Request, Strategy
+from toolgate.strategies.delivery import check_delivery_arguments
 from toolgate.toolset import ToolSet
 from toolgate.wire import (
     RESOURCE_NOT_FOUND,
@@ -298,6 +299,8 @@ def bind(
     entry point: there is no ``ToolSet.bind`` sugar, because the core must not import
     ``mcp`` and import-linter counts imports inside functions too.
     """
+    check_delivery_arguments(toolset, config)  # before an MCPServer's tools are adopted
+    check_identity(identity)
     if isinstance(server, MCPServer):
         # The SDK's Extension API cannot replace tools/list; its lowlevel server can.
         _adopt_tools(server, toolset)

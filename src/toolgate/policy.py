@@ -8,7 +8,8 @@ data and pure functions; core: no MCP imports.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Mapping, Sequence
+import math
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, Protocol
@@ -17,6 +18,19 @@ from toolgate.errors import ConfigError
 
 DEFAULT_TRUST_LEVELS: tuple[str, ...] = ("detected", "declared", "verified", "linked")
 
+
+def _names(value: Any, key: str, what: str) -> tuple[str, ...]:
+    """``value`` as a tuple of names: a list of strings; a string (which would be read
+    letter by letter) or anything else is a ``ConfigError`` naming ``key``."""
+    if isinstance(value, str):
+        raise ConfigError(f"{key} must be a list of {what}, got the string {value!r}", key=key)
+    if isinstance(value, Iterable) and not isinstance(value, Mapping):
+        names = tuple(value)
+        if all(isinstance(n, str) for n in names):
+            return names
+    raise ConfigError(f"{key} must be a list of {what}, got {value!r:.80}", key=key)
+
+
 Decision = Literal["allow", "deny", "confirm"]
 
 
@@ -24,9 +38,10 @@ Decision = Literal["allow", "deny", "confirm"]
 class TrustLadder:
     """An ordered list of trust levels, lowest first."""
 
-    levels: tuple[str, ...] = DEFAULT_TRUST_LEVELS
+    levels: Sequence[str] = DEFAULT_TRUST_LEVELS
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "levels", _names(self.levels, "trust_levels", "level names"))
         if not self.levels:
             raise ConfigError("The trust ladder needs at least one level", key="trust_levels")
         if len(set(self.levels)) != len(self.levels):
@@ -56,8 +71,16 @@ class RateLimit:
     def __post_init__(self) -> None:
         if not isinstance(self.max, int) or isinstance(self.max, bool) or self.max < 1:
             raise ConfigError(f"rate_limit.max must be an integer >= 1, got {self.max!r}")
-        if not isinstance(self.window_s, int | float) or self.window_s <= 0:
-            raise ConfigError(f"rate_limit.window_s must be > 0, got {self.window_s!r}")
+        window = self.window_s
+        if (
+            not isinstance(window, int | float)
+            or isinstance(window, bool)
+            or not math.isfinite(window)
+            or window <= 0
+        ):
+            raise ConfigError(
+                f"rate_limit.window_s must be a finite number of seconds > 0, got {window!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -74,8 +97,14 @@ class Policy:
             raise ConfigError(
                 f"policy decision must be allow, deny or confirm, got {self.decision!r}"
             )
-        if isinstance(self.allowed_classes, str):
-            raise ConfigError("allowed_classes must be a list of class names, not a string")
+        classes = _names(self.allowed_classes, "allowed_classes", "class names")
+        object.__setattr__(self, "allowed_classes", classes)
+        if self.rate_limit is not None and not isinstance(self.rate_limit, RateLimit):
+            raise ConfigError(
+                f"policy rate_limit must be a RateLimit(max, window_s) or None, got "
+                f"{type(self.rate_limit).__name__} {self.rate_limit!r:.80}",
+                key="rate_limit",
+            )
 
 
 DEFAULT_POLICY = Policy()
@@ -97,9 +126,7 @@ class Principal:
     authenticated: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.scope, str):
-            raise ConfigError(f"scope must be a list of group names, got the string {self.scope!r}")
-        object.__setattr__(self, "scope", tuple(self.scope))
+        object.__setattr__(self, "scope", _names(self.scope, "scope", "group names"))
 
     @cached_property
     def key(self) -> tuple[Any, ...]:

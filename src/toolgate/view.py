@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from toolgate.catalog import ByGroup, Catalog, Group, StateSnapshot, Tool, When
 from toolgate.errors import InvalidCursor
 from toolgate.policy import Principal, TrustLadder
 from toolgate.state.base import SessionState
+
+logger = logging.getLogger("toolgate.view")
 
 
 class ReasonKind(StrEnum):
@@ -165,9 +168,21 @@ def _group(tool: Tool, ctx: RuleContext) -> Reason | None:
 
 
 def _predicate(tool: Tool, ctx: RuleContext) -> Reason | None:
-    if isinstance(tool.visibility, When) and not tool.visibility.predicate(ctx.snapshot):
-        return Reason(ReasonKind.PREDICATE_FALSE)
-    return None
+    if not isinstance(tool.visibility, When):
+        return None
+    try:
+        shown = tool.visibility.predicate(ctx.snapshot)
+    except Exception as exc:
+        # fail closed, as on a store failure: one tool's broken predicate hides that
+        # tool, and neither breaks every listing nor shows what it was meant to gate
+        logger.warning(
+            "tool %r: its When predicate raised %s: %s; the tool stays hidden",
+            tool.name,
+            type(exc).__name__,
+            f"{exc}"[:200],
+        )
+        shown = False
+    return None if shown else Reason(ReasonKind.PREDICATE_FALSE)
 
 
 DEFAULT_RULES: tuple[Rule, ...] = (

@@ -1,6 +1,7 @@
 """A group's spec: a named set of tools an agent can enable, and its hooks.
 
-``check_group_name`` is the name rule registration applies. Model layer: imports
+``check_group_name`` is the name rule registration applies, ``check_group_fields`` the
+shape of the other fields. Model layer: imports
 ``toolgate.policy`` and ``toolgate.errors`` only, never MCP.
 """
 
@@ -55,3 +56,27 @@ def check_group_name(name: str) -> None:
             f"by single '_' or '-', at most {MAX_GROUP_NAME} characters",
             name=name,
         )
+
+
+def check_group_fields(group: Group) -> None:
+    """Refuse a field of the wrong kind at registration, naming the group and the
+    field: a hook that is not callable would otherwise fail only when an agent enables
+    the group, and a description that is not text when the groups are listed."""
+    for label, text, optional in (
+        ("description", group.description, False),
+        ("title", group.title, True),
+        ("instructions", group.instructions, True),
+    ):
+        if not isinstance(text, str) and not (optional and text is None):
+            raise RegistrationError(
+                f"Group {group.name!r}: {label} must be text"
+                f"{' or None' if optional else ''}, got {type(text).__name__} {text!r:.80}",
+                name=group.name,
+            )
+    for label, hook in (("on_activate", group.on_activate), ("on_deactivate", group.on_deactivate)):
+        if hook is not None and not callable(hook):
+            raise RegistrationError(
+                f"Group {group.name!r}: {label} must be a function taking a HookContext, "
+                f"got {type(hook).__name__} {hook!r:.80}",
+                name=group.name,
+            )

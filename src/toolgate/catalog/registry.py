@@ -1,18 +1,19 @@
 """``Catalog``: everything that exists, validated at registration, versioned.
 
-Registration raises a typed error at the wrong call (names, parents, cycles, duplicates,
-wire-name collisions, reserved names, unknown stages); each change bumps ``version`` and
-indexes follow it lazily. Model layer: imports the specs, flow and errors; never MCP.
+Registration raises a typed error at the wrong call (names, field kinds, parents, cycles,
+duplicates, wire-name collisions, reserved names, unknown stages); each change bumps
+``version`` and indexes follow it lazily. Model layer: imports the specs, flow and
+errors; never MCP.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
-from toolgate.catalog.group import Group, check_group_name
-from toolgate.catalog.tool import DEFAULT_GROUP, Tool, check_tool_name
+from toolgate.catalog.group import Group, check_group_fields, check_group_name
+from toolgate.catalog.tool import DEFAULT_GROUP, Tool, check_tool_fields, check_tool_name
 from toolgate.catalog.visibility import ByGroup
 from toolgate.errors import RegistrationError
 from toolgate.flow import Flow
@@ -27,7 +28,7 @@ class Catalog:
         self._exclusions: list[frozenset[str]] = []
         self._reserved: dict[str, str] = {}
         self._reserved_suffixes: dict[str, str] = {}
-        self._flow = flow or Flow()
+        self._flow = _flow(flow)
         self.version = 0
         self._index_version = -1
         self._sorted_names: tuple[str, ...] = ()
@@ -192,6 +193,7 @@ class Catalog:
         return None
 
     def set_flow(self, flow: Flow) -> None:
+        flow = _flow(flow)
         for t in self._tools.values():
             self._check_tool_stages(t, flow)
         self._flow = flow
@@ -205,13 +207,14 @@ class Catalog:
 
         All-or-nothing: on any error nothing is registered.
         """
-        batch = list(groups)
+        batch = _batch(groups, Group, "add_groups", "add_group")
         new: dict[str, Group] = {}
         wire_names = {g.wire_name: g.name for g in self._groups.values()}
         for g in batch:
             if not isinstance(g, Group):
                 raise RegistrationError(f"Expected a Group, got {type(g).__name__}")
             check_group_name(g.name)
+            check_group_fields(g)
             if g.name == DEFAULT_GROUP:
                 raise RegistrationError(
                     f"Group name {DEFAULT_GROUP!r} is reserved: it stands for ungrouped tools",
@@ -275,6 +278,12 @@ class Catalog:
         if isinstance(names, str):
             raise RegistrationError("An exclusion set is a list of group names, not a string")
         members = list(names)
+        wrong = next((n for n in members if not isinstance(n, str)), None)
+        if wrong is not None:
+            raise RegistrationError(
+                f"An exclusion set lists group names (strings), one per argument: "
+                f"exclusive('a', 'b'); it holds {type(wrong).__name__} {wrong!r:.80}"
+            )
         if len(set(members)) < 2:
             raise RegistrationError(f"An exclusion set needs two or more groups: {members}")
         for n in members:
@@ -293,17 +302,31 @@ class Catalog:
         self._exclusions.append(frozenset(members))
         self._changed()
 
-    def add_tool(self, tool: Tool, *, replace_existing: bool = False) -> None:
-        self.add_tools([tool], replace_existing=replace_existing)
+    def add_tool(
+        self,
+        tool: Tool,
+        *,
+        replace_existing: bool = False,
+        check: Callable[[Tool], None] | None = None,
+    ) -> None:
+        self.add_tools([tool], replace_existing=replace_existing, check=check)
 
-    def add_tools(self, tools: Iterable[Tool], *, replace_existing: bool = False) -> None:
-        """Register tools (all-or-nothing)."""
-        batch = list(tools)
+    def add_tools(
+        self,
+        tools: Iterable[Tool],
+        *,
+        replace_existing: bool = False,
+        check: Callable[[Tool], None] | None = None,
+    ) -> list[Tool]:
+        """Register tools (all-or-nothing) and return them; ``check`` is one more rule
+        each must pass (a toolset's trust ladder), applied after the catalog's own."""
+        batch = _batch(tools, Tool, "add_tools", "add_tool")
         seen: set[str] = set()
         for t in batch:
             if not isinstance(t, Tool):
                 raise RegistrationError(f"Expected a Tool, got {type(t).__name__}")
             check_tool_name(t.name)
+            check_tool_fields(t)
             if t.name in seen or (t.name in self._tools and not replace_existing):
                 raise RegistrationError(f"Duplicate tool {t.name!r}", name=t.name)
             seen.add(t.name)
@@ -326,9 +349,12 @@ class Catalog:
                     name=t.name,
                 )
             self._check_tool_stages(t, self._flow)
+            if check is not None:
+                check(t)
         for t in batch:
             self._tools[t.name] = t
         self._changed()
+        return batch
 
     def _check_tool_stages(self, t: Tool, flow: Flow) -> None:
         for s in sorted(t.stages or ()):
@@ -343,6 +369,30 @@ class Catalog:
                 f"Tool {t.name!r} leads to unknown stage {t.next_stage!r}", name=t.name
             )
 
+    def add_declared(
+        self,
+        groups: Sequence[Group],
+        tools: Sequence[Tool],
+        exclusions: Sequence[Sequence[str]],
+        *,
+        check: Callable[[Tool], None] | None = None,
+    ) -> None:
+        """Register groups, then tools, then exclusion sets, all or nothing: each is
+        checked as ``add_groups``, ``add_tools`` and ``add_exclusion`` check it, on a
+        copy of this catalog, and only a copy that took all of them becomes this
+        catalog's content (one version bump). A ``@group`` class's declarations."""
+        trial = Catalog(self._flow)
+        trial._tools, trial._groups = dict(self._tools), dict(self._groups)
+        trial._exclusions = list(self._exclusions)
+        trial._reserved = dict(self._reserved)
+        trial._reserved_suffixes = dict(self._reserved_suffixes)
+        trial.add_groups(groups)
+        trial.add_tools(tools, check=check)
+        for ex in exclusions:
+            trial.add_exclusion(ex)
+        self._tools, self._groups, self._exclusions = trial._tools, trial._groups, trial._exclusions
+        self._changed()
+
     def remove_tool(self, name: str) -> Tool:
         t = self._tools.pop(name, None)
         if t is None:
@@ -354,6 +404,11 @@ class Catalog:
         t = self._tools.get(name)
         if t is None:
             raise RegistrationError(f"Unknown tool {name!r}", name=name)
+        unknown = sorted(set(changes) - {f.name for f in fields(Tool)})
+        if unknown:
+            raise RegistrationError(
+                f"Tool {name!r}: no field {', '.join(map(repr, unknown))} to update", name=name
+            )
         new = replace(t, **changes)
         self.add_tools([new], replace_existing=True)
         return new
@@ -386,3 +441,27 @@ class Catalog:
             depth[g] = len(self.ancestors(g))
         self._depth = depth
         self._index_version = self.version
+
+
+def _flow(flow: Flow | None) -> Flow:
+    """``flow``, or the one-stage ``Flow()`` for None; anything else is refused before
+    it replaces the flow every view reads."""
+    if flow is None:
+        return Flow()
+    if not isinstance(flow, Flow):
+        raise RegistrationError(
+            f"flow must be a Flow (Flow.from_mapping makes one from config), got "
+            f"{type(flow).__name__} {flow!r:.80}"
+        )
+    return flow
+
+
+def _batch(items: Any, kind: type, method: str, one: str) -> list[Any]:
+    """``items`` as a list for ``method``; one value or a non-list is refused, naming
+    the single-value method."""
+    if isinstance(items, kind | str | Mapping) or not isinstance(items, Iterable):
+        raise RegistrationError(
+            f"{method} takes a list of {kind.__name__} values, got {type(items).__name__}"
+            f"{f'; for one, use {one}' if isinstance(items, kind) else ''}"
+        )
+    return list(items)

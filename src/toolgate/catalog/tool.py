@@ -1,18 +1,19 @@
 """A tool's spec: its wire definition, its groups, and the rules that gate it.
 
-``Tool`` is frozen; ``check_tool_name`` is the name rule registration applies. Model
-layer: imports the catalog's handler and visibility, policy and errors; never MCP.
+``Tool`` is frozen; ``check_tool_name`` is the name rule registration applies,
+``check_tool_fields`` the shape of the other fields. Model layer: imports the
+catalog's handler and visibility, policy and errors; never MCP.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from toolgate.catalog.handler import Handler
-from toolgate.catalog.visibility import BY_GROUP, Visibility
+from toolgate.catalog.visibility import BY_GROUP, Always, ByGroup, Visibility, When
 from toolgate.errors import RegistrationError
 from toolgate.policy import DEFAULT_POLICY, Policy
 
@@ -63,13 +64,13 @@ class Tool:
     source: str | None = None  # the backend a gateway tool comes from
 
     def __post_init__(self) -> None:
-        if isinstance(self.groups, str):
-            object.__setattr__(self, "groups", (self.groups,))
-        else:
-            object.__setattr__(self, "groups", tuple(dict.fromkeys(self.groups)))
+        owner = f"Tool {self.name!r}"
+        object.__setattr__(
+            self, "groups", tuple(dict.fromkeys(name_list(self.groups, "groups", owner)))
+        )
         if self.stages is not None:
             # "*" means every stage, whatever container it comes in (a frozenset too)
-            stages = (self.stages,) if isinstance(self.stages, str) else tuple(self.stages)
+            stages = name_list(self.stages, "stages", owner)
             object.__setattr__(self, "stages", None if "*" in stages else frozenset(stages))
 
     @property
@@ -88,8 +89,14 @@ class Tool:
         """A tool from an MCP ``Tool`` definition as a plain dict (camelCase keys, the
         form :meth:`wire` returns), keeping icons and ``_meta``; ``overrides`` set any
         other field. ``Tool.from_wire({"name": "fork"}, run, groups=("repos",))``"""
+        if not isinstance(wire, Mapping) or not isinstance(wire.get("name"), str):
+            got = f"a {type(wire).__name__}" if not isinstance(wire, Mapping) else "no name"
+            raise RegistrationError(
+                f"Tool.from_wire takes an MCP tool definition, a dict with a string "
+                f'"name"; got {got}'
+            )
         fields: dict[str, Any] = {
-            "name": str(wire["name"]),
+            "name": wire["name"],
             "description": str(wire.get("description") or ""),
             "input_schema": wire.get("inputSchema") or dict(EMPTY_SCHEMA),
             "title": wire.get("title"),
@@ -132,6 +139,60 @@ def schema_problem(schema: Mapping[str, Any]) -> str | None:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
         return f"at {where}: {exc.message}"
     return None
+
+
+def name_list(value: Any, what: str, owner: str) -> tuple[str, ...]:
+    """A tool's ``groups`` or ``stages`` as a tuple of names: one name given as a string
+    is that one name, never read letter by letter; anything but strings is refused,
+    naming ``owner`` (``Tool 'x'``, ``@tool``) and the field."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Iterable) and not isinstance(value, Mapping):
+        names = tuple(value)
+        if all(isinstance(n, str) for n in names):
+            return names
+    raise RegistrationError(f"{owner}: {what} must be a list of names, got {value!r:.80}")
+
+
+def check_tool_fields(tool: Tool) -> None:
+    """Refuse a field of the wrong kind at registration, naming the tool and the field:
+    a handler that is not callable would otherwise fail at the first call, a visibility
+    that is not one of ``Always``/``ByGroup``/``When`` would show the tool whatever its
+    groups, and a description or schema of the wrong kind would break every listing."""
+
+    def refuse(what: str, want: str, value: Any) -> NoReturn:
+        raise RegistrationError(
+            f"Tool {tool.name!r}: {what} must be {want}, got {type(value).__name__} {value!r:.80}",
+            name=tool.name,
+        )
+
+    if not isinstance(tool.description, str):
+        refuse("description", "text", tool.description)
+    for what in ("title", "summary"):
+        value = getattr(tool, what)
+        if value is not None and not isinstance(value, str):
+            refuse(what, "text or None", value)
+    if tool.handler is not None and not callable(tool.handler):
+        refuse("handler", "a function (arguments, context) or None", tool.handler)
+    for what in ("output_schema", "annotations", "meta"):
+        value = getattr(tool, what)
+        if value is not None and not isinstance(value, Mapping):
+            refuse(what, "a dict or None", value)
+    if not isinstance(tool.visibility, Always | ByGroup | When):
+        refuse("visibility", "ALWAYS, BY_GROUP or When(predicate)", tool.visibility)
+    if isinstance(tool.visibility, When) and not callable(tool.visibility.predicate):
+        refuse("the When predicate", "a function of a StateSnapshot", tool.visibility.predicate)
+    if not isinstance(tool.policy, Policy):
+        refuse("policy", "a Policy", tool.policy)
+    if tool.next_stage is not None and not isinstance(tool.next_stage, str):
+        refuse("next_stage", "a stage name or None", tool.next_stage)
+    if tool.doc is not None and not isinstance(tool.doc, ToolDoc):
+        refuse("doc", "a ToolDoc or None", tool.doc)
+    icons = tool.icons
+    if icons is not None and (
+        isinstance(icons, str | Mapping) or not all(isinstance(i, Mapping) for i in icons)
+    ):
+        refuse("icons", "a list of icon dicts or None", icons)
 
 
 def check_tool_name(name: str) -> None:

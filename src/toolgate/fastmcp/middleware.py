@@ -28,7 +28,13 @@ from toolgate.fastmcp.confirm import InputRequired, RoundTripConfirmer
 from toolgate.fastmcp.importer import FastMCPTools, from_fastmcp_result, to_fastmcp_result
 from toolgate.fastmcp_internals import has_foreign_extension, sdk_context, sdk_server
 from toolgate.groups_extension import GroupsServerExtension, serves_groups
-from toolgate.identity import Caller, ClaimsIdentity, IdentityFn, IdentityResolver
+from toolgate.identity import (
+    Caller,
+    ClaimsIdentity,
+    IdentityFn,
+    IdentityResolver,
+    check_identity,
+)
 from toolgate.policy import Confirmer
 from toolgate.request import (
     Live,
@@ -126,6 +132,7 @@ class ToolgateMiddleware(Middleware):
         tool_groups: Mapping[str, Sequence[str]] | None = None,
         addons: Sequence[Addon] = (),
     ) -> None:
+        check_identity(identity)
         self.toolset = toolset
         self.delivery = Delivery(toolset, config, addons=addons)
         self.identity = identity
@@ -146,6 +153,10 @@ class ToolgateMiddleware(Middleware):
         the strategy serves the groups extension (``auto``, ``groups``), register
         ``GroupsServerExtension`` too, reading requests like this middleware does.
         Call it before serving: FastMCP takes extensions only then."""
+        from fastmcp import FastMCP  # the type check needs it at run time
+
+        if not isinstance(server, FastMCP):
+            raise TypeError(f"attach() takes a FastMCP server, not {type(server).__name__}")
         if self not in server.middleware:
             server.add_middleware(self)
         self._bind(server)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import time
 import weakref
@@ -18,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
-from toolgate.errors import StoreUnavailable
+from toolgate.errors import ConfigError, StoreUnavailable
 
 T = TypeVar("T")
 
@@ -101,6 +102,21 @@ class StateStore(ABC):
     _locks: weakref.WeakValueDictionary[str, asyncio.Lock] = field(
         default_factory=weakref.WeakValueDictionary, init=False, repr=False
     )
+
+    def __post_init__(self) -> None:
+        # a store given idle_ttl <= 0 would forget every session at its next read: no
+        # group would stay on; a subclass's __post_init__ calls this one first
+        for name, value in (("idle_ttl", self.idle_ttl), ("timeout", self.timeout)):
+            if (
+                not isinstance(value, int | float)
+                or isinstance(value, bool)
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise ConfigError(
+                    f"store {name} must be a finite number of seconds > 0, got {value!r:.80}",
+                    key=name,
+                )
 
     # -- primitives a store implements -------------------------------------------------
     @abstractmethod

@@ -48,6 +48,8 @@ def check_store_url(url: str) -> None:
     an unknown scheme, a SQLite URL naming no file, a Redis URL redis-py cannot parse
     (host, a numeric port and database, its known options), a Sentinel URL
     ``SentinelTarget`` refuses. Nothing connects and no file is created or read."""
+    if not isinstance(url, str):
+        raise ConfigError(f"A store URL is a string, got {type(url).__name__}", key="store")
     if url in ("memory://", "memory", ""):
         return
     if is_store_path(url):

@@ -198,6 +198,7 @@ class RedisStore(SessionListing):
     _sweep: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.url.startswith(SENTINEL_SCHEMES):
             self._sentinel_client(SentinelTarget.of(self.url))
         else:

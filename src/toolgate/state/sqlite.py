@@ -92,6 +92,7 @@ class SqliteStore(SessionListing):
     _identity: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         problem = sqlite_file_problem(self.path)
         if problem is not None:  # judged before SQLite touches the file
             raise ConfigError(problem, key="store")

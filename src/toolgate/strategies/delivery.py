@@ -79,6 +79,21 @@ class DeliveryConfig:
             )
 
 
+def check_delivery_arguments(toolset: Any, config: Any) -> None:
+    """Refuse a ``toolset`` that is not a ``ToolSet``, or a ``config`` that is not a
+    ``DeliveryConfig`` (or None), before an adapter changes anything."""
+    if not isinstance(toolset, ToolSet):
+        raise ConfigError(
+            f"toolset must be a ToolSet, got {type(toolset).__name__} {toolset!r:.80}",
+            key="toolset",
+        )
+    if config is not None and not isinstance(config, DeliveryConfig):
+        raise ConfigError(
+            f"config must be a DeliveryConfig, got {type(config).__name__} {config!r:.80}",
+            key="config",
+        )
+
+
 class Delivery:
     """The one object adapters talk to: list, call, resources, for any request."""
 
@@ -89,6 +104,7 @@ class Delivery:
         *,
         addons: Sequence[Addon] = (),
     ) -> None:
+        check_delivery_arguments(toolset, config)
         self.toolset = toolset
         self.config = config or DeliveryConfig()
         self.addons = tuple(addons)

@@ -23,7 +23,7 @@ from toolgate.activation import (
     requested,
 )
 from toolgate.catalog import Group, Handler, HookContext, Tool
-from toolgate.errors import BudgetExceeded, HookFailed
+from toolgate.errors import BudgetExceeded, ConfigError, HookFailed
 from toolgate.events import EventBus
 from toolgate.policy import Confirmer, Principal, TrustLadder
 from toolgate.state.base import EMPTY, SessionState
@@ -109,11 +109,21 @@ class Session:
         *,
         all_groups: bool = False,
     ) -> None:
+        if key is not None and not isinstance(key, str):
+            raise ConfigError(
+                f"A session key must be a string or None, got {type(key).__name__}", key="session"
+            )
+        if not isinstance(principal, Principal):
+            raise ConfigError(
+                f"A session's principal must be a Principal, got {type(principal).__name__} "
+                f"{principal!r:.80}",
+                key="principal",
+            )
+        toolset.ladder.check(principal.trust)
         self.toolset = toolset
         self.key = key
         self.principal = principal
         self.all_groups = all_groups
-        toolset.ladder.check(principal.trust)
 
     @property
     def ephemeral(self) -> bool:

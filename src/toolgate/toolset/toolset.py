@@ -115,17 +115,35 @@ class ToolSet:
                 f"hidden_tool_errors must be 'hint' or 'opaque', got {hidden_tool_errors!r}",
                 key="hidden_tool_errors",
             )
-        if not isinstance(page_size, int) or page_size < 1:
+        if isinstance(initial_groups, str):
+            raise ConfigError(
+                f"initial_groups must be a list of group names, got the string {initial_groups!r}",
+                key="initial_groups",
+            )
+        if store is not None and not isinstance(store, StateStore):
+            raise ConfigError(
+                f"store must be a StateStore (open_store(url) makes one from a URL), got "
+                f"{type(store).__name__} {store!r:.80}",
+                key="store",
+            )
+        if default_principal is not None and not isinstance(default_principal, Principal):
+            raise ConfigError(
+                f"default_principal must be a Principal, got {type(default_principal).__name__}",
+                key="default_principal",
+            )
+        if not isinstance(page_size, int) or isinstance(page_size, bool) or page_size < 1:
             raise ConfigError(f"page_size must be a positive integer, got {page_size!r}")
         if separator not in (".", "_", "-"):
             raise ConfigError(f"separator must be '.', '_' or '-', got {separator!r}")
         for label, value in (("max_tools", max_tools), ("max_tokens", max_tokens)):
-            if value is not None and (not isinstance(value, int) or value < 1):
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
                 raise ConfigError(f"{label} must be a positive integer, got {value!r}", key=label)
         self.name = name
         self.catalog = Catalog(flow)
         self.store: StateStore = store if store is not None else MemoryStore(clock=clock)
-        self.ladder = TrustLadder(tuple(trust_levels))
+        self.ladder = TrustLadder(trust_levels)
         self.initial_groups = tuple(initial_groups)
         self.max_tools = max_tools
         self.max_tokens = max_tokens
@@ -162,29 +180,23 @@ class ToolSet:
         """At most one of ``groups`` may be active in a session."""
         self.catalog.add_exclusion(groups)
 
-    def _check_policies(self, tools: Sequence[Tool]) -> None:
+    def _check_policy(self, t: Tool) -> None:
         """A policy naming a trust level the ladder lacks is a configuration error
-        now, not a crash at the first listing."""
-        for t in tools:
-            if t.policy.min_trust is not None:
-                try:
-                    self.ladder.check(t.policy.min_trust)
-                except ConfigError as exc:
-                    raise ConfigError(
-                        f"Tool {t.name!r}: policy min_trust: {exc.message}", key="min_trust"
-                    ) from None
+        now, not a crash at the first listing (the catalog asks, per tool)."""
+        if t.policy.min_trust is not None:
+            try:
+                self.ladder.check(t.policy.min_trust)
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"Tool {t.name!r}: policy min_trust: {exc.message}", key="min_trust"
+                ) from None
 
     def add_tool(self, tool: Tool) -> Tool:
-        self._check_policies([tool])
-        self.catalog.add_tool(tool)
-        self.events.emit("tool.registered", tool=tool.name, groups=list(tool.groups))
+        self.add_tools([tool])
         return tool
 
     def add_tools(self, tools: Iterable[Tool]) -> None:
-        batch = list(tools)
-        self._check_policies(batch)
-        self.catalog.add_tools(batch)
-        for t in batch:
+        for t in self.catalog.add_tools(tools, check=self._check_policy):
             self.events.emit("tool.registered", tool=t.name, groups=list(t.groups))
 
     def remove_tool(self, name: str) -> Tool:
@@ -246,17 +258,19 @@ class ToolSet:
         groups, tools, exclusions = declarations_of(
             obj, parent=parent, namespace=self.namespace_tools, separator=self.separator
         )
+        if not groups and not tools:
+            what = f"the class {obj.__name__}" if isinstance(obj, type) else type(obj).__name__
+            raise RegistrationError(
+                f"include() found no @group, @tool or @in_group declarations on {what}; "
+                "pass an instance of a @group class or of a class with marked methods"
+            )
         known = set(self.catalog.groups)
-        # all-or-nothing: an exclusion naming a group that will not exist fails before
-        # anything is registered
-        for ex in exclusions:
-            for n in ex:
-                if n not in known and all(g.name != n for g in groups):
-                    raise RegistrationError(f"Exclusion set names unknown group {n!r}", name=n)
-        self.add_groups([g for g in groups if g.name not in known])
-        self.add_tools(tools)
-        for ex in exclusions:
-            self.exclusive(*ex)
+        # all or nothing: a tool or exclusion set the catalog refuses leaves no group behind
+        self.catalog.add_declared(
+            [g for g in groups if g.name not in known], tools, exclusions, check=self._check_policy
+        )
+        for t in tools:
+            self.events.emit("tool.registered", tool=t.name, groups=list(t.groups))
 
     # -- validation of start-up configuration ------------------------------------------
     def validate(self) -> None:
