@@ -20,6 +20,7 @@ from fastmcp import Client, Context, FastMCP
 from mcp.shared.exceptions import MCPError
 
 from _fixtures.mcp_servers import Notes, text, tool_names
+from _fixtures.spec import WRONG_ADAPTER_ARGUMENTS
 from servers.fastmcp_github import build
 from toolgate import ConfigError, Group, Tool, ToolSet
 from toolgate.fastmcp import ToolgateMiddleware
@@ -298,18 +299,7 @@ async def test_a_closed_session_leaves_the_notification_registry() -> None:
 
 @pytest.mark.parametrize(
     ("arguments", "problem"),
-    [
-        ({"toolset": "notes"}, "toolset must be a ToolSet, got str 'notes'"),
-        (
-            {"config": {"strategy": "catalog"}},
-            "config must be a DeliveryConfig, got dict {'strategy': 'catalog'}",
-        ),
-        (
-            {"identity": "bearer"},
-            "identity must be an IdentityResolver (BearerTokens, ClaimsIdentity) or a "
-            "function of a Caller, got str 'bearer'",
-        ),
-    ],
+    WRONG_ADAPTER_ARGUMENTS,
 )
 def test_a_middleware_made_with_an_argument_of_the_wrong_kind_is_refused(
     arguments: dict[str, Any], problem: str

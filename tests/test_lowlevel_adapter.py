@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from _fixtures.gateway import sha256
 from _fixtures.mcp_servers import Notes, serve_http, tool_names
+from _fixtures.spec import WRONG_ADAPTER_ARGUMENTS
 from servers.lowlevel_demo import build_server, build_toolset
 from toolgate import ConfigError, Principal
 from toolgate.identity import BearerTokens
@@ -256,18 +257,7 @@ async def test_a_stdio_server_serves_mcp_client_session_and_fastmcp_client() -> 
 
 @pytest.mark.parametrize(
     ("arguments", "problem"),
-    [
-        ({"toolset": "notes"}, "toolset must be a ToolSet, got str 'notes'"),
-        (
-            {"config": {"strategy": "catalog"}},
-            "config must be a DeliveryConfig, got dict {'strategy': 'catalog'}",
-        ),
-        (
-            {"identity": "bearer"},
-            "identity must be an IdentityResolver (BearerTokens, ClaimsIdentity) or a "
-            "function of a Caller, got str 'bearer'",
-        ),
-    ],
+    WRONG_ADAPTER_ARGUMENTS,
 )
 def test_binding_with_an_argument_of_the_wrong_kind_is_refused_before_the_server_changes(
     arguments: dict[str, Any], problem: str

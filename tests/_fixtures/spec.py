@@ -524,3 +524,19 @@ def adapter(request: pytest.FixtureRequest) -> Adapter:
     ``tests/test_adapter_spec_http.py`` runs the same scenarios over the gateway's real
     HTTP app, with and without its fast path."""
     return Adapter(request.param)
+
+
+#: an adapter's arguments of the wrong kind (``bind``, ``ToolgateMiddleware``) and what
+#: each is refused with, before the adapter changes anything
+WRONG_ADAPTER_ARGUMENTS: list[tuple[dict[str, Any], str]] = [
+    ({"toolset": "notes"}, "toolset must be a ToolSet, got str 'notes'"),
+    (
+        {"config": {"strategy": "catalog"}},
+        "config must be a DeliveryConfig, got dict {'strategy': 'catalog'}",
+    ),
+    (
+        {"identity": "bearer"},
+        "identity must be an IdentityResolver (BearerTokens, ClaimsIdentity) or a "
+        "function of a Caller, got str 'bearer'",
+    ),
+]
