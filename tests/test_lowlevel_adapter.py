@@ -27,7 +27,7 @@ from _fixtures.gateway import sha256
 from _fixtures.mcp_servers import Notes, serve_http, tool_names
 from _fixtures.spec import WRONG_ADAPTER_ARGUMENTS
 from servers.lowlevel_demo import build_server, build_toolset
-from toolgate import ConfigError, Principal
+from toolgate import ConfigError, Principal, RegistrationError, ToolSet
 from toolgate.identity import BearerTokens
 from toolgate.lowlevel import bind
 from toolgate.strategies import Addon, DeliveryConfig, Request
@@ -274,3 +274,20 @@ def test_binding_with_an_argument_of_the_wrong_kind_is_refused_before_the_server
         bind(server, **{"toolset": toolset, **arguments})
     assert err.value.message == problem
     assert (toolset.catalog.version, dict(toolset.catalog.tools)) == before
+
+
+def test_a_bind_refused_for_a_meta_tool_name_an_adopted_tool_has_leaves_no_tool_behind() -> None:
+    server = MCPServer("notes")
+
+    @server.tool()
+    def enable_tools() -> str:  # the menu's meta-tool name
+        return "mine"
+
+    @server.tool()
+    def ping() -> str:
+        return "pong"
+
+    toolset = ToolSet()
+    with pytest.raises(RegistrationError, match="Meta-tool name 'enable_tools'"):
+        bind(server, toolset, DeliveryConfig(strategy="list_changed"), identity=BearerTokens({}))
+    assert dict(toolset.catalog.tools) == {}  # neither enable_tools nor ping was kept

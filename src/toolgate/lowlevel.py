@@ -242,13 +242,14 @@ class Binding:
         server.middleware.extend([m for m in self.middleware if m not in server.middleware])
 
 
-def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> None:
+def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> list[str]:
     """Register an ``MCPServer``'s own tools as root tools of ``toolset`` (a tool the
-    toolset already names keeps the toolset's definition). They still run through
-    the MCPServer's ``tools/call`` handler, with the live request context."""
+    toolset already names keeps the toolset's definition) and return their names. They
+    still run through the MCPServer's ``tools/call`` handler, with the live request
+    context."""
     entry = lowlevel_of(mcp_server).get_request_handler("tools/call")
     if entry is None:
-        return
+        return []
     handler = entry.handler
     adopted = []
     for info in registered_tools(mcp_server):
@@ -278,6 +279,7 @@ def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> None:
         )
         adopted.append(Tool.from_wire(tool_wire(wire), run, source="mcpserver"))
     toolset.add_tools(adopted)
+    return [t.name for t in adopted]
 
 
 def bind(
@@ -301,14 +303,21 @@ def bind(
     """
     check_delivery_arguments(toolset, config)  # before an MCPServer's tools are adopted
     check_identity(identity)
+    adopted: list[str] = []
     if isinstance(server, MCPServer):
         # The SDK's Extension API cannot replace tools/list; its lowlevel server can.
-        _adopt_tools(server, toolset)
+        adopted = _adopt_tools(server, toolset)
         lowlevel: Server[Any] = lowlevel_of(server)
     elif isinstance(server, Server):
         lowlevel = server
     else:
         raise TypeError(f"bind() takes an mcp Server or MCPServer, not {type(server).__name__}")
+    try:  # the delivery checks the adopted tools too (a meta-tool name one of them has)
+        delivery = Delivery(toolset, config, addons=addons)
+    except BaseException:
+        for name in adopted:  # a bind that fails leaves the toolset's tools as they were
+            toolset.remove_tool(name)
+        raise
     if identity is None:
         logger.warning(
             "toolgate: no identity resolver configured for server %r: every request gets "
@@ -316,7 +325,7 @@ def bind(
             lowlevel.name,
             toolset.default_principal.id,
         )
-    binding = Binding(lowlevel, Delivery(toolset, config, addons=addons), identity)
+    binding = Binding(lowlevel, delivery, identity)
     binding._install()
     for addon in binding.delivery.addons:
         for line in addon.startup_warnings():
