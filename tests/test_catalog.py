@@ -574,6 +574,11 @@ def test_a_tool_from_a_wire_definition_without_a_name_is_a_registration_error(
             "initial_groups must be a list of group names, got the string 'files'",
         ),
         (
+            {"initial_groups": None},
+            ConfigError,
+            "initial_groups must be a list of group names, got NoneType None",
+        ),
+        (
             {"trust_levels": "low"},
             ConfigError,
             "trust_levels must be a list of level names, got the string 'low'",

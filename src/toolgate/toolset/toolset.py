@@ -115,9 +115,10 @@ class ToolSet:
                 f"hidden_tool_errors must be 'hint' or 'opaque', got {hidden_tool_errors!r}",
                 key="hidden_tool_errors",
             )
-        if isinstance(initial_groups, str):
+        if isinstance(initial_groups, str) or not isinstance(initial_groups, Iterable):
+            got = "the string" if isinstance(initial_groups, str) else type(initial_groups).__name__
             raise ConfigError(
-                f"initial_groups must be a list of group names, got the string {initial_groups!r}",
+                f"initial_groups must be a list of group names, got {got} {initial_groups!r}",
                 key="initial_groups",
             )
         if store is not None and not isinstance(store, StateStore):
