@@ -18,7 +18,7 @@ import pytest
 from fastmcp import Client
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from _fixtures.gateway import HttpGateway, gateway_env, toolgate_argv
+from _fixtures.gateway import DEMO_FIRST_LIST, HttpGateway, gateway_env, toolgate_argv
 
 SHARED_TOKENIZERS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tokenizers"
 
@@ -78,15 +78,7 @@ async def test_demo_over_stdio_serves_the_demo_tools_and_says_how_to_connect(
         ):
             await session.initialize()
             listed = [t.name for t in (await session.list_tools()).tools]
-            assert listed == [
-                "call_tool",
-                "describe_tools",
-                "disable_tools",
-                "enable_tools",
-                "list_groups",
-                "search_products",
-                "whoami",
-            ]
+            assert listed == DEMO_FIRST_LIST
             found = await session.call_tool("search_products", {"query": "gardener"})
             assert found.is_error is False
     text = errlog.read_text()

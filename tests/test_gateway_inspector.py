@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from _fixtures.gateway import HttpGateway, toolgate_argv
+from _fixtures.gateway import DEMO_FIRST_LIST, HttpGateway, toolgate_argv
 from _fixtures.npm_servers import npm_installed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,15 +65,7 @@ def test_inspector_lists_and_calls_tools_of_the_demo_over_http(
     gateway.start()
     try:
         listed = run(inspector, gateway.url, "--transport", "http", "--method", "tools/list")
-        assert [t["name"] for t in listed["tools"]] == [
-            "call_tool",
-            "describe_tools",
-            "disable_tools",
-            "enable_tools",
-            "list_groups",
-            "search_products",
-            "whoami",
-        ]
+        assert [t["name"] for t in listed["tools"]] == DEMO_FIRST_LIST
         found = run(
             inspector,
             gateway.url,

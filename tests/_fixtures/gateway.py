@@ -28,6 +28,16 @@ from _fixtures.mcp_servers import free_port
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 ALICE_TOKEN = "alice-secret-token"
 BOB_TOKEN = "bob-secret-token"
+#: what ``toolgate demo`` lists before a client opens any group
+DEMO_FIRST_LIST = [
+    "call_tool",
+    "describe_tools",
+    "disable_tools",
+    "enable_tools",
+    "list_groups",
+    "search_products",
+    "whoami",
+]
 FAST_RECONNECT = {
     "TOOLGATE_BACKOFF_INITIAL": "0.2",
     "TOOLGATE_BACKOFF_MAX": "0.5",
