@@ -17,6 +17,7 @@ from toolgate import (
     RegistrationError,
     Stage,
     Tool,
+    ToolDoc,
     ToolgateError,
     ToolNotFound,
     ToolSet,
@@ -456,6 +457,14 @@ def _toolset() -> ToolSet:
         ({"next_stage": 2}, "next_stage must be a stage name or None, got int 2"),
         ({"doc": "see the README"}, "doc must be a ToolDoc or None, got str 'see the README'"),
         ({"icons": "icon.png"}, "icons must be a list of icon dicts or None, got str 'icon.png'"),
+        (
+            {"doc": ToolDoc(examples="write('a')")},  # type: ignore[arg-type]
+            "doc.examples must be a list of example dicts, got str \"write('a')\"",
+        ),
+        (
+            {"doc": ToolDoc(usage_guidance="Use it rarely.")},  # type: ignore[arg-type]
+            "doc.usage_guidance must be a dict or None, got str 'Use it rarely.'",
+        ),
     ],
 )
 def test_a_tool_field_of_the_wrong_kind_is_refused_at_registration_and_nothing_registers(

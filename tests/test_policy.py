@@ -555,6 +555,10 @@ def test_a_rate_limit_message_says_the_wait_its_data_says() -> None:
             lambda: TrustLadder("low"),
             "trust_levels must be a list of level names, got the string 'low'",
         ),
+        (
+            lambda: Principal(attributes="team=ops"),  # type: ignore[arg-type]
+            "attributes must be a dict, got str 'team=ops'",
+        ),
     ],
 )
 def test_a_policy_value_of_the_wrong_kind_is_a_config_error_naming_it(

@@ -127,6 +127,12 @@ class Principal:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scope", _names(self.scope, "scope", "group names"))
+        if not isinstance(self.attributes, Mapping):
+            raise ConfigError(
+                f"attributes must be a dict, got {type(self.attributes).__name__} "
+                f"{self.attributes!r:.80}",
+                key="attributes",
+            )
 
     @cached_property
     def key(self) -> tuple[Any, ...]:

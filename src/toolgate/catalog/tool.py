@@ -188,6 +188,14 @@ def check_tool_fields(tool: Tool) -> None:
         refuse("next_stage", "a stage name or None", tool.next_stage)
     if tool.doc is not None and not isinstance(tool.doc, ToolDoc):
         refuse("doc", "a ToolDoc or None", tool.doc)
+    if tool.doc is not None:
+        examples = tool.doc.examples
+        if isinstance(examples, str | Mapping) or not all(isinstance(e, Mapping) for e in examples):
+            refuse("doc.examples", "a list of example dicts", examples)
+        for what in ("usage_guidance", "error_guidance"):
+            value = getattr(tool.doc, what)
+            if value is not None and not isinstance(value, Mapping):
+                refuse(f"doc.{what}", "a dict or None", value)
     icons = tool.icons
     if icons is not None and (
         isinstance(icons, str | Mapping) or not all(isinstance(i, Mapping) for i in icons)
