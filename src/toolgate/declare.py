@@ -28,7 +28,7 @@ from toolgate.catalog import (
     Visibility,
 )
 from toolgate.catalog.tool import name_list
-from toolgate.errors import RegistrationError
+from toolgate.errors import RegistrationError, described
 from toolgate.policy import DEFAULT_POLICY, Policy
 
 TOOL_MARK = "__toolgate_tool__"
@@ -213,9 +213,7 @@ def tool_from_function(
     """Build a ``Tool`` from a (bound) function: schema from its type hints, description
     from its docstring, options from ``@tool`` marks overridden by ``options``."""
     if not callable(fn):
-        raise RegistrationError(
-            f"A tool is made from a function; got {type(fn).__name__} {fn!r:.80}"
-        )
+        raise RegistrationError(f"A tool is made from a function; got {described(fn)}")
     marked: ToolOptions = getattr(fn, TOOL_MARK, None) or ToolOptions()
     if options.get("groups", ()) is None:
         del options["groups"]  # None: the groups the marks give
@@ -266,7 +264,7 @@ def _hook(obj: Any, hook: str | Hook | None) -> Hook | None:
     if not isinstance(hook, str):
         raise RegistrationError(
             f"{type(obj).__name__}: a hook is a function or the name of a method, got "
-            f"{type(hook).__name__} {hook!r:.80}"
+            f"{described(hook)}"
         )
     method = getattr(obj, hook, None)
     if method is None or not callable(method):

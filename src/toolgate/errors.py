@@ -35,6 +35,12 @@ def json_type(value: Any) -> str:
     return type(value).__name__
 
 
+def described(value: Any) -> str:
+    """A refused value as an error message shows it: its type and at most 80 characters
+    of its repr (``str 'notes'``), never a caller's whole object."""
+    return f"{type(value).__name__} {value!r:.80}"
+
+
 class ToolgateError(Exception):
     """Base of every toolgate error. ``code`` is a stable machine-readable name."""
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from toolgate.errors import ConfigError, Unauthenticated
+from toolgate.errors import ConfigError, Unauthenticated, described
 from toolgate.policy import DEFAULT_TRUST_LEVELS, Principal
 
 
@@ -60,7 +60,7 @@ def check_identity(identity: Any) -> None:
     if identity is not None and not isinstance(identity, IdentityResolver | Callable):
         raise ConfigError(
             "identity must be an IdentityResolver (BearerTokens, ClaimsIdentity) or a "
-            f"function of a Caller, got {type(identity).__name__} {identity!r:.80}",
+            f"function of a Caller, got {described(identity)}",
             key="identity",
         )
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
-from toolgate.errors import ConfigError
+from toolgate.errors import ConfigError, described
 
 DEFAULT_TRUST_LEVELS: tuple[str, ...] = ("detected", "declared", "verified", "linked")
 
@@ -102,7 +102,7 @@ class Policy:
         if self.rate_limit is not None and not isinstance(self.rate_limit, RateLimit):
             raise ConfigError(
                 f"policy rate_limit must be a RateLimit(max, window_s) or None, got "
-                f"{type(self.rate_limit).__name__} {self.rate_limit!r:.80}",
+                f"{described(self.rate_limit)}",
                 key="rate_limit",
             )
 
@@ -129,8 +129,7 @@ class Principal:
         object.__setattr__(self, "scope", _names(self.scope, "scope", "group names"))
         if not isinstance(self.attributes, Mapping):
             raise ConfigError(
-                f"attributes must be a dict, got {type(self.attributes).__name__} "
-                f"{self.attributes!r:.80}",
+                f"attributes must be a dict, got {described(self.attributes)}",
                 key="attributes",
             )
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from toolgate.errors import MAX_GROUP_NAME, RegistrationError
+from toolgate.errors import MAX_GROUP_NAME, RegistrationError, described
 from toolgate.policy import Principal
 
 GROUP_NAME = re.compile(r"^[a-z0-9]+([_-][a-z0-9]+)*$")
@@ -70,13 +70,13 @@ def check_group_fields(group: Group) -> None:
         if not isinstance(text, str) and not (optional and text is None):
             raise RegistrationError(
                 f"Group {group.name!r}: {label} must be text"
-                f"{' or None' if optional else ''}, got {type(text).__name__} {text!r:.80}",
+                f"{' or None' if optional else ''}, got {described(text)}",
                 name=group.name,
             )
     for label, hook in (("on_activate", group.on_activate), ("on_deactivate", group.on_deactivate)):
         if hook is not None and not callable(hook):
             raise RegistrationError(
                 f"Group {group.name!r}: {label} must be a function taking a HookContext, "
-                f"got {type(hook).__name__} {hook!r:.80}",
+                f"got {described(hook)}",
                 name=group.name,
             )

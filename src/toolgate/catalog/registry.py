@@ -15,7 +15,7 @@ from typing import Any
 from toolgate.catalog.group import Group, check_group_fields, check_group_name
 from toolgate.catalog.tool import DEFAULT_GROUP, Tool, check_tool_fields, check_tool_name
 from toolgate.catalog.visibility import ByGroup
-from toolgate.errors import RegistrationError
+from toolgate.errors import RegistrationError, described
 from toolgate.flow import Flow
 
 
@@ -282,7 +282,7 @@ class Catalog:
         if wrong is not None:
             raise RegistrationError(
                 f"An exclusion set lists group names (strings), one per argument: "
-                f"exclusive('a', 'b'); it holds {type(wrong).__name__} {wrong!r:.80}"
+                f"exclusive('a', 'b'); it holds {described(wrong)}"
             )
         if len(set(members)) < 2:
             raise RegistrationError(f"An exclusion set needs two or more groups: {members}")
@@ -450,8 +450,7 @@ def _flow(flow: Flow | None) -> Flow:
         return Flow()
     if not isinstance(flow, Flow):
         raise RegistrationError(
-            f"flow must be a Flow (Flow.from_mapping makes one from config), got "
-            f"{type(flow).__name__} {flow!r:.80}"
+            f"flow must be a Flow (Flow.from_mapping makes one from config), got {described(flow)}"
         )
     return flow
 

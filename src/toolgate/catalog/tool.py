@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from toolgate.catalog.handler import Handler
 from toolgate.catalog.visibility import BY_GROUP, Always, ByGroup, Visibility, When
-from toolgate.errors import RegistrationError
+from toolgate.errors import RegistrationError, described
 from toolgate.policy import DEFAULT_POLICY, Policy
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -162,7 +162,7 @@ def check_tool_fields(tool: Tool) -> None:
 
     def refuse(what: str, want: str, value: Any) -> NoReturn:
         raise RegistrationError(
-            f"Tool {tool.name!r}: {what} must be {want}, got {type(value).__name__} {value!r:.80}",
+            f"Tool {tool.name!r}: {what} must be {want}, got {described(value)}",
             name=tool.name,
         )
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolgate.errors import ConfigError
+from toolgate.errors import ConfigError, described
 from toolgate.policy import Confirmer, Principal
 from toolgate.strategies.base import (
     GROUPS_EXTENSION,
@@ -84,12 +84,12 @@ def check_delivery_arguments(toolset: Any, config: Any) -> None:
     ``DeliveryConfig`` (or None), before an adapter changes anything."""
     if not isinstance(toolset, ToolSet):
         raise ConfigError(
-            f"toolset must be a ToolSet, got {type(toolset).__name__} {toolset!r:.80}",
+            f"toolset must be a ToolSet, got {described(toolset)}",
             key="toolset",
         )
     if config is not None and not isinstance(config, DeliveryConfig):
         raise ConfigError(
-            f"config must be a DeliveryConfig, got {type(config).__name__} {config!r:.80}",
+            f"config must be a DeliveryConfig, got {described(config)}",
             key="config",
         )
 

@@ -21,6 +21,7 @@ from toolgate.errors import (
     ToolgateError,
     ToolHidden,
     ToolNotFound,
+    described,
 )
 from toolgate.events import EventBus
 from toolgate.flow import Flow
@@ -124,7 +125,7 @@ class ToolSet:
         if store is not None and not isinstance(store, StateStore):
             raise ConfigError(
                 f"store must be a StateStore (open_store(url) makes one from a URL), got "
-                f"{type(store).__name__} {store!r:.80}",
+                f"{described(store)}",
                 key="store",
             )
         if default_principal is not None and not isinstance(default_principal, Principal):
