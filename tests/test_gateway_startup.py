@@ -23,6 +23,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 
 from _fixtures.gateway import SERVERS, HttpGateway, toolgate_argv
 from _fixtures.mcp_servers import text, tool_names
+from toolgate.strategies.base import GROUPS_EXTENSION
 
 LIST_CHANGED = "notifications/tools/list_changed"
 
@@ -118,3 +119,25 @@ async def test_a_slow_backend_does_not_hold_back_the_others_and_joins_when_up(
     assert "backend slow: up, 1 tools" in lines
     assert "catalog synced after slow changed" in lines
     assert "gw-slow: waiting for" in lines  # the backend's stderr reaches the log
+
+
+async def test_a_gateway_serving_the_groups_extension_never_loads_fastmcp(tmp_path: Path) -> None:
+    # FastMCP is the framework of servers behind the gateway, not of the gateway: its
+    # import is a second of CPU at every start. ``-X importtime`` logs every import.
+    config = tmp_path / "toolgate.json"
+    notes = {"command": sys.executable, "args": [str(SERVERS / "gw_notes.py")]}
+    config.write_text(json.dumps({"mcpServers": {"notes": notes}, "toolgate": {}}))
+    log = tmp_path / "gateway.log"
+    argv = [sys.executable, "-X", "importtime", "-m", "toolgate.cli", "serve", str(config)]
+    gateway = HttpGateway(argv, log)
+    gateway.start()
+    try:
+        async with Client(StreamableHttpTransport(gateway.url), mode="legacy") as legacy:
+            advertised = legacy.initialize_result.capabilities.model_dump()["extensions"]
+            assert GROUPS_EXTENSION in advertised  # the extension is served
+    finally:
+        gateway.stop()
+    imported = re.findall(r"^import time:.*\| +(\S+)$", log_lines(log), re.M)
+    assert "toolgate.groups_extension" in imported
+    assert "mcp.server.lowlevel" in imported
+    assert [m for m in imported if m.split(".")[0] == "fastmcp"] == []

@@ -26,11 +26,12 @@ from _fixtures.mcp_servers import serve
 from toolgate.catalog import CallContext, Handler, ToolResult
 from toolgate.client import GroupsClientExtension
 from toolgate.client.extension import RAW, GetGroupParams, GetGroupRequest
+from toolgate.fastmcp import GroupsServerExtension
 from toolgate.gateway.config.build import BackendTool, build_toolset, delivery_config
 from toolgate.gateway.config.model import parse_config
 from toolgate.gateway.relay.access import Relayed
 from toolgate.gateway.relay.exposure import GroupExposure
-from toolgate.groups_extension import GroupsExtension, GroupsServerExtension, bind_groups
+from toolgate.groups_extension import GroupsExtension, bind_groups
 from toolgate.identity import Caller
 from toolgate.policy import Principal
 from toolgate.request import RequestFacts

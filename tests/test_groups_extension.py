@@ -29,7 +29,8 @@ from toolgate.client.extension import (
     ListGroupsRequest,
 )
 from toolgate.errors import RegistrationError, ToolgateError
-from toolgate.groups_extension import GroupsExtension, GroupsServerExtension, bind_groups
+from toolgate.fastmcp import GroupsServerExtension
+from toolgate.groups_extension import GroupsExtension, bind_groups
 from toolgate.identity import Caller
 from toolgate.lowlevel import bind
 from toolgate.policy import Principal

@@ -1,11 +1,12 @@
-"""The ``io.modelcontextprotocol/groups`` extension on the MCP wire, for FastMCP and the SDK.
+"""The ``io.modelcontextprotocol/groups`` extension on the MCP wire, for the SDK and FastMCP.
 
 ``GroupsEndpoint`` serves ``groups/list`` / ``groups/get`` from a ``Delivery``'s
 ``GroupsStrategy``, advertises the extension (also on the legacy protocol, whose
 initialize result the SDK would strip) and sends ``notifications/groups/list_changed``.
 A ``contents`` provider adds the prompts and resources a group holds to ``groups/get``
-(the gateway's relayed ones). Adapter layer: imports ``mcp`` and ``fastmcp``; the rules
-live in the strategy.
+(the gateway's relayed ones). FastMCP's ``ServerExtension`` over the same endpoint is
+``toolgate.fastmcp.groups``. Adapter layer: imports ``mcp``, never ``fastmcp`` (the
+gateway serves the extension without loading FastMCP); the rules live in the strategy.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import mcp_types as mt
-from fastmcp.server.extensions import MethodBinding as FastMCPMethodBinding
-from fastmcp.server.extensions import ServerExtension
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.extension import Extension
 from mcp.server.extension import MethodBinding as SDKMethodBinding
@@ -24,7 +23,6 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from toolgate.errors import ConfigError, ToolgateError
-from toolgate.fastmcp_internals import sdk_server
 from toolgate.identity import IdentityFn, IdentityResolver
 from toolgate.request import Context, Live, LiveConnections, RequestFacts, request_facts
 from toolgate.sdk_internals import lowlevel_of
@@ -88,7 +86,7 @@ def serves_groups(delivery: Delivery) -> bool:
 class GroupsEndpoint:
     """``groups/list`` and ``groups/get`` handlers over one ``Delivery``.
 
-    >>> endpoint = bind_groups(server, delivery)   # or GroupsServerExtension(delivery)
+    >>> endpoint = bind_groups(server, delivery)   # FastMCP: toolgate.fastmcp.GroupsServerExtension
     """
 
     def __init__(
@@ -224,11 +222,11 @@ class GroupsEndpoint:
         data["capabilities"] = caps
         return data
 
-
-def _install(lowlevel: Any, endpoint: GroupsEndpoint) -> None:
-    middleware = lowlevel.middleware
-    if not any(getattr(m, "__self__", None) is endpoint for m in middleware):
-        middleware.insert(0, endpoint.advertise_on_legacy)
+    def install_advert(self, lowlevel: Any) -> None:
+        """Put ``advertise_on_legacy`` first in an SDK ``Server``'s middleware, once."""
+        middleware = lowlevel.middleware
+        if not any(getattr(m, "__self__", None) is self for m in middleware):
+            middleware.insert(0, self.advertise_on_legacy)
 
 
 # -- the official SDK --------------------------------------------------------------------
@@ -253,7 +251,7 @@ def bind_groups(
     for method, params_type, handler in endpoint.method_table():
         lowlevel.add_request_handler(method, params_type, handler)
     lowlevel.extensions[GROUPS_EXTENSION] = dict(SETTINGS)
-    _install(lowlevel, endpoint)
+    endpoint.install_advert(lowlevel)
     return endpoint
 
 
@@ -282,43 +280,3 @@ class GroupsExtension(Extension):
 
     def methods(self) -> list[SDKMethodBinding]:
         return [SDKMethodBinding(m, p, h) for m, p, h in self.endpoint.method_table()]
-
-
-# -- FastMCP 4 ----------------------------------------------------------------------------
-class GroupsServerExtension(ServerExtension):
-    """The extension for FastMCP: ``mcp.add_extension(GroupsServerExtension(delivery))``.
-
-    Registering it also installs the legacy advertisement on the server's SDK layer.
-    """
-
-    identifier = GROUPS_EXTENSION
-
-    def __init__(
-        self,
-        delivery: Delivery,
-        *,
-        identity: Identity = None,
-        facts: FactsOf | None = None,
-        contents: ContentsFor | None = None,
-    ) -> None:
-        self.endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts, contents=contents)
-
-    def settings(self) -> dict[str, Any]:
-        return dict(SETTINGS)
-
-    def methods(self) -> list[Any]:
-        return [FastMCPMethodBinding(m, p, h) for m, p, h in self.endpoint.method_table()]
-
-    def clone(self) -> GroupsServerExtension:
-        # a deep copy would copy the toolset; an extension shares its delivery
-        endpoint = self.endpoint
-        return GroupsServerExtension(
-            endpoint.delivery,
-            identity=endpoint.identity,
-            facts=endpoint.facts,
-            contents=endpoint.contents,
-        )
-
-    def _bind(self, server: Any) -> None:
-        super()._bind(server)
-        _install(sdk_server(server), self.endpoint)

@@ -25,9 +25,10 @@ from mcp.server.context import ServerRequestContext
 from toolgate.catalog import CallContext, ToolResult
 from toolgate.errors import RegistrationError, ToolgateError
 from toolgate.fastmcp.confirm import InputRequired, RoundTripConfirmer
+from toolgate.fastmcp.groups import GroupsServerExtension
 from toolgate.fastmcp.importer import FastMCPTools, from_fastmcp_result, to_fastmcp_result
 from toolgate.fastmcp_internals import has_foreign_extension, sdk_context, sdk_server
-from toolgate.groups_extension import GroupsServerExtension, serves_groups
+from toolgate.groups_extension import serves_groups
 from toolgate.identity import (
     Caller,
     ClaimsIdentity,
