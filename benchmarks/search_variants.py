@@ -6,9 +6,11 @@ built from those rankings: hybrid's first five keeping lexical search's first ``
 results (``keep lexical top a``), and reciprocal-rank fusion of the two lists (``rrf``).
 A second table splits hybrid's wins and losses over lexical by how much of the request
 lexical search's best match covers (``Postings.coverage``), the signal a confidence
-gate would read. Dev halves by default; ``--half test`` and ``--half heldout`` read the
-others once a variant is chosen. Prints only (``docs/decisions.md``: "Hybrid against
-lexical, and the re-rank").
+gate would read, and a third by the embedder's own confidence (how far its best cosine
+stands above the catalog's, as a z-score), in five bands of equal size. Dev halves by
+default; ``--half test`` and ``--half heldout`` read the others once a variant is
+chosen. Prints only (``docs/decisions.md``: "Hybrid against lexical, and the re-rank";
+"Hybrid against lexical: two more signals looked at").
 Run: ``.venv/bin/python benchmarks/search_variants.py --git-mirror DIR [--half dev]``
 """
 
@@ -77,6 +79,36 @@ def best_coverage(index: SearchIndex, query: str) -> float:
     return float(scored.coverage[matched].max()) if len(matched) else 0.0
 
 
+def embedder_confidence(index: SearchIndex, query: str) -> float:
+    """How far the embedder's best cosine stands above the rest, as a z-score over the
+    searchable tools (nan for a query no embedder reads)."""
+    scored = index._scores(query, index.scope(None))
+    if scored.semantic is None:
+        return float("nan")
+    cosine = scored.semantic[scored.hits].astype(np.float64)
+    spread = float(cosine.std())
+    return float((cosine.max() - cosine.mean()) / spread) if spread > 0 else 0.0
+
+
+def quintiles(values: Sequence[float], diffs: Sequence[float]) -> str:
+    """Hybrid's requests better and worse than lexical's in five equal bands of
+    ``values`` (requests with no value left out)."""
+    known = [(v, d) for v, d in zip(values, diffs, strict=True) if v == v]
+    if not known:
+        return "no request read by the embedder"
+    edges = np.quantile([v for v, _ in known], [0, 0.2, 0.4, 0.6, 0.8, 1])
+    cells = []
+    for i in range(5):
+        inside = [
+            d
+            for v, d in known
+            if edges[i] <= v and (v < edges[i + 1] or (i == 4 and v <= edges[5]))
+        ]
+        up, down = sum(d > 0 for d in inside), sum(d < 0 for d in inside)
+        cells.append(f"{edges[i]:.2f}-{edges[i + 1]:.2f}: {up} better, {down} worse")
+    return "; ".join(cells)
+
+
 def run(data: Dataset, queries: list[tuple[str, Gold]], embedders: list[str]) -> None:
     catalog = Catalog()
     catalog.add_tools(data.tools)
@@ -116,6 +148,9 @@ def run(data: Dataset, queries: list[tuple[str, Gold]], embedders: list[str]) ->
             for i, (n, up, down) in sorted(bands.items())
         ]
         print(f"best match's coverage, hybrid against lexical: {'; '.join(cells)}")
+        confidence = [embedder_confidence(hybrid, q) for q, _ in queries]
+        diffs = [recall(fused[q], g) - b for (q, g), b in zip(queries, base, strict=True)]
+        print(f"embedder's confidence, hybrid against lexical: {quintiles(confidence, diffs)}")
 
 
 def main() -> None:
