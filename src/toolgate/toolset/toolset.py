@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from toolgate.catalog import Catalog, Group, Tool, schema_problem
+from toolgate.catalog.arguments import required_sentence
 from toolgate.errors import (
     ConfigError,
     DescriptionRequired,
@@ -58,25 +59,6 @@ def _validator(tool: Tool) -> Any:
         )
         return None
     return jsonschema.validators.validator_for(tool.input_schema)(tool.input_schema)
-
-
-def required_arguments(schema: Mapping[str, Any]) -> str:
-    """The sentence an argument error ends with: the required arguments and their types,
-    ``Required arguments: repo (string), number (integer).``"""
-    required = schema.get("required")
-    names = [str(r) for r in required] if isinstance(required, list | tuple) else []
-    if not names:
-        return "It has no required arguments."
-    props = schema.get("properties")
-    props = props if isinstance(props, Mapping) else {}
-    parts = []
-    for name in names:
-        prop = props.get(name)
-        kind = prop.get("type") if isinstance(prop, Mapping) else None
-        if isinstance(kind, list):
-            kind = " or ".join(map(str, kind))
-        parts.append(f"{name} ({kind})" if kind else name)
-    return f"Required arguments: {', '.join(parts)}."
 
 
 class ToolSet:
@@ -421,7 +403,7 @@ class ToolSet:
             parts.append(f"{where}: {e.message}")
         return (
             f"Invalid arguments for tool {tool.name!r}: " + "; ".join(parts) + ". "
-            f"{required_arguments(tool.input_schema)}"
+            f"{required_sentence(tool.input_schema)}"
         )
 
     def hidden_error(self, s: Surfacing, stage: str) -> ToolgateError:
