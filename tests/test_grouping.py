@@ -107,6 +107,29 @@ def test_names_nest_where_the_server_names_nest() -> None:
     assert groups["issue-update"].parent == "issue"
 
 
+@pytest.mark.parametrize("case", ["snake", "camel", "Pascal"])
+def test_a_verb_word_ending_a_name_after_its_action_is_part_of_the_object(case: str) -> None:
+    # "request" is a verb (request a review); after "create" it ends "pull request"
+    objects = ["issue", "pull_request", "repo", "branch", "commit", "release", "label", "tag"]
+    verbs = ["get", "list", "create", "update", "delete"]
+
+    def spelt(words: list[str]) -> str:
+        if case == "snake":
+            return "_".join(words)
+        joined = "".join(w.capitalize() for w in words)
+        return joined if case == "Pascal" else joined[0].lower() + joined[1:]
+
+    tools = [
+        Tool(spelt([v, *o.split("_")]), f"{v.capitalize()} a {o.replace('_', ' ')}.")
+        for o in objects
+        for v in verbs
+    ]
+    groups = {g.name: g for g in propose_groups(tools, server="forge")}
+    assert "pull-request" in groups
+    assert groups["pull-request"].description == "forge: create, delete, get, list, update"
+    assert len(groups["pull-request"].tools) == 5
+
+
 ATLASSIAN = """
 jira_get_issue jira_create_issue jira_update_issue jira_delete_issue jira_transition_issue
 jira_link_issues jira_search jira_get_sprint jira_list_sprints jira_create_sprint

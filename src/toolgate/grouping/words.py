@@ -83,10 +83,10 @@ class NameReader:
             for name, parts in split.items()
         }
         # a tool's action is the word after its namespace and modifiers when that is a
-        # verb (``get``), a verb joined to it (``create_or_update``) or a verb ending the
-        # name (``issue_read``); a verb word anywhere else names an object
-        # (``get_merge_request``), and so does one ending a name when other names use it
-        # as an object (``create_pull_request``)
+        # verb (``get``), a verb joined to it (``create_or_update``) or a verb ending a
+        # name with no action before it (``issue_read``); a verb word anywhere else
+        # names an object (``get_merge_request``), and so does one ending a name after
+        # its action (``create_pull_request``) or one other names use as an object
         inner = {
             p
             for name, parts in split.items()
@@ -101,7 +101,7 @@ class NameReader:
                 if part in VERBS and (
                     i == lead[tool.name]
                     or (parts[i - 1] in ("or", "and") and bool(verbs))
-                    or (i == len(parts) - 1 and part not in inner)
+                    or (i == len(parts) - 1 and part not in inner and not verbs)
                 ):
                     verbs.append(part)
                 elif part in MODIFIERS or part in STOP_WORDS or len(part) < 2 or part.isdigit():
