@@ -255,12 +255,10 @@ def bind_groups(
     return endpoint
 
 
-class GroupsExtension(Extension):
-    """The extension for ``MCPServer(extensions=[...])``.
-
-    The SDK gives extensions no middleware hook: pass ``middleware=[ext.legacy_advert]``
-    too, or legacy (2025-11-25) clients will not see the advertisement.
-    """
+class EndpointExtension:
+    """What the extension is in any framework: its identifier and settings, and one
+    ``GroupsEndpoint`` (the SDK's ``GroupsExtension`` and FastMCP's
+    ``toolgate.fastmcp.GroupsServerExtension`` add their method bindings)."""
 
     identifier = GROUPS_EXTENSION
 
@@ -273,10 +271,28 @@ class GroupsExtension(Extension):
         contents: ContentsFor | None = None,
     ) -> None:
         self.endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts, contents=contents)
-        self.legacy_advert = self.endpoint.advertise_on_legacy
 
     def settings(self) -> dict[str, Any]:
         return dict(SETTINGS)
+
+
+class GroupsExtension(EndpointExtension, Extension):
+    """The extension for ``MCPServer(extensions=[...])``.
+
+    The SDK gives extensions no middleware hook: pass ``middleware=[ext.legacy_advert]``
+    too, or legacy (2025-11-25) clients will not see the advertisement.
+    """
+
+    def __init__(
+        self,
+        delivery: Delivery,
+        *,
+        identity: Identity = None,
+        facts: FactsOf | None = None,
+        contents: ContentsFor | None = None,
+    ) -> None:
+        super().__init__(delivery, identity=identity, facts=facts, contents=contents)
+        self.legacy_advert = self.endpoint.advertise_on_legacy
 
     def methods(self) -> list[SDKMethodBinding]:
         return [SDKMethodBinding(m, p, h) for m, p, h in self.endpoint.method_table()]

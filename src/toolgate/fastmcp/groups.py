@@ -12,37 +12,14 @@ from typing import Any
 from fastmcp.server.extensions import MethodBinding, ServerExtension
 
 from toolgate.fastmcp_internals import sdk_server
-from toolgate.groups_extension import (
-    SETTINGS,
-    ContentsFor,
-    FactsOf,
-    GroupsEndpoint,
-    Identity,
-)
-from toolgate.strategies import Delivery
-from toolgate.strategies.base import GROUPS_EXTENSION
+from toolgate.groups_extension import EndpointExtension
 
 
-class GroupsServerExtension(ServerExtension):
+class GroupsServerExtension(EndpointExtension, ServerExtension):
     """The extension for FastMCP: ``mcp.add_extension(GroupsServerExtension(delivery))``.
 
     Registering it also installs the legacy advertisement on the server's SDK layer.
     """
-
-    identifier = GROUPS_EXTENSION
-
-    def __init__(
-        self,
-        delivery: Delivery,
-        *,
-        identity: Identity = None,
-        facts: FactsOf | None = None,
-        contents: ContentsFor | None = None,
-    ) -> None:
-        self.endpoint = GroupsEndpoint(delivery, identity=identity, facts=facts, contents=contents)
-
-    def settings(self) -> dict[str, Any]:
-        return dict(SETTINGS)
 
     def methods(self) -> list[Any]:
         return [MethodBinding(m, p, h) for m, p, h in self.endpoint.method_table()]
