@@ -2,9 +2,9 @@
 
 Group classes in the tmcp style (``@group`` with ``@tool`` methods and ``@subgroup``
 children), namespaced tool names and per-group activator meta-tools
-(``files.activate``), an exclusion set, a ``confirm`` policy, and bearer tokens (by
-SHA-256) for HTTP; clients that declare the groups extension get ``groups/list`` and
-``groups/get``.
+(``files_activate``: the separator is ``_``), an exclusion set, a ``confirm`` policy,
+and bearer tokens (by SHA-256) for HTTP; clients that declare the groups extension get
+``groups/list`` and ``groups/get``.
 
     python examples/lowlevel_server.py          # stdio
     python examples/lowlevel_server.py http     # streamable HTTP on 127.0.0.1:8766/mcp

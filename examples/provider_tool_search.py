@@ -43,13 +43,13 @@ def requests(groups: GroupsClient) -> dict[str, ProviderRequest]:
 
 async def send(groups: GroupsClient, provider: str, request: ProviderRequest) -> None:
     """Send ``request`` with the provider's key and run the tool calls it answers with."""
-    import httpx
+    import httpx2  # toolgate's own HTTP client: installed with it
 
     if provider == "anthropic":
         headers = {**request.headers, "x-api-key": os.environ["ANTHROPIC_API_KEY"]}
     else:
         headers = {**request.headers, "authorization": f"Bearer {os.environ['OPENAI_API_KEY']}"}
-    async with httpx.AsyncClient(timeout=60) as http:
+    async with httpx2.AsyncClient(timeout=60) as http:
         answer = (await http.post(request.url, headers=headers, json=request.body)).json()
     if provider == "anthropic":
         for block in answer.get("content", []):
@@ -59,6 +59,9 @@ async def send(groups: GroupsClient, provider: str, request: ProviderRequest) ->
         for item in answer.get("output", []):
             if item.get("type") == "function_call":
                 print(json.dumps(await groups.run_openai_call(item), indent=2))
+
+
+PROVIDERS = ("anthropic", "openai")
 
 
 async def main(argv: list[str]) -> None:
@@ -89,4 +92,6 @@ async def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[2:] or (sys.argv[1:] and sys.argv[1] not in PROVIDERS):
+        sys.exit(f"usage: python {sys.argv[0]} [{' | '.join(PROVIDERS)}]")
     asyncio.run(main(sys.argv[1:]))

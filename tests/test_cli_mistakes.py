@@ -157,3 +157,23 @@ async def test_an_http_gateway_says_it_serves_once_bound_naming_the_port_it_got(
     assert re.fullmatch(r"serving MCP over streamable HTTP at http://127\.0\.0\.1:\d+/mcp", said[0])
     assert not url.endswith(":0/mcp")
     assert ready.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--transport", "http"], "--transport does"),
+        (["--port", "9000", "--allow-host", "demo.local"], "--port, --allow-host do"),
+    ],
+)
+def test_demo_tour_with_a_serving_option_names_it_and_runs_nothing(
+    options: list[str], named: str, tmp_path: Path
+) -> None:
+    db = tmp_path / "d.db"
+    done = command_in_process("demo", "--tour", "--db", str(db), *options)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"toolgate: --tour prints a scripted session and serves nothing, so {named} not "
+        "apply; run `toolgate demo` without --tour to serve the demo\n"
+    )
+    assert not db.exists()  # the demo's backends never started

@@ -11,6 +11,7 @@ import httpx2
 import mcp_types as mt
 import pytest
 from fastmcp.client.transports import StreamableHttpTransport
+from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
@@ -171,8 +172,9 @@ async def test_a_flat_server_gives_the_agent_its_whole_list_and_no_helpers(mode:
 
 
 # -- exports for LLM APIs ----------------------------------------------------------------
-def test_openai_and_anthropic_exports_have_their_apis_shapes() -> None:
-    groups = GroupsClient(client=None, mode="groups")
+async def test_openai_and_anthropic_exports_have_their_apis_shapes() -> None:
+    async with Client(Server("bare")) as client:
+        groups = GroupsClient(client, mode="groups")
     groups.tools["repo.create"] = {
         "name": "repo.create",
         "description": "Create a repository.",
@@ -231,3 +233,12 @@ async def test_a_client_that_did_not_declare_the_extension_never_picks_groups_mo
         declared = GroupsClient(c)
         assert await declared.start() == "groups"
         assert [g["name"] for g in await declared.list_groups()] == ["g"]
+
+
+def test_a_server_handed_to_groups_client_in_place_of_its_client_is_refused() -> None:
+    with pytest.raises(TypeError) as err:
+        GroupsClient(Server("github"))
+    assert str(err.value) == (
+        "GroupsClient wraps a connected MCP client (mcp.Client, fastmcp.Client or "
+        "mcp.ClientSession), not Server"
+    )

@@ -260,6 +260,33 @@ def test_a_failing_sink_is_logged_and_does_not_stop_other_sinks(
     assert got == ["tool.registered"]
 
 
+@pytest.mark.parametrize(
+    ("register", "problem"),
+    [
+        (
+            lambda bus: bus.add_sink("events.jsonl"),
+            "add_sink() takes a Sink (an object with handle(event)), not str; "
+            "use subscribe() for a function",
+        ),
+        (
+            lambda bus: bus.subscribe(["audit"]),
+            "subscribe() takes a function of an event, not list",
+        ),
+    ],
+)
+def test_a_sink_or_subscriber_of_the_wrong_kind_is_refused_when_added(
+    register: Any, problem: str
+) -> None:
+    bus = EventBus()
+    got: list[str] = []
+    bus.subscribe(lambda e: got.append(e.type))
+    with pytest.raises(TypeError) as err:
+        register(bus)
+    assert str(err.value) == problem
+    bus.emit("tool.registered", tool="x")  # delivered as before, nothing logged
+    assert got == ["tool.registered"]
+
+
 def test_jsonl_and_logging_sinks_write_one_record_per_event(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

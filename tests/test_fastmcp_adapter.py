@@ -314,3 +314,52 @@ def test_attaching_the_middleware_to_something_that_is_not_a_fastmcp_server_is_r
     with pytest.raises(TypeError) as err:
         middleware.attach("notes")  # type: ignore[arg-type]
     assert str(err.value) == "attach() takes a FastMCP server, not str"
+
+
+async def test_tool_groups_put_a_fastmcp_tool_into_a_group_the_client_must_enable() -> None:
+    mcp: FastMCP[Any] = FastMCP("repos")
+
+    @mcp.tool
+    def create_repo(name: str) -> str:
+        """Create a repository."""
+        return f"created {name}"
+
+    toolset = ToolSet()
+    toolset.add_group(Group("repos", "Repositories"))
+    ToolgateMiddleware(toolset, tool_groups={"create_repo": ["repos"]}).attach(mcp)
+    async with legacy(mcp) as (client, _):
+        before = await tool_names(client)
+        await client.call_tool("enable_tools", {"groups": ["repos"]})
+        after = await tool_names(client)
+    assert "create_repo" not in before
+    assert "create_repo" in after
+
+
+@pytest.mark.parametrize(
+    ("tool_groups", "problem"),
+    [
+        (
+            {"create_repo": "repos"},
+            "tool_groups['create_repo'] must be a list of group names, like ['repos'], "
+            "not the string 'repos'",
+        ),
+        (
+            ["create_repo"],
+            "tool_groups must map tool names to lists of group names, got list ['create_repo']",
+        ),
+        (
+            {"create_repo": [1]},
+            "tool_groups['create_repo'] must be a list of group names, got list [1]",
+        ),
+    ],
+)
+def test_tool_groups_of_the_wrong_kind_are_refused_before_the_toolset_changes(
+    tool_groups: Any, problem: str
+) -> None:
+    toolset = ToolSet()
+    toolset.add_group(Group("repos", "Repositories"))
+    with pytest.raises(ConfigError) as err:
+        ToolgateMiddleware(toolset, tool_groups=tool_groups)
+    assert err.value.message == problem
+    # no meta-tool name was reserved: a tool may still take one
+    toolset.add_tool(Tool("enable_tools", "A tool of the server's own.", handler=lambda a, c: "ok"))

@@ -215,6 +215,27 @@ def test_an_unknown_activators_setting_is_a_config_error() -> None:
         DeliveryConfig(activators="sometimes")
 
 
+@pytest.mark.parametrize(
+    ("setting", "problem"),
+    [
+        ({"search": "false"}, "search must be True or False, got str 'false'"),
+        ({"names": "tools"}, "names must be a MetaNames, got str 'tools'"),
+        (
+            {"registry": ["read_only"]},
+            "registry must be a StrategyRegistry, got list ['read_only']",
+        ),
+    ],
+)
+def test_a_delivery_setting_of_the_wrong_kind_is_a_config_error(
+    setting: dict[str, Any], problem: str
+) -> None:
+    from toolgate import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        DeliveryConfig(**setting)
+    assert err.value.message == problem
+
+
 # -- errors that name the problem ----------------------------------------------------------
 
 

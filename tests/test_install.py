@@ -29,6 +29,7 @@ import toolgate
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "toolgate"
+EXAMPLES = ROOT / "examples"
 
 
 def _normalize(name: str) -> str:
@@ -59,11 +60,11 @@ def parsed(path: Path) -> ast.Module:
         return pool.submit(ast.parse, path.read_text(), str(path)).result()
 
 
-def imported_modules() -> dict[str, set[str]]:
-    """Top-level third-party module → the files under src/ that import it."""
+def imported_modules(root: Path = SRC) -> dict[str, set[str]]:
+    """Top-level third-party module → the files under ``root`` that import it."""
     found: dict[str, set[str]] = {}
     stdlib = set(sys.stdlib_module_names)
-    for path in sorted(SRC.rglob("*.py")):
+    for path in sorted(root.rglob("*.py")):
         tree = parsed(path)
         names: list[str] = []
         for node in ast.walk(tree):
@@ -83,7 +84,7 @@ def imported_modules() -> dict[str, set[str]]:
         for name in names:
             top = name.split(".")[0]
             if top not in stdlib and top != "toolgate" and top != "__future__":
-                found.setdefault(top, set()).add(str(path.relative_to(SRC)))
+                found.setdefault(top, set()).add(str(path.relative_to(root)))
     return found
 
 
@@ -115,6 +116,18 @@ def test_every_third_party_import_is_a_declared_dependency() -> None:
         if not _providers(module) & shipped
     }
     assert missing == {}, f"imported but not declared in pyproject.toml: {missing}"
+
+
+def test_every_third_party_import_of_an_example_is_a_declared_runtime_dependency() -> None:
+    # an example runs where `pip install 'toolgate[all]'` ran, without the dev tools
+    shipped = {d for names in declared().values() for name in names for d in _ships(name)}
+    siblings = {path.stem for path in EXAMPLES.rglob("*.py")}
+    missing = {
+        module: sorted(files)
+        for module, files in imported_modules(EXAMPLES).items()
+        if module not in siblings and not _providers(module) & shipped
+    }
+    assert missing == {}, f"examples import what toolgate[all] does not install: {missing}"
 
 
 def imported_through() -> set[str]:

@@ -28,7 +28,7 @@ from _fixtures.mcp_servers import Notes, serve_http, tool_names
 from _fixtures.spec import WRONG_ADAPTER_ARGUMENTS
 from servers.lowlevel_demo import build_server, build_toolset
 from toolgate import ConfigError, Principal, RegistrationError, ToolSet
-from toolgate.identity import BearerTokens
+from toolgate.identity import BearerTokens, ClaimsIdentity
 from toolgate.lowlevel import bind
 from toolgate.strategies import Addon, DeliveryConfig, Request
 
@@ -124,6 +124,40 @@ def test_bearer_tokens_refuse_a_plain_token_in_configuration() -> None:
         "bearer tokens are configured by the lower-case hex SHA-256 of the token, not the "
         "token itself; got a key of length 12"
     )
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (
+            lambda: BearerTokens({sha256("tok"): {"id": "ci"}}),  # type: ignore[dict-item]
+            f"bearer token {sha256('tok')[:12]}...: its principal must be a Principal, "
+            "got dict {'id': 'ci'}",
+        ),
+        (
+            lambda: BearerTokens(["tok"]),  # type: ignore[arg-type]
+            "bearer tokens must be a mapping of token SHA-256 to Principal, got list ['tok']",
+        ),
+        (
+            lambda: BearerTokens({}, anonymous="guest"),  # type: ignore[arg-type]
+            "anonymous must be a Principal or None, got str 'guest'",
+        ),
+        (
+            lambda: ClaimsIdentity(default="anonymous"),  # type: ignore[arg-type]
+            "default must be a Principal or None, got str 'anonymous'",
+        ),
+        (
+            lambda: ClaimsIdentity(trust_claim=["trust"]),  # type: ignore[arg-type]
+            "trust_claim must be a claim name or None, got list ['trust']",
+        ),
+    ],
+)
+def test_an_identity_built_from_values_of_the_wrong_kind_is_refused(
+    make: Any, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        make()
+    assert err.value.message == problem
 
 
 TOKENS = BearerTokens(

@@ -21,6 +21,7 @@ from toolgate.errors import ConfigError
 from toolgate.exiting import quick_exit
 
 MAX_PORT = 65535
+DEMO_PORT = 8765
 
 
 def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
@@ -91,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     reload.add_argument("--json", action="store_true", help="print the report as JSON")
 
     demo = sub.add_parser("demo", help="the gateway over the built-in demo backends")
-    transport_args(demo, 8765)
+    transport_args(demo, DEMO_PORT)
     demo.add_argument(
         "--tour", action="store_true", help="run a scripted agent session and print it"
     )
@@ -202,11 +203,36 @@ def _check_port(args: argparse.Namespace) -> None:
         raise ConfigError(f"--port must be 0-{MAX_PORT}, not {port}", key="--port")
 
 
+def _check_tour(args: argparse.Namespace) -> None:
+    """``demo --tour`` drives its own session in this process and serves nothing: a
+    serving option beside it would be silently ignored, so it is refused."""
+    if args.command != "demo" or not args.tour:
+        return
+    given = [
+        flag
+        for flag, differs in (
+            ("--transport", args.transport != "stdio"),
+            ("--host", args.host != "127.0.0.1"),
+            ("--port", args.port != DEMO_PORT),
+            ("--allow-host", bool(args.allow_host)),
+        )
+        if differs
+    ]
+    if given:
+        raise ConfigError(
+            f"--tour prints a scripted session and serves nothing, so {', '.join(given)} "
+            f"{'does' if len(given) == 1 else 'do'} not apply; run `toolgate demo` without "
+            "--tour to serve the demo",
+            key="--tour",
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     try:
         _check_port(args)
+        _check_tour(args)
         if args.command == "serve":
             from toolgate.gateway.config.model import load_config
             from toolgate.gateway.serve import serve

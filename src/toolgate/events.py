@@ -106,11 +106,21 @@ class EventBus:
         self._sinks: list[Sink] = []
 
     def add_sink(self, sink: Sink) -> Callable[[], None]:
+        # refused here, not at the first event (where a sink that raises is only logged)
+        if not callable(getattr(sink, "handle", None)):
+            raise TypeError(
+                f"add_sink() takes a Sink (an object with handle(event)), not "
+                f"{type(sink).__name__}; use subscribe() for a function"
+            )
         self._sinks.append(sink)
         return lambda: self._sinks.remove(sink) if sink in self._sinks else None
 
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         """Call ``callback(event)`` for every event; returns an unsubscribe function."""
+        if not callable(callback):
+            raise TypeError(
+                f"subscribe() takes a function of an event, not {type(callback).__name__}"
+            )
         return self.add_sink(CallbackSink(callback))
 
     @property

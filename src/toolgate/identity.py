@@ -94,13 +94,35 @@ class BearerTokens(IdentityResolver):
     def __init__(
         self, tokens: Mapping[str, Principal], *, anonymous: Principal | None = None
     ) -> None:
-        for digest in tokens:
+        if not isinstance(tokens, Mapping):
+            raise ConfigError(
+                "bearer tokens must be a mapping of token SHA-256 to Principal, got "
+                f"{described(tokens)}",
+                key="identity.tokens",
+            )
+        for digest, principal in tokens.items():
+            if not isinstance(digest, str):
+                raise ConfigError(
+                    f"bearer token keys must be strings, got {described(digest)}",
+                    key="identity.tokens",
+                )
             if not _SHA256_HEX.match(digest):
                 raise ConfigError(
                     "bearer tokens are configured by the lower-case hex SHA-256 of the "
                     f"token, not the token itself; got a key of length {len(digest)}",
                     key="identity.tokens",
                 )
+            if not isinstance(principal, Principal):
+                raise ConfigError(
+                    f"bearer token {digest[:12]}...: its principal must be a Principal, got "
+                    f"{described(principal)}",
+                    key="identity.tokens",
+                )
+        if anonymous is not None and not isinstance(anonymous, Principal):
+            raise ConfigError(
+                f"anonymous must be a Principal or None, got {described(anonymous)}",
+                key="anonymous",
+            )
         self.tokens = {d: replace(p, authenticated=True) for d, p in tokens.items()}
         self.anonymous = anonymous
 
@@ -145,6 +167,23 @@ class ClaimsIdentity(IdentityResolver):
     class_claim: str | None = None
     default: Principal | None = None
     trust_levels: tuple[str, ...] = DEFAULT_TRUST_LEVELS
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id_claim, str) or not self.id_claim:
+            raise ConfigError(
+                f"id_claim must be a claim name, got {described(self.id_claim)}", key="id_claim"
+            )
+        for key in ("trust_claim", "scope_claim", "class_claim"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ConfigError(
+                    f"{key} must be a claim name or None, got {described(value)}", key=key
+                )
+        if self.default is not None and not isinstance(self.default, Principal):
+            raise ConfigError(
+                f"default must be a Principal or None, got {described(self.default)}",
+                key="default",
+            )
 
     async def resolve(self, caller: Caller) -> Principal | None:
         token = caller.access_token

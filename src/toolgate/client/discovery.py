@@ -73,6 +73,14 @@ class GroupsDiscovery:
 
     def __post_init__(self) -> None:
         self.session: Any = getattr(self.client, "session", self.client)
+        if not all(
+            callable(getattr(self.session, m, None)) for m in ("list_tools", "send_request")
+        ):
+            # a server passed where its client belongs would fail later, in start()
+            raise TypeError(
+                "GroupsClient wraps a connected MCP client (mcp.Client, fastmcp.Client or "
+                f"mcp.ClientSession), not {type(self.client).__name__}"
+            )
         h = self.helpers
         self.names = ToolNames(reserved=(h.list_groups, h.get_group, h.call_tool))
         self.namespaces = ToolNames()  # group names as OpenAI namespace names

@@ -23,13 +23,47 @@ from fastmcp.utilities.versions import version_sort_key
 
 from toolgate.catalog import ALWAYS, BY_GROUP, CallContext, Tool, ToolResult, Visibility
 from toolgate.declare import GROUPS_MARK, TOOL_MARK, ToolOptions
-from toolgate.errors import RegistrationError
+from toolgate.errors import ConfigError, RegistrationError, described
 from toolgate.policy import DEFAULT_POLICY
 from toolgate.toolset import ToolSet
 from toolgate.wire import call_result, result_from_mcp, tool_wire
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
+
+
+def checked_tool_groups(value: Any) -> dict[str, tuple[str, ...]]:
+    """The middleware's ``tool_groups`` (FastMCP tool name -> group names), refused when
+    it is of the wrong kind: a string where the list belongs would be read as one group
+    per character."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"tool_groups must map tool names to lists of group names, got {described(value)}",
+            key="tool_groups",
+        )
+    out: dict[str, tuple[str, ...]] = {}
+    for name, groups in value.items():
+        if not isinstance(name, str):
+            raise ConfigError(
+                f"tool_groups keys must be tool names, got {described(name)}", key="tool_groups"
+            )
+        if isinstance(groups, str):
+            raise ConfigError(
+                f"tool_groups[{name!r}] must be a list of group names, like [{groups!r}], "
+                f"not the string {groups!r}",
+                key="tool_groups",
+            )
+        if not isinstance(groups, Sequence | set | frozenset) or not all(
+            isinstance(g, str) for g in groups
+        ):
+            raise ConfigError(
+                f"tool_groups[{name!r}] must be a list of group names, got {described(groups)}",
+                key="tool_groups",
+            )
+        out[name] = tuple(groups)
+    return out
 
 
 def to_fastmcp_result(result: ToolResult) -> FastMCPResult:

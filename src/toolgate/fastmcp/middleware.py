@@ -26,7 +26,12 @@ from toolgate.catalog import CallContext, ToolResult
 from toolgate.errors import RegistrationError, ToolgateError
 from toolgate.fastmcp.confirm import InputRequired, RoundTripConfirmer
 from toolgate.fastmcp.groups import GroupsServerExtension
-from toolgate.fastmcp.importer import FastMCPTools, from_fastmcp_result, to_fastmcp_result
+from toolgate.fastmcp.importer import (
+    FastMCPTools,
+    checked_tool_groups,
+    from_fastmcp_result,
+    to_fastmcp_result,
+)
 from toolgate.fastmcp_internals import has_foreign_extension, sdk_context, sdk_server
 from toolgate.groups_extension import serves_groups
 from toolgate.identity import (
@@ -134,10 +139,10 @@ class ToolgateMiddleware(Middleware):
         addons: Sequence[Addon] = (),
     ) -> None:
         check_identity(identity)
+        self.tool_groups = checked_tool_groups(tool_groups)  # before Delivery reserves names
         self.toolset = toolset
         self.delivery = Delivery(toolset, config, addons=addons)
         self.identity = identity
-        self.tool_groups = {k: tuple(v) for k, v in (tool_groups or {}).items()}
         self.server: FastMCP[Any] | None = None
         #: FastMCP's own tools, imported into the toolset
         self.tools = FastMCPTools(toolset, self.tool_groups, self.prepare)

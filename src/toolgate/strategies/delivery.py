@@ -56,6 +56,21 @@ class DeliveryConfig:
     registry: StrategyRegistry = default_registry
 
     def __post_init__(self) -> None:
+        # kinds first: a string where a bool belongs is truthy ("false" would turn
+        # search on), and a wrong registry or names would fail later as AttributeError
+        if not isinstance(self.registry, StrategyRegistry):
+            raise ConfigError(
+                f"registry must be a StrategyRegistry, got {described(self.registry)}",
+                key="registry",
+            )
+        if not isinstance(self.names, MetaNames):
+            raise ConfigError(
+                f"names must be a MetaNames, got {described(self.names)}", key="names"
+            )
+        if not isinstance(self.search, bool):
+            raise ConfigError(
+                f"search must be True or False, got {described(self.search)}", key="search"
+            )
         self.registry.check(self.strategy)
         if self.meta_tools not in ("menu", "activators"):
             raise ConfigError(
