@@ -10,6 +10,7 @@ toolgate in one catalog. Other eras and transports: test_fastmcp_eras.py.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -333,6 +334,32 @@ async def test_tool_groups_put_a_fastmcp_tool_into_a_group_the_client_must_enabl
         after = await tool_names(client)
     assert "create_repo" not in before
     assert "create_repo" in after
+
+
+async def test_tool_groups_naming_no_tool_of_the_server_is_a_warning_with_the_close_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    mcp: FastMCP[Any] = FastMCP("repos")
+
+    @mcp.tool
+    def create_repo(name: str) -> str:
+        """Create a repository."""
+        return f"created {name}"
+
+    toolset = ToolSet()
+    toolset.add_group(Group("repos", "Repositories"))
+    middleware = ToolgateMiddleware(toolset, tool_groups={"create_rpeo": ["repos"]})
+    middleware.attach(mcp)
+    with caplog.at_level(logging.WARNING, logger="toolgate.fastmcp"):
+        async with legacy(mcp) as (client, _):
+            assert "create_repo" in await tool_names(client)  # not in the group it meant
+            await client.call_tool("enable_tools", {"groups": ["repos"]})  # a second list
+    logged = [r.getMessage() for r in caplog.records if r.name == "toolgate.fastmcp"]
+    warned = [m for m in logged if m.startswith("tool_groups")]  # once, for two lists
+    assert warned == [
+        "tool_groups names 'create_rpeo', which is not a tool of this FastMCP server; "
+        "did you mean 'create_repo'?"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,9 @@ through FastMCP. Adapter layer: imports ``fastmcp``, ``mcp``, ``toolgate.wire`` 
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,6 +32,8 @@ from toolgate.wire import call_result, result_from_mcp, tool_wire
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
+
+logger = logging.getLogger("toolgate.fastmcp")
 
 
 def checked_tool_groups(value: Any) -> dict[str, tuple[str, ...]]:
@@ -119,6 +123,7 @@ class FastMCPTools:
         self._lock: asyncio.Lock | None = None
         self._syncing = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._unmatched: set[str] = set()  # tool_groups names already warned of
 
     def bind(self, server: FastMCP[Any]) -> None:
         """Follow ``server``: ``@mcp.tool`` / ``remove_tool`` mark the import stale."""
@@ -253,3 +258,18 @@ class FastMCPTools:
             sig = json.dumps([tool.wire(), tool.groups], sort_keys=True, default=str)
             self._imported[tool.name] = _Imported(tool, sig)
         self.toolset.validate()  # e.g. initial groups over budget: a configuration error now
+        self._warn_unmatched(found)
+
+    def _warn_unmatched(self, found: Mapping[str, FastMCPTool]) -> None:
+        """Log, once per name, a ``tool_groups`` entry that names no FastMCP tool: the
+        tool it meant stays outside its groups (a typo would leave it always listed).
+        A warning, not an error: a tool may be registered later."""
+        for name in sorted(set(self.tool_groups) - set(found) - self._unmatched):
+            self._unmatched.add(name)
+            close = difflib.get_close_matches(name, list(found), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            logger.warning(
+                "tool_groups names %r, which is not a tool of this FastMCP server%s",
+                name,
+                hint,
+            )
