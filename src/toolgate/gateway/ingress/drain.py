@@ -47,6 +47,7 @@ class Drain:
         self._cut: set[asyncio.Task[Any]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._begun = asyncio.Event()
 
     @property
     def draining(self) -> bool:
@@ -62,7 +63,12 @@ class Drain:
         if self.state != "serving":
             return False
         self.state = "draining"
+        self._begun.set()
         return True
+
+    async def begun(self) -> None:
+        """Return once the stop has begun (at once if it has)."""
+        await self._begun.wait()
 
     def expire(self) -> int:
         """The deadline: the calls still running are cut (each answers its client with
