@@ -177,8 +177,10 @@ class Process:
         task.add_done_callback(self._reloads.discard)
 
     async def reloads_done(self) -> None:
-        """Wait for the reload under way, if any (a stop cuts its wait for backends, so
-        it ends soon), before the backends stop under it."""
+        """The serving ended (a signal, or a stdio host closing stdin): the stop has
+        begun, so a reload under way stops waiting for its backends; wait for it before
+        the backends stop under it."""
+        self.drain.begin()
         async with self.gateway.reload_lock:
             pass
 
