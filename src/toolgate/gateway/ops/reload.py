@@ -217,6 +217,17 @@ async def drop_groups(store: StateStore, keys: Sequence[str], removed: frozenset
     return count
 
 
+def _judged(cfg: GatewayConfig, fleet: Fleet) -> BuildReport:
+    """What ``toolgate check`` finds in ``cfg`` over what its backends list now."""
+    listed = {
+        n: list(b.tools) for n, b in fleet.backends.items() if b.listed and n in cfg.mcp_servers
+    }
+    live = {n for n, b in fleet.backends.items() if b.up and n in cfg.mcp_servers}
+    found = BuildReport()
+    assess(cfg, listed, live=live, report=found)
+    return found
+
+
 async def _first_attempts(gateway: Reloadable, names: Sequence[str]) -> None:
     """Wait for the first attempt of each backend a reload started, or until the gateway
     begins to stop (they stop with it; the stop waits for no backend to come up)."""
@@ -284,17 +295,10 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
     plan = BackendPlan.of(old, new)
     fleet = gateway.fleet
     # judged as ``toolgate check`` judges it, over what the backends it keeps list now
-    listed = {
-        n: list(b.tools) for n, b in fleet.backends.items() if b.listed and n in new.mcp_servers
-    }
-    live = {n for n, b in fleet.backends.items() if b.up and n in new.mcp_servers}
-    found = BuildReport()
-    assess(new, listed, live=live, report=found)
-    problems = of_file(where, problem_lines(found.fatal))
+    problems = of_file(where, problem_lines(_judged(new, fleet).fatal))
     if problems or restart:
         return ReloadReport(False, label, problems=tuple(problems), restart=tuple(restart))
     fresh = identity_of(new)  # ConfigError: refused, nothing changed yet
-    warnings = [*problem_lines(e for e in found.errors if e not in found.fatal), *found.warnings]
     before = set(gateway.toolset.catalog.groups)
     # each session whose prompts or resources list this changes is told once, at the end
     async with gateway.relay.regrouping("the config reload"):
@@ -317,6 +321,9 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
             attach(gateway.relay, (backend,))
             fleet.add(backend)
         await _first_attempts(gateway, (*plan.added, *plan.reconnected))
+        # warned of as the backends are now: one added is listed, not "down" as before
+        found = _judged(new, fleet)
+        warnings = [*problem_lines(found.errors), *found.warnings]
         for name in (*plan.added, *plan.reconnected):
             b = fleet.backends[name]
             if not b.up:  # supervised: retried with backoff, its tools join when it lists them
