@@ -235,6 +235,7 @@ def test_toolgate_reload_answered_by_no_gateway_says_the_outcome_is_unknown(
     server.answers = {  # type: ignore[attr-defined]
         "/ok/admin/reload": (200, b"<html>Welcome to nginx!</html>"),
         "/bad/admin/reload": (502, b"<html>502 Bad Gateway</html>"),
+        "/misdirected/admin/reload": (421, b"Invalid Host header"),  # the gateway's guard
     }
     threading.Thread(target=server.serve_forever, daemon=True).start()
     root = f"http://127.0.0.1:{server.server_address[1]}"
@@ -251,6 +252,16 @@ def test_toolgate_reload_answered_by_no_gateway_says_the_outcome_is_unknown(
             assert f"answered {status}, not a reload report" in done.stderr
             assert page in done.stderr and "not known" in done.stderr
             assert "refused" not in done.stderr and "Traceback" not in done.stderr
+        done = subprocess.run(
+            [*toolgate_argv(), "reload", "--url", f"{root}/misdirected"],
+            capture_output=True,
+            text=True,
+            env=gateway_env(TOOLGATE_OPERATOR_TOKEN=OPERATOR),
+            timeout=60,
+        )
+        assert done.returncode == 2, done.stderr
+        assert "does not serve the host name" in done.stderr
+        assert "nothing reloaded" in done.stderr and "--allow-host" in done.stderr
     finally:
         server.shutdown()
         server.server_close()

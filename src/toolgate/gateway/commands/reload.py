@@ -139,11 +139,14 @@ def run_reload(
         reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
         print(f"toolgate: cannot reach {target}: {reason}", file=err)
         return 2
-    if status in (401, 403, 404):
+    if status in (401, 403, 404, 421):
         error = data.get("error") if data is not None else None
-        why = error or {404: "no such endpoint (no operator token configured?)"}.get(
-            status, _excerpt(text)
-        )
+        name = urllib.parse.urlsplit(target).netloc
+        why = error or {
+            404: "no such endpoint (no operator token configured?)",
+            421: f"the gateway does not serve the host name {name!r}; nothing reloaded "
+            "(run toolgate reload on its host, or add the name to its --allow-host)",
+        }.get(status, _excerpt(text))
         print(f"toolgate: {target} answered {status}: {why}", file=err)
         return 2
     if data is None or not _is_report(status, data):
