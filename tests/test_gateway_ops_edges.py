@@ -9,7 +9,8 @@ they are once started. Then it is stopped in the middle of a reload waiting for 
 backend: the reload answers its report at once, a reload asked during the drain is
 refused (naming why), the calls in flight on both protocol eras get their real results,
 and the process exits 0. ``toolgate reload`` answered by something that is no gateway
-(a proxy's error page) says it does not know the outcome, instead of "refused".
+(a proxy's error page) says it does not know the outcome, instead of "refused"; and
+``toolgate check`` refuses operator tokens no bearer token could ever match.
 """
 
 from __future__ import annotations
@@ -403,3 +404,35 @@ async def test_a_stop_during_a_reload_answers_it_refuses_the_next_and_finishes_e
     assert await asyncio.to_thread(served.proc.wait, 60) == 0
     log = served.log()
     assert "Traceback" not in log, log
+
+
+@pytest.mark.parametrize(
+    ("dashboard", "line"),
+    [
+        (
+            {"enabled": True},
+            "toolgate.dashboard: the dashboard is enabled but no operator token is configured",
+        ),
+        (
+            {"tokens": [OPERATOR]},  # the token itself, where its digest belongs
+            "toolgate.dashboard.tokens: entry 0 is not a SHA-256 hex digest (64 hex "
+            f"characters; it has {len(OPERATOR)})",
+        ),
+    ],
+    ids=["enabled without a token", "the token itself"],
+)
+def test_check_refuses_operator_tokens_the_gateway_could_never_match(
+    tmp_path: Path, dashboard: dict[str, Any], line: str
+) -> None:
+    config = tmp_path / "toolgate.json"
+    config.write_text(json.dumps({"mcpServers": {}, "toolgate": {"dashboard": dashboard}}))
+    done = subprocess.run(
+        [*toolgate_argv(), "check", str(config), "--offline"],
+        capture_output=True,
+        text=True,
+        env=gateway_env(),
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{config}: {line}" in done.stderr
+    assert OPERATOR not in done.stderr  # a token put there by mistake is never echoed
