@@ -8,9 +8,10 @@ answered saying which, and whether to retry, and the report warns of the backend
 they are once started. Then it is stopped in the middle of a reload waiting for a new
 backend: the reload answers its report at once, a reload asked during the drain is
 refused (naming why), the calls in flight on both protocol eras get their real results,
-and the process exits 0. ``toolgate reload`` answered by something that is no gateway
-(a proxy's error page) says it does not know the outcome, instead of "refused"; and
-``toolgate check`` refuses operator tokens no bearer token could ever match.
+the dashboard's live event stream ends cleanly, and the process exits 0. ``toolgate
+reload`` answered by something that is no gateway (a proxy's error page) says it does
+not know the outcome, instead of "refused"; and ``toolgate check`` refuses operator
+tokens no bearer token could ever match.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                 "toolgate": {
                     "always": ["drain:*"],
                     "groups": {"slow": {"description": "Late greetings", "tools": ["slow:*"]}},
-                    "dashboard": {"tokens": [sha256(OPERATOR)]},
+                    "dashboard": {"enabled": True, "tokens": [sha256(OPERATOR)]},
                     "http": {"drain_timeout": 30},
                 },
             }
@@ -350,6 +351,16 @@ async def test_a_call_cut_by_a_reload_that_reconnects_or_removes_its_backend_say
     assert (restored["added_backends"], restored["warnings"]) == (["drain"], [])
 
 
+async def event_stream(http_client: httpx.AsyncClient, served: Served, lines: list[str]) -> str:
+    """Read the dashboard's live event stream to its end (into ``lines``): "ended" when
+    it ends cleanly."""
+    url = f"{served.root}/dashboard/api/events/stream"
+    async with http_client.stream("GET", url, headers=ADMIN) as answer:
+        async for line in answer.aiter_lines():
+            lines.append(line)
+    return "ended"
+
+
 @pytest.mark.timeout(120)
 async def test_a_stop_during_a_reload_answers_it_refuses_the_next_and_finishes_every_call(
     served: Served,
@@ -381,6 +392,10 @@ async def test_a_stop_during_a_reload_answers_it_refuses_the_next_and_finishes_e
             ),
             "the reload waits for its backend while both calls run",
         )
+        # an operator watching the dashboard's live events as the gateway stops
+        lines: list[str] = []
+        events = asyncio.create_task(event_stream(http_client, served, lines))
+        await asyncio.to_thread(until, lambda: events.done() or bool(lines), "events stream")
         served.signal(signal.SIGTERM)
         answer = await reloading
         assert answer.status_code == 200, answer.text
@@ -401,9 +416,11 @@ async def test_a_stop_during_a_reload_answers_it_refuses_the_next_and_finishes_e
         )
         results = [(await call).content[0].text for call in calls]
         assert results == ["done legacy", "done modern"]
+        assert await events == "ended"  # at the end of the drain, its last chunk sent
     assert await asyncio.to_thread(served.proc.wait, 60) == 0
     log = served.log()
     assert "Traceback" not in log, log
+    assert "graceful shutdown exceeded" not in log, log
 
 
 @pytest.mark.parametrize(
