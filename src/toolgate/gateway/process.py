@@ -1,8 +1,9 @@
 """The serving process, HTTP or stdio: the signals it obeys (``SIGNALS``, one line each;
 their one owner: uvicorn's handlers are off), its stop (``Process.stop``: over HTTP a
 drain up to ``toolgate.http.drain_timeout``, over stdio stdin's end as when the host
-closes it; then the backends stop, exit 0) and its reload (``ops.reload``). Gateway
-layer, under ``serve``: imports ingress, ``ops``, uvicorn, the SDK's stdio; never serve.
+closes it; then the backends stop, exit 0) and its reload (``ops.reload``; asked while
+starting, it runs once serving). Gateway layer, under ``serve``: imports ingress,
+``ops``, uvicorn, the SDK's stdio; never serve.
 """
 
 from __future__ import annotations
