@@ -136,8 +136,10 @@ class Heard:
 
 
 @asynccontextmanager
-async def sdk_session(launched: Launched, heard: Heard) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=launched.argv(), env=gateway_env())
+async def sdk_session(launched: Launched, heard: Heard, **env: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable, args=launched.argv(), env=gateway_env(**env)
+    )
     with launched.log.open("w") as errlog:
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
@@ -151,7 +153,8 @@ async def test_sighup_reloads_a_stdio_gateway_and_its_live_session_hears_and_lis
     tmp_path: Path,
 ) -> None:
     launched, heard = notes_config(tmp_path), Heard()
-    async with sdk_session(launched, heard) as session:
+    # a backend that never comes up is waited for this long: the host's close must not be
+    async with sdk_session(launched, heard, TOOLGATE_START_TIMEOUT="600") as session:
         assert await tool_names(session) == sorted([*META, "crash", "grow"])
         pid = await launched.pid()
         config = json.loads(launched.config.read_text())
@@ -172,8 +175,22 @@ async def test_sighup_reloads_a_stdio_gateway_and_its_live_session_hears_and_lis
         assert await tool_names(session) == sorted([*META, "crash", "grow", "note_list"])
         assert LIST_CHANGED not in heard.methods
         assert alive(pid), "the reload ended the gateway"
-    # stdin closed (and past the SDK client's grace, its SIGTERM): how a host stops it
+
+        # a reload waiting for a backend it added when the host closes stdin
+        gate = tmp_path / "never-opened"
+        config["toolgate"]["groups"]["notes"].pop("parent")
+        config["mcpServers"]["never"] = {
+            "command": sys.executable,
+            "args": [str(SERVERS / "gw_slow.py"), "--gate", str(gate)],
+        }
+        launched.config.write_text(json.dumps(config))
+        os.kill(pid, signal.SIGHUP)
+        await launched.logged("backend never: connecting")
+    # stdin closed (and past the SDK client's grace, its SIGTERM): how a host stops it;
+    # the reload stops waiting for its backend, reports, and the exit is not held up
     assert await launched.exit_status() == 0
+    log_text = launched.log.read_text()
+    assert "mcpServers.never: not up (starting); the gateway is stopping" in log_text
 
 
 async def test_sigterm_stops_a_stdio_gateway_whose_host_holds_stdin_its_backend_and_exits_0(

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import json
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
@@ -234,6 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check_port(args)
         _check_tour(args)
         if args.command == "serve":
+            # a reload asked before the gateway obeys its signals (it is importing, not
+            # yet serving) must not end it, as SIGHUP's default would: the file it is
+            # about to read is the newest anyway (``gateway.process`` takes SIGHUP over)
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
             from toolgate.gateway.config.model import load_config
             from toolgate.gateway.serve import serve
 

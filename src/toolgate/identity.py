@@ -80,6 +80,12 @@ async def resolve_principal(
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
+def is_token_digest(value: str) -> bool:
+    """``value`` is how configuration holds a bearer token: its lower-case hex SHA-256
+    (never the token itself)."""
+    return _SHA256_HEX.match(value) is not None
+
+
 class BearerTokens(IdentityResolver):
     """Bearer tokens matched by their SHA-256, so configuration never holds a token.
 
@@ -106,7 +112,7 @@ class BearerTokens(IdentityResolver):
                     f"bearer token keys must be strings, got {described(digest)}",
                     key="identity.tokens",
                 )
-            if not _SHA256_HEX.match(digest):
+            if not is_token_digest(digest):
                 raise ConfigError(
                     "bearer tokens are configured by the lower-case hex SHA-256 of the "
                     f"token, not the token itself; got a key of length {len(digest)}",

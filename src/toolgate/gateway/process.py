@@ -1,8 +1,9 @@
 """The serving process, HTTP or stdio: the signals it obeys (``SIGNALS``, one line each;
 their one owner: uvicorn's handlers are off), its stop (``Process.stop``: over HTTP a
 drain up to ``toolgate.http.drain_timeout``, over stdio stdin's end as when the host
-closes it; then the backends stop, exit 0) and its reload (``ops.reload``). Gateway
-layer, under ``serve``: imports ingress, ``ops``, uvicorn, the SDK's stdio; never serve.
+closes it; then the backends stop, exit 0) and its reload (``ops.reload``; asked while
+starting, it runs once serving). Gateway layer, under ``serve``: imports ingress,
+``ops``, uvicorn, the SDK's stdio; never serve.
 """
 
 from __future__ import annotations
@@ -94,6 +95,17 @@ class Process:
         self.ending: Callable[[], None] | None = None
         self._stopping: asyncio.Task[None] | None = None
         self._reloads: set[asyncio.Task[ReloadReport]] = set()
+        #: a reload asked while starting: it runs once the gateway serves (``serving``)
+        self._reload_asked = False
+
+    def serving(self, ending: Callable[[], None]) -> None:
+        """The gateway is built and serves from now on, its serving ended by ``ending``;
+        a reload asked while it was starting runs now (the file may have changed since
+        the start read it)."""
+        self.ending = ending
+        if self._reload_asked:
+            self._reload_asked = False
+            self.reload()
 
     @property
     def drain(self) -> Drain:
@@ -154,10 +166,31 @@ class Process:
     def reload(self) -> None:
         """Read the config file again and apply it (``toolgate.gateway.ops.reload``);
         the report goes to the log and the event bus. Reloads run one at a time."""
+        if self.ending is None and not self.drain.draining:
+            if not self._reload_asked:
+                logger.info("asked to reload while starting: the file is read once serving")
+            self._reload_asked = True
+            return
         logger.info("reloading %s", self.gateway.config_path)
         task = asyncio.get_running_loop().create_task(reload(self.gateway), name="reload")
         self._reloads.add(task)
+        task.add_done_callback(_reloaded)
         task.add_done_callback(self._reloads.discard)
+
+    async def reloads_done(self) -> None:
+        """The serving ended (a signal, or a stdio host closing stdin): the stop has
+        begun, so a reload under way stops waiting for its backends; wait for it before
+        the backends stop under it."""
+        self.drain.begin()
+        async with self.gateway.reload_lock:
+            pass
+
+
+def _reloaded(task: asyncio.Task[ReloadReport]) -> None:
+    """A reload a signal asked for reports itself (log, events); one that failed for
+    something it could not report is logged here, not lost with its task."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        logger.error("config reload failed: %s", exc, exc_info=exc)
 
 
 #: What each signal does to a serving process; one owner, one line per signal.
@@ -228,6 +261,7 @@ async def _serve(
         try:
             async with gateway.running():
                 await transport(process)
+                await process.reloads_done()
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if not process.stopped_starting or task is None or task.uncancel() > 0:
@@ -254,7 +288,7 @@ async def serve_http(
         options = server_options(gateway.cfg, host=host, port=port, drain=gateway.drain)
         config = uvicorn.Config(app, **options, timeout_graceful_shutdown=CLOSE_GRACE)
         server = _Server(config)
-        process.ending = functools.partial(process.drain_http, server)
+        process.serving(functools.partial(process.drain_http, server))
         await server.serve()
         logger.info("server closed; stopping the backends")
 
@@ -268,7 +302,7 @@ async def serve_stdio(gateway: Serving, *, exiting: bool = False) -> None:
 
     async def stdio(process: Process) -> None:
         lines = StdinLines()
-        process.ending = functools.partial(process.end_stdio, lines)
+        process.serving(functools.partial(process.end_stdio, lines))
         server = gateway.server
         logger.info("serving MCP over stdio")
         # the SDK only iterates its ``stdin`` (``async for line in stdin``)

@@ -179,6 +179,8 @@ class Backend:
         #: set to have the supervisor look at the connection now (a change, a failure)
         self.wake = asyncio.Event()
         self.dead = False  # the connection is lost: the supervisor reconnects
+        #: stopped for good: a config reload took it out (its requests are not retried)
+        self.removed = False
 
     # -- what the gateway reads ---------------------------------------------------------
     @property
@@ -197,9 +199,22 @@ class Backend:
         backend is down (``what``: "prompt", "resource"...)."""
         data = self._unavailable_data(what, "Prompts and resources")
         message = data.pop("error")
-        return MCPError(code=mt.INTERNAL_ERROR, message=message, data={**data, "retryable": True})
+        return MCPError(
+            code=mt.INTERNAL_ERROR, message=message, data={**data, "retryable": not self.removed}
+        )
 
     def _unavailable_data(self, what: str, others: str) -> dict[str, Any]:
+        if self.removed:
+            return {
+                "error": (
+                    f"Backend {self.name!r} was removed from the gateway's configuration "
+                    f"(a config reload) while this {what} ran; it is no longer served. "
+                    f"{others} of other backends still work."
+                ),
+                "code": "backend_removed",
+                "backend": self.name,
+                "reconnecting": False,
+            }
         retry = None
         if self.next_attempt_at is not None:
             retry = max(0.0, round(self.next_attempt_at - time.monotonic(), 1))

@@ -102,12 +102,15 @@ class Fleet:
     async def remove(self, name: str) -> Backend:
         """Stop serving backend ``name``: out of ``backends`` at once, then disconnected."""
         backend = self.backends.pop(name)
+        backend.removed = True  # what its requests still running are answered
         await self._stop(name)
         return backend
 
     async def reconnect(self, name: str, spec: ServerSpec, *, base_dir: Path) -> Backend:
         """Connect backend ``name`` anew by ``spec`` (its command, URL, environment...)."""
         backend = self.backends[name]
+        # why its requests still running fail, and what a request meanwhile is told
+        backend.lost("a config reload changed how it is reached")
         await self._stop(name)
         backend.spec, backend.base_dir = spec, base_dir
         backend.ready.clear()

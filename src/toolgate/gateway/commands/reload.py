@@ -3,12 +3,14 @@
 POSTs to the gateway's ``/admin/reload`` with an operator token (the SHA-256 of which is
 in ``toolgate.dashboard.tokens``), read from ``TOOLGATE_OPERATOR_TOKEN`` or a file, never
 from the command line and never printed; prints the report. Exit status 0 applied, 1
-refused (the problems on stderr, as ``toolgate check`` words them), 2 not reached or not
-allowed. Edge layer: the standard library's HTTP client only.
+refused (the problems on stderr, as ``toolgate check`` words them), 2 not reached, not
+allowed, or answered with no reload report (the outcome unknown). Edge layer: the
+standard library's HTTP client only.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import sys
@@ -47,20 +49,30 @@ def operator_token(token_file: str | None) -> str | None:
     return os.environ.get(TOKEN_ENV, "").strip() or None
 
 
-def _post(url: str, token: str, timeout: float) -> tuple[int, dict[str, Any]]:
+def _post(url: str, token: str, timeout: float) -> tuple[int, dict[str, Any] | None, str]:
+    """``(status, the JSON object answered or None, the answer's text)``."""
     request = urllib.request.Request(
         url, data=b"", method="POST", headers={"Authorization": f"Bearer {token}"}
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, json.loads(response.read() or b"{}")
+            status, body = response.status, response.read()
     except urllib.error.HTTPError as exc:
-        body = exc.read()
-        try:
-            data = json.loads(body) if body else {}
-        except json.JSONDecodeError:
-            data = {"error": body.decode("utf-8", "replace")[:200]}
-        return exc.code, data if isinstance(data, dict) else {"error": str(data)}
+        status, body = exc.code, exc.read()
+    text = body.decode("utf-8", "replace")
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    return status, data if isinstance(data, dict) else None, text
+
+
+def _is_report(status: int, data: dict[str, Any] | None) -> bool:
+    """The answer is a reload's report: 200 applied or 422 refused, as the gateway's
+    endpoint answers; anything else (a proxy's error page, another server) is not."""
+    if data is None or not isinstance(data.get("applied"), bool):
+        return False
+    return (status, data["applied"]) in ((200, True), (422, False))
 
 
 def _print_report(data: dict[str, Any], out: TextIO) -> None:
@@ -84,6 +96,12 @@ def _print_report(data: dict[str, Any], out: TextIO) -> None:
         print(f"  warning: {w}", file=out)
 
 
+def _excerpt(text: str) -> str:
+    """The start of an answer, on one line, for a message."""
+    line = " ".join(text.split())
+    return repr(line[:120] + ("..." if len(line) > 120 else "")) if line else "an empty answer"
+
+
 def run_reload(
     url: str | None = None,
     *,
@@ -103,7 +121,10 @@ def run_reload(
     try:
         token = operator_token(token_file)
     except OSError as exc:
-        print(f"toolgate: cannot read the token file: {exc.strerror}", file=err)
+        print(f"toolgate: cannot read the token file {token_file}: {exc.strerror}", file=err)
+        return 2
+    except UnicodeDecodeError:
+        print(f"toolgate: the token file {token_file} is not UTF-8 text", file=err)
         return 2
     if token is None:
         print(
@@ -113,16 +134,29 @@ def run_reload(
         )
         return 2
     try:
-        status, data = _post(target, token, timeout)
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
+        status, data, text = _post(target, token, timeout)
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
         print(f"toolgate: cannot reach {target}: {reason}", file=err)
         return 2
-    if status in (401, 403, 404):
-        why = data.get("error") or {404: "no such endpoint (no operator token configured?)"}.get(
-            status, ""
-        )
+    if status in (401, 403, 404, 421):
+        error = data.get("error") if data is not None else None
+        name = urllib.parse.urlsplit(target).netloc
+        why = error or {
+            404: "no such endpoint (no operator token configured?)",
+            421: f"the gateway does not serve the host name {name!r}; nothing reloaded "
+            "(run toolgate reload on its host, or add the name to its --allow-host)",
+        }.get(status, _excerpt(text))
         print(f"toolgate: {target} answered {status}: {why}", file=err)
+        return 2
+    if data is None or not _is_report(status, data):
+        error = data.get("error") if data is not None else None
+        print(
+            f"toolgate: {target} answered {status}, not a reload report: "
+            f"{error or _excerpt(text)}; whether the config was reloaded is not known "
+            "(the gateway's log says)",
+            file=err,
+        )
         return 2
     if as_json:
         print(json.dumps(data, indent=2), file=out)
@@ -132,7 +166,7 @@ def run_reload(
         return 0
     lines = [*data.get("problems", []), *(f"{k}: needs a restart" for k in data.get("restart", []))]
     if not lines:
-        lines = [f"{target} answered {status}: {data.get('error', 'refused')}"]
+        lines = [f"{target} answered {status}: refused"]
     for line in lines:
         print(line, file=err)
     print(f"toolgate: reload refused: {len(lines)} problem(s); the running config stays", file=err)

@@ -34,6 +34,7 @@ from toolgate.gateway.config.servers import (
     server_kind_problem,
     server_name_problem,
 )
+from toolgate.identity import is_token_digest
 from toolgate.policy import DEFAULT_TRUST_LEVELS, TrustLadder
 from toolgate.state.open import check_store_url, is_store_path
 from toolgate.strategies.registry import default_registry
@@ -261,8 +262,32 @@ class SearchConfig(_Model):
 
 
 class DashboardConfig(_Model):
+    """The dashboard and the operator's endpoints (``/admin/reload``): operator tokens by
+    their SHA-256, as ``toolgate check`` and the start both require."""
+
     enabled: bool = False
     tokens: list[str] = Field(default_factory=list)
+
+    @field_validator("tokens")
+    @classmethod
+    def _digests(cls, v: list[str]) -> list[str]:
+        for i, entry in enumerate(v):
+            if not is_token_digest(entry.lower()):  # the length only: it may be a secret
+                raise ValueError(
+                    f"entry {i} is not a SHA-256 hex digest (64 hex characters; it has "
+                    f"{len(entry)}): the config holds digests of operator tokens, never "
+                    "the tokens themselves"
+                )
+        return [entry.lower() for entry in v]
+
+    @model_validator(mode="after")
+    def _a_token_when_enabled(self) -> DashboardConfig:
+        if self.enabled and not self.tokens:
+            raise ValueError(
+                "the dashboard is enabled but no operator token is configured: add the "
+                "SHA-256 hex digest of one to tokens"
+            )
+        return self
 
 
 class HttpConfig(_Model):

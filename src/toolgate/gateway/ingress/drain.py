@@ -2,7 +2,8 @@
 request passes (``DrainGate``). While it drains, new work (``initialize``, sessionless
 2026-07-28 requests) is refused with a retryable 503 that a balancer sends elsewhere; a
 legacy session's requests are served (they can be served nowhere else); calls still
-running at the deadline are answered with a retryable JSON-RPC error; open streams end.
+running at the deadline are answered with a retryable JSON-RPC error; open streams (any
+GET still answering, the dashboard's event stream too) end.
 Ingress layer: Starlette and the guard's body; knows nothing of the process or uvicorn.
 """
 
@@ -47,6 +48,7 @@ class Drain:
         self._cut: set[asyncio.Task[Any]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._begun = asyncio.Event()
 
     @property
     def draining(self) -> bool:
@@ -62,7 +64,12 @@ class Drain:
         if self.state != "serving":
             return False
         self.state = "draining"
+        self._begun.set()
         return True
+
+    async def begun(self) -> None:
+        """Return once the stop has begun (at once if it has)."""
+        await self._begun.wait()
 
     def expire(self) -> int:
         """The deadline: the calls still running are cut (each answers its client with
@@ -166,7 +173,8 @@ def _message(body: Any) -> dict[str, Any]:
 
 class DrainGate:
     """ASGI middleware behind the guard (it reads the body the guard read): MCP requests
-    on ``rpc_paths`` pass it, counted by the ``Drain``.
+    on ``rpc_paths`` pass it, counted by the ``Drain``, and every GET, held as a stream
+    the drain ends.
 
     >>> app = DrainGate(app, drain=Drain())
     """
@@ -177,15 +185,18 @@ class DrainGate:
         self.rpc_paths = frozenset(rpc_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] not in self.rpc_paths:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         drain = self.drain
-        if scope["method"] == "GET":  # a legacy session's stream
+        if scope["method"] == "GET":
+            # a legacy session's stream, the dashboard's event stream: any GET still open
+            # when the server closes is a stream, and ends cleanly then (else uvicorn
+            # cancels it at its graceful-shutdown deadline, with an error logged)
             with drain.stream() as task:
                 await self._cuttable(task, b"", scope, receive, send)
             return
-        if scope["method"] != "POST":
+        if scope["path"] not in self.rpc_paths or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
         body = scope.get(BODY, b"")

@@ -200,11 +200,18 @@ class GuardedProtocol(HttpToolsProtocol):
         raw = transport._transport
         if raw.is_closing():
             return
-        if raw.can_write_eof():
-            raw.write_eof()
-            self.loop.call_later(self.stop_linger if self._last else self.linger, raw.close)
-        else:
+        if not raw.can_write_eof():
             raw.close()
+            return
+        try:
+            raw.write_eof()
+        except OSError:
+            # the client is gone already (it closed, and our last write drew its reset):
+            # nothing is left to read or to lose, and a client that hangs up early is
+            # no error of the gateway's
+            raw.abort()
+            return
+        self.loop.call_later(self.stop_linger if self._last else self.linger, raw.close)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()

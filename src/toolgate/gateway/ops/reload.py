@@ -1,12 +1,12 @@
 """A running gateway reads its config file again and applies it without a restart:
 ``reload(gateway, path)``, whichever way it is asked (SIGHUP, ``POST /admin/reload``).
 
-A config ``toolgate check`` would fail (with the same lines), or one changing a key
-only a restart applies, is refused and nothing changes. Otherwise backends are added,
-removed or reconnected, the catalog is synced in place (``Gateway.sync``) and removed
-groups leave every stored session; the sessions and listen streams whose tools, prompts
-or resources list changed are told. Operations layer: reads a gateway through
-``Reloadable``; never imports ``serve``.
+A config ``toolgate check`` would fail (with the same lines), one changing a key only a
+restart applies, or a reload asked while the gateway starts or stops, is refused and
+nothing changes. Otherwise backends are added, removed or reconnected, the catalog is
+synced in place (``Gateway.sync``) and removed groups leave every stored session; the
+sessions and listen streams whose tools, prompts or resources list changed are told.
+Operations layer: reads a gateway through ``Reloadable``; never imports ``serve``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from toolgate.gateway.commands.check import assess, of_file, problem_lines, read
 from toolgate.gateway.config.build import BuildReport
 from toolgate.gateway.config.identity import identity_of
 from toolgate.gateway.config.model import GatewayConfig
+from toolgate.gateway.ingress.drain import Drain
 from toolgate.gateway.relay.calls import CallRelay
 from toolgate.gateway.relay.exposure import GroupExposure
 from toolgate.gateway.relay.primitives import Relay, attach
@@ -58,6 +59,9 @@ RELOADABLE = frozenset(
         "search",  # but not ``enabled`` or ``full_results``: the delivery's
     }
 )
+#: why a reload asked of a gateway not serving (yet, or any more) changes nothing
+STARTING = "the gateway is still starting (its backends are connecting): nothing reloaded"
+STOPPING = "the gateway is stopping: nothing reloaded (a new process reads the file)"
 #: a backend's keys the gateway reads per call or per listing: changed, no reconnect
 GATEWAY_SIDE = frozenset({"timeout", "tool_timeouts", "prefix", "title"})
 
@@ -74,6 +78,7 @@ class Reloadable(Protocol):
     relay: Relay
     calls: CallRelay
     binding: Binding | None
+    drain: Drain
 
     @property
     def toolset(self) -> ToolSet: ...
@@ -212,6 +217,30 @@ async def drop_groups(store: StateStore, keys: Sequence[str], removed: frozenset
     return count
 
 
+def _judged(cfg: GatewayConfig, fleet: Fleet) -> BuildReport:
+    """What ``toolgate check`` finds in ``cfg`` over what its backends list now."""
+    listed = {
+        n: list(b.tools) for n, b in fleet.backends.items() if b.listed and n in cfg.mcp_servers
+    }
+    live = {n for n, b in fleet.backends.items() if b.up and n in cfg.mcp_servers}
+    found = BuildReport()
+    assess(cfg, listed, live=live, report=found)
+    return found
+
+
+async def _first_attempts(gateway: Reloadable, names: Sequence[str]) -> None:
+    """Wait for the first attempt of each backend a reload started, or until the gateway
+    begins to stop (they stop with it; the stop waits for no backend to come up)."""
+    attempts = asyncio.ensure_future(gateway.fleet.first_attempts(names))
+    stopping = asyncio.ensure_future(gateway.drain.begun())
+    try:
+        await asyncio.wait({attempts, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (attempts, stopping):
+            task.cancel()
+        await asyncio.gather(attempts, stopping, return_exceptions=True)
+
+
 def _live_keys(gateway: Reloadable) -> list[str]:
     """The store keys of the legacy sessions and listen streams connected here."""
     if gateway.binding is None:
@@ -235,10 +264,15 @@ async def reload(gateway: Reloadable, path: str | Path | None = None) -> ReloadR
     async with gateway.reload_lock:
         began = time.monotonic()
         where = path if path is not None else gateway.config_path
+        label = "" if where is None else str(where)
         if where is None:
             report = ReloadReport(
                 False, "", problems=("the gateway was not started from a config file",)
             )
+        elif gateway.binding is None:
+            report = ReloadReport(False, label, problems=(STARTING,))
+        elif gateway.drain.draining:  # also a reload that waited for this lock
+            report = ReloadReport(False, label, problems=(STOPPING,))
         else:
             try:
                 report = await _reload(gateway, where)
@@ -261,17 +295,10 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
     plan = BackendPlan.of(old, new)
     fleet = gateway.fleet
     # judged as ``toolgate check`` judges it, over what the backends it keeps list now
-    listed = {
-        n: list(b.tools) for n, b in fleet.backends.items() if b.listed and n in new.mcp_servers
-    }
-    live = {n for n, b in fleet.backends.items() if b.up and n in new.mcp_servers}
-    found = BuildReport()
-    assess(new, listed, live=live, report=found)
-    problems = of_file(where, problem_lines(found.fatal))
+    problems = of_file(where, problem_lines(_judged(new, fleet).fatal))
     if problems or restart:
         return ReloadReport(False, label, problems=tuple(problems), restart=tuple(restart))
     fresh = identity_of(new)  # ConfigError: refused, nothing changed yet
-    warnings = [*problem_lines(e for e in found.errors if e not in found.fatal), *found.warnings]
     before = set(gateway.toolset.catalog.groups)
     # each session whose prompts or resources list this changes is told once, at the end
     async with gateway.relay.regrouping("the config reload"):
@@ -293,11 +320,15 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
             backend.peer = gateway.calls  # as the gateway's first backends (``CallRelay``)
             attach(gateway.relay, (backend,))
             fleet.add(backend)
-        await fleet.first_attempts((*plan.added, *plan.reconnected))
+        await _first_attempts(gateway, (*plan.added, *plan.reconnected))
+        # warned of as the backends are now: one added is listed, not "down" as before
+        found = _judged(new, fleet)
+        warnings = [*problem_lines(found.errors), *found.warnings]
         for name in (*plan.added, *plan.reconnected):
             b = fleet.backends[name]
             if not b.up:  # supervised: retried with backoff, its tools join when it lists them
-                warnings.append(f"mcpServers.{name}: not up ({b.last_error or b.status}); retrying")
+                then = "the gateway is stopping" if gateway.drain.draining else "retrying"
+                warnings.append(f"mcpServers.{name}: not up ({b.last_error or b.status}); {then}")
         await gateway.sync(reason="the config reload")  # and the sessions told, as after any sync
     after = set(gateway.toolset.catalog.groups)
     gone = frozenset(before - after)
@@ -320,6 +351,8 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
 
 
 __all__ = [
+    "STARTING",
+    "STOPPING",
     "BackendPlan",
     "ReloadReport",
     "Reloadable",

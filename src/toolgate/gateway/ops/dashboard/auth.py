@@ -2,22 +2,22 @@
 browser gets for it after logging in once.
 
 The cookie is HttpOnly, SameSite=Strict, scoped to the dashboard's path and signed with
-a secret made when the process starts (a restart logs everyone out). Edge layer: stdlib.
+a secret made when the process starts (a restart logs everyone out). Edge layer: stdlib
+and the core's rule for a token's digest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 
 from toolgate.errors import ConfigError
+from toolgate.identity import is_token_digest
 
 COOKIE = "toolgate_dashboard"
-_SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
 def digest(token: str) -> str:
@@ -46,7 +46,7 @@ class OperatorAuth:
                 key="toolgate.dashboard.tokens",
             )
         for d in digests:
-            if not _SHA256_HEX.match(d):
+            if not is_token_digest(d):
                 raise ConfigError(
                     "toolgate.dashboard.tokens: entries are SHA-256 hex digests of operator "
                     f"tokens, never the tokens themselves; got one of length {len(d)}",
