@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import signal
 import socket
@@ -88,6 +89,16 @@ def test_the_toolgate_process_refuses_a_port_out_of_range_in_one_line(empty_conf
     )
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == "toolgate: --port must be 0-65535, not 99999\n"
+
+
+def test_output_whose_reader_has_left_ends_the_process_without_a_traceback() -> None:
+    # ``toolgate schema | head -c 0``: the reader is gone before the first write
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([*toolgate_argv(), "schema"], stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    os.close(read_end)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (1, b"")
 
 
 def test_demo_with_a_folder_for_its_database_names_the_folder(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -344,7 +345,15 @@ def run() -> NoReturn:
     """The ``toolgate`` command: ``main`` as a process of its own (``main`` is for calling
     in a running program). See ``quick_exit``."""
     try:
-        status = main()
+        try:
+            status = main()
+            sys.stdout.flush()  # a reader gone by now shows here, not in the interpreter's exit
+        except BrokenPipeError:
+            # the output's reader left (``toolgate inspect … | head``): what is unread is
+            # not wanted, and no traceback is owed; later writes go nowhere (Python's
+            # own last flush would report the pipe again)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            status = 1
     finally:  # also past argparse's own exits (--help, --version, usage errors)
         quick_exit()
     sys.exit(status)
