@@ -317,7 +317,9 @@ def test_attaching_the_middleware_to_something_that_is_not_a_fastmcp_server_is_r
     assert str(err.value) == "attach() takes a FastMCP server, not str"
 
 
-async def test_tool_groups_put_a_fastmcp_tool_into_a_group_the_client_must_enable() -> None:
+def repos_server() -> tuple[FastMCP[Any], ToolSet]:
+    """A FastMCP server with one tool, ``create_repo``, and a toolset with a group
+    ``repos`` for it."""
     mcp: FastMCP[Any] = FastMCP("repos")
 
     @mcp.tool
@@ -327,6 +329,11 @@ async def test_tool_groups_put_a_fastmcp_tool_into_a_group_the_client_must_enabl
 
     toolset = ToolSet()
     toolset.add_group(Group("repos", "Repositories"))
+    return mcp, toolset
+
+
+async def test_tool_groups_put_a_fastmcp_tool_into_a_group_the_client_must_enable() -> None:
+    mcp, toolset = repos_server()
     ToolgateMiddleware(toolset, tool_groups={"create_repo": ["repos"]}).attach(mcp)
     async with legacy(mcp) as (client, _):
         before = await tool_names(client)
@@ -339,15 +346,7 @@ async def test_tool_groups_put_a_fastmcp_tool_into_a_group_the_client_must_enabl
 async def test_tool_groups_naming_no_tool_of_the_server_is_a_warning_with_the_close_name(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    mcp: FastMCP[Any] = FastMCP("repos")
-
-    @mcp.tool
-    def create_repo(name: str) -> str:
-        """Create a repository."""
-        return f"created {name}"
-
-    toolset = ToolSet()
-    toolset.add_group(Group("repos", "Repositories"))
+    mcp, toolset = repos_server()
     middleware = ToolgateMiddleware(toolset, tool_groups={"create_rpeo": ["repos"]})
     middleware.attach(mcp)
     with caplog.at_level(logging.WARNING, logger="toolgate.fastmcp"):

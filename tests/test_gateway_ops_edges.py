@@ -230,6 +230,17 @@ class _NotAGateway(http.server.BaseHTTPRequestHandler):
         return None
 
 
+def reload_at(url: str) -> subprocess.CompletedProcess[str]:
+    """``toolgate reload --url URL`` with the operator's token, as an operator runs it."""
+    return subprocess.run(
+        [*toolgate_argv(), "reload", "--url", url],
+        capture_output=True,
+        text=True,
+        env=gateway_env(TOOLGATE_OPERATOR_TOKEN=OPERATOR),
+        timeout=60,
+    )
+
+
 def test_toolgate_reload_answered_by_no_gateway_says_the_outcome_is_unknown(
     tmp_path: Path,
 ) -> None:
@@ -243,24 +254,12 @@ def test_toolgate_reload_answered_by_no_gateway_says_the_outcome_is_unknown(
     root = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         for path, status, page in (("ok", 200, "Welcome"), ("bad", 502, "502 Bad Gateway")):
-            done = subprocess.run(
-                [*toolgate_argv(), "reload", "--url", f"{root}/{path}"],
-                capture_output=True,
-                text=True,
-                env=gateway_env(TOOLGATE_OPERATOR_TOKEN=OPERATOR),
-                timeout=60,
-            )
+            done = reload_at(f"{root}/{path}")
             assert done.returncode == 2, done.stderr
             assert f"answered {status}, not a reload report" in done.stderr
             assert page in done.stderr and "not known" in done.stderr
             assert "refused" not in done.stderr and "Traceback" not in done.stderr
-        done = subprocess.run(
-            [*toolgate_argv(), "reload", "--url", f"{root}/misdirected"],
-            capture_output=True,
-            text=True,
-            env=gateway_env(TOOLGATE_OPERATOR_TOKEN=OPERATOR),
-            timeout=60,
-        )
+        done = reload_at(f"{root}/misdirected")
         assert done.returncode == 2, done.stderr
         assert "does not serve the host name" in done.stderr
         assert "nothing reloaded" in done.stderr and "--allow-host" in done.stderr
