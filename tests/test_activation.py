@@ -503,6 +503,47 @@ async def test_groups_not_given_as_a_list_of_names_are_refused_and_change_nothin
     assert (await s.state()).version == version
 
 
+TOOL_NAMES = 'tools must be a list of tool names, like ["search_issues"], not '
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        ("list_files", TOOL_NAMES + "the string 'list_files'"),
+        ({"list_files": 1}, TOOL_NAMES + "object"),
+        (7, TOOL_NAMES + "integer"),
+        (
+            [["list_files"]],
+            "tools must be a list of tool names (strings), not a list holding array",
+        ),
+    ],
+)
+async def test_tools_to_reveal_or_mark_not_given_as_names_are_refused_and_change_nothing(
+    names: Any, message: str
+) -> None:
+    s = hub().session("s")
+    version = (await s.state()).version
+    calls = (
+        lambda: s.reveal(names),
+        lambda: s.mark(revealed=names),
+        lambda: s.mark(described=names),
+    )
+    for call in calls:
+        with pytest.raises(InvalidArguments) as err:
+            await call()
+        assert err.value.message == message
+    state = await s.state()
+    assert (state.version, state.revealed, state.described) == (version, frozenset(), frozenset())
+
+
+async def test_tools_to_reveal_may_come_from_any_iterable_of_names() -> None:
+    s = hub().session("s")
+    await s.reveal(n for n in ["list_files"])
+    await s.mark(described={"list_files": 1}.keys())
+    state = await s.state()
+    assert (state.revealed, state.described) == (frozenset({"list_files"}),) * 2
+
+
 # -- no change, no signal -------------------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ store write stay with ``toolgate.toolset.Session``. Orchestration: imports the c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -82,18 +82,32 @@ class Step:
 def group_names(names: Any) -> list[str]:
     """``names`` as a list of group names; ``InvalidArguments`` for anything else (a
     single name given as a string is not read letter by letter)."""
-    if isinstance(names, str) or not isinstance(names, Sequence | set | frozenset):
-        got = f"the string {names!r}" if isinstance(names, str) else json_type(names)
+    listed = isinstance(names, Sequence | set | frozenset) and not isinstance(names, str)
+    return _names(names if listed else None, names, "group", '["issues"]')
+
+
+def tool_names(names: Any) -> list[str]:
+    """``names`` as a list of tool names (``Session.reveal``, ``Session.mark``): any
+    iterable of strings but a string or a mapping, by the same rule as ``group_names``."""
+    listed = isinstance(names, Iterable) and not isinstance(names, str | bytes | Mapping)
+    return _names(list(names) if listed else None, names, "tool", '["search_issues"]')
+
+
+def _names(listed: Any, given: Any, kind: str, like: str) -> list[str]:
+    """``listed`` (``given`` read as a collection, None when it is none) as names of
+    ``kind``, or the ``InvalidArguments`` naming what ``given`` was."""
+    if listed is None:
+        got = f"the string {given!r}" if isinstance(given, str) else json_type(given)
         raise InvalidArguments(
-            f'groups must be a list of group names, like ["issues"], not {got[:80]}'
+            f"{kind}s must be a list of {kind} names, like {like}, not {got[:80]}"
         )
-    wrong = [n for n in names if not isinstance(n, str)]
+    wrong = [n for n in listed if not isinstance(n, str)]
     if wrong:
         raise InvalidArguments(
-            f"groups must be a list of group names (strings), not a list holding "
+            f"{kind}s must be a list of {kind} names (strings), not a list holding "
             f"{json_type(wrong[0])}"
         )
-    return list(names)
+    return list(listed)
 
 
 def requested(view: View, names: Sequence[str]) -> tuple[list[str], list[GroupError]]:

@@ -21,6 +21,7 @@ from toolgate.activation import (
     deactivate_step,
     group_names,
     requested,
+    tool_names,
 )
 from toolgate.catalog import Group, Handler, HookContext, Tool
 from toolgate.errors import BudgetExceeded, ConfigError, HookFailed
@@ -291,7 +292,7 @@ class Session:
     ) -> tuple[View, View]:
         """Record tools as described (lazy descriptions) or revealed (search results)."""
         ts = self.toolset
-        d, r = frozenset(described), frozenset(revealed)
+        d, r = frozenset(tool_names(described)), frozenset(tool_names(revealed))
 
         async def change(state: SessionState) -> tuple[SessionState, tuple[View, View]]:
             new = replace(state, described=state.described | d, revealed=state.revealed | r)
@@ -301,12 +302,12 @@ class Session:
         self._emit_surfaced(before, after)
         return before, after
 
-    async def reveal(self, names: Sequence[str]) -> RevealResult:
+    async def reveal(self, names: Iterable[str]) -> RevealResult:
         """Show tools whatever their groups (search results), in the order given, as far
         as the budgets allow: a tool that would exceed one stays hidden and is reported
         in ``refused`` (and as a ``budget.exceeded`` event). Access rules still apply."""
         ts = self.toolset
-        requested = list(dict.fromkeys(names))
+        requested = list(dict.fromkeys(tool_names(names)))  # before the store is touched
 
         async def change(state: SessionState) -> tuple[SessionState, RevealResult]:
             current = state
