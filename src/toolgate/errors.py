@@ -41,6 +41,17 @@ def described(value: Any) -> str:
     return f"{type(value).__name__} {value!r:.80}"
 
 
+def check_kind(
+    value: Any, kinds: type | tuple[type, ...], what: str, want: str, *, key: str | None = None
+) -> None:
+    """Refuse ``value`` unless it is an instance of ``kinds`` (``type(None)`` among them
+    for an optional value), with the one message a kind check gives: ``{what} must be
+    {want}, got {described(value)}`` (a ``ConfigError`` keyed by ``key``)."""
+    if not isinstance(value, kinds):
+        details = {} if key is None else {"key": key}
+        raise ConfigError(f"{what} must be {want}, got {described(value)}", **details)
+
+
 class ToolgateError(Exception):
     """Base of every toolgate error. ``code`` is a stable machine-readable name."""
 

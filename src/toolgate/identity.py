@@ -13,9 +13,10 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from types import NoneType
 from typing import Any
 
-from toolgate.errors import ConfigError, Unauthenticated, described
+from toolgate.errors import ConfigError, Unauthenticated, check_kind, described
 from toolgate.policy import DEFAULT_TRUST_LEVELS, Principal
 
 
@@ -107,11 +108,7 @@ class BearerTokens(IdentityResolver):
                 key="identity.tokens",
             )
         for digest, principal in tokens.items():
-            if not isinstance(digest, str):
-                raise ConfigError(
-                    f"bearer token keys must be strings, got {described(digest)}",
-                    key="identity.tokens",
-                )
+            check_kind(digest, str, "bearer token keys", "strings", key="identity.tokens")
             if not is_token_digest(digest):
                 raise ConfigError(
                     "bearer tokens are configured by the lower-case hex SHA-256 of the "
@@ -124,11 +121,9 @@ class BearerTokens(IdentityResolver):
                     f"{described(principal)}",
                     key="identity.tokens",
                 )
-        if anonymous is not None and not isinstance(anonymous, Principal):
-            raise ConfigError(
-                f"anonymous must be a Principal or None, got {described(anonymous)}",
-                key="anonymous",
-            )
+        check_kind(
+            anonymous, (Principal, NoneType), "anonymous", "a Principal or None", key="anonymous"
+        )
         self.tokens = {d: replace(p, authenticated=True) for d, p in tokens.items()}
         self.anonymous = anonymous
 
@@ -185,11 +180,9 @@ class ClaimsIdentity(IdentityResolver):
                 raise ConfigError(
                     f"{key} must be a claim name or None, got {described(value)}", key=key
                 )
-        if self.default is not None and not isinstance(self.default, Principal):
-            raise ConfigError(
-                f"default must be a Principal or None, got {described(self.default)}",
-                key="default",
-            )
+        check_kind(
+            self.default, (Principal, NoneType), "default", "a Principal or None", key="default"
+        )
 
     async def resolve(self, caller: Caller) -> Principal | None:
         token = caller.access_token

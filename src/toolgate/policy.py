@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
-from toolgate.errors import ConfigError, described
+from toolgate.errors import ConfigError, check_kind, described
 
 DEFAULT_TRUST_LEVELS: tuple[str, ...] = ("detected", "declared", "verified", "linked")
 
@@ -127,11 +127,7 @@ class Principal:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scope", _names(self.scope, "scope", "group names"))
-        if not isinstance(self.attributes, Mapping):
-            raise ConfigError(
-                f"attributes must be a dict, got {described(self.attributes)}",
-                key="attributes",
-            )
+        check_kind(self.attributes, Mapping, "attributes", "a dict", key="attributes")
 
     @cached_property
     def key(self) -> tuple[Any, ...]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolgate.errors import ConfigError, described
+from toolgate.errors import ConfigError, check_kind
 from toolgate.policy import Confirmer, Principal
 from toolgate.strategies.base import (
     GROUPS_EXTENSION,
@@ -58,19 +58,11 @@ class DeliveryConfig:
     def __post_init__(self) -> None:
         # kinds first: a string where a bool belongs is truthy ("false" would turn
         # search on), and a wrong registry or names would fail later as AttributeError
-        if not isinstance(self.registry, StrategyRegistry):
-            raise ConfigError(
-                f"registry must be a StrategyRegistry, got {described(self.registry)}",
-                key="registry",
-            )
-        if not isinstance(self.names, MetaNames):
-            raise ConfigError(
-                f"names must be a MetaNames, got {described(self.names)}", key="names"
-            )
-        if not isinstance(self.search, bool):
-            raise ConfigError(
-                f"search must be True or False, got {described(self.search)}", key="search"
-            )
+        check_kind(
+            self.registry, StrategyRegistry, "registry", "a StrategyRegistry", key="registry"
+        )
+        check_kind(self.names, MetaNames, "names", "a MetaNames", key="names")
+        check_kind(self.search, bool, "search", "True or False", key="search")
         self.registry.check(self.strategy)
         if self.meta_tools not in ("menu", "activators"):
             raise ConfigError(
@@ -97,16 +89,8 @@ class DeliveryConfig:
 def check_delivery_arguments(toolset: Any, config: Any) -> None:
     """Refuse a ``toolset`` that is not a ``ToolSet``, or a ``config`` that is not a
     ``DeliveryConfig`` (or None), before an adapter changes anything."""
-    if not isinstance(toolset, ToolSet):
-        raise ConfigError(
-            f"toolset must be a ToolSet, got {described(toolset)}",
-            key="toolset",
-        )
-    if config is not None and not isinstance(config, DeliveryConfig):
-        raise ConfigError(
-            f"config must be a DeliveryConfig, got {described(config)}",
-            key="config",
-        )
+    check_kind(toolset, ToolSet, "toolset", "a ToolSet", key="toolset")
+    check_kind(config, (DeliveryConfig, type(None)), "config", "a DeliveryConfig", key="config")
 
 
 class Delivery:

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from types import NoneType
 from typing import Any
 
 from toolgate.catalog import Catalog, Group, Tool, schema_problem
@@ -22,7 +23,7 @@ from toolgate.errors import (
     ToolgateError,
     ToolHidden,
     ToolNotFound,
-    described,
+    check_kind,
 )
 from toolgate.events import EventBus
 from toolgate.flow import Flow
@@ -104,12 +105,13 @@ class ToolSet:
                 f"initial_groups must be a list of group names, got {got} {initial_groups!r}",
                 key="initial_groups",
             )
-        if store is not None and not isinstance(store, StateStore):
-            raise ConfigError(
-                f"store must be a StateStore (open_store(url) makes one from a URL), got "
-                f"{described(store)}",
-                key="store",
-            )
+        check_kind(
+            store,
+            (StateStore, NoneType),
+            "store",
+            "a StateStore (open_store(url) makes one from a URL)",
+            key="store",
+        )
         if default_principal is not None and not isinstance(default_principal, Principal):
             raise ConfigError(
                 f"default_principal must be a Principal, got {type(default_principal).__name__}",
