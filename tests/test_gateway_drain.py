@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -37,7 +36,6 @@ from _fixtures.gateway import (
     MCP_HEADERS,
     SERVERS,
     HttpGateway,
-    gateway_env,
     toolgate_argv,
 )
 from _fixtures.mcp_servers import free_port
@@ -322,14 +320,7 @@ def test_a_gateway_stopped_while_its_backends_start_stops_them_and_exits_0(
     )
     log = tmp_path / "gateway.log"
     port = free_port()
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [*toolgate_argv(), "serve", str(config), "--transport", "http", "--port", str(port)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=gateway_env(),
-        )
+    proc = HttpGateway([*toolgate_argv(), "serve", str(config)], log, port).launch()
     try:
         deadline = time.monotonic() + 60
         while not (pid.exists() and pid.read_text()) and time.monotonic() < deadline:

@@ -36,7 +36,14 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
-from _fixtures.gateway import SERVERS, gateway_env, sha256, toolgate_argv, wait_for_port
+from _fixtures.gateway import (
+    SERVERS,
+    HttpGateway,
+    gateway_env,
+    sha256,
+    toolgate_argv,
+    wait_for_port,
+)
 from _fixtures.mcp_servers import free_port, structured
 
 OPERATOR = "operator-secret-token"
@@ -137,14 +144,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     )
     port = free_port()
     log_path = tmp / "gateway.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [*toolgate_argv(), "serve", str(config), "--transport", "http", "--port", str(port)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=gateway_env(),
-        )
+    proc = HttpGateway([*toolgate_argv(), "serve", str(config)], log_path, port).launch()
     try:
         yield Served(proc, port, config, log_path, tmp)
     finally:

@@ -160,9 +160,8 @@ class HttpGateway:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
-    def start(self, timeout: float | None = None) -> None:
-        """Start the gateway and wait for its port (``timeout`` or ``start_timeout`` s); if it
-        never listens, it is stopped before the error is raised."""
+    def launch(self) -> subprocess.Popen[bytes]:
+        """Start the gateway without waiting for its port (a test of its start-up)."""
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [*self.argv, "--transport", "http", "--port", str(self.port)],
@@ -171,8 +170,14 @@ class HttpGateway:
                 stderr=subprocess.STDOUT,
                 env=gateway_env(),
             )
+        return self.proc
+
+    def start(self, timeout: float | None = None) -> None:
+        """Start the gateway and wait for its port (``timeout`` or ``start_timeout`` s); if it
+        never listens, it is stopped before the error is raised."""
+        proc = self.launch()
         try:
-            wait_for_port(self.port, self.proc, self.start_timeout if timeout is None else timeout)
+            wait_for_port(self.port, proc, self.start_timeout if timeout is None else timeout)
         except BaseException:  # a gateway that never listened is not left running
             self.stop()
             raise
