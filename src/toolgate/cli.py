@@ -23,7 +23,6 @@ from toolgate.errors import ConfigError
 from toolgate.exiting import quick_exit
 
 MAX_PORT = 65535
-DEMO_PORT = 8765
 
 
 def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
@@ -94,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     reload.add_argument("--json", action="store_true", help="print the report as JSON")
 
     demo = sub.add_parser("demo", help="the gateway over the built-in demo backends")
-    transport_args(demo, DEMO_PORT)
+    transport_args(demo, 8765)
     demo.add_argument(
         "--tour", action="store_true", help="run a scripted agent session and print it"
     )
@@ -210,15 +209,11 @@ def _check_tour(args: argparse.Namespace) -> None:
     serving option beside it would be silently ignored, so it is refused."""
     if args.command != "demo" or not args.tour:
         return
+    plain = _parser().parse_args(["demo"])  # the serving options as their defaults
     given = [
-        flag
-        for flag, differs in (
-            ("--transport", args.transport != "stdio"),
-            ("--host", args.host != "127.0.0.1"),
-            ("--port", args.port != DEMO_PORT),
-            ("--allow-host", bool(args.allow_host)),
-        )
-        if differs
+        "--" + option.replace("_", "-")
+        for option in ("transport", "host", "port", "allow_host")
+        if getattr(args, option) != getattr(plain, option)
     ]
     if given:
         raise ConfigError(
