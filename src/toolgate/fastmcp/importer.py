@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as mt
 from fastmcp.exceptions import FastMCPError
 from fastmcp.server.transforms.visibility import is_enabled
+from fastmcp.tools.base import InputRequiredToolResult
 from fastmcp.tools.base import Tool as FastMCPTool
 from fastmcp.tools.base import ToolResult as FastMCPResult
 from fastmcp.utilities.versions import version_sort_key
@@ -28,7 +29,14 @@ from toolgate.declare import GROUPS_MARK, TOOL_MARK, ToolOptions
 from toolgate.errors import ConfigError, RegistrationError, described
 from toolgate.policy import DEFAULT_POLICY
 from toolgate.toolset import ToolSet
-from toolgate.wire import call_result, result_from_mcp, tool_wire
+from toolgate.wire import (
+    RAW_RESULT,
+    RawResult,
+    call_result,
+    keep_input_required,
+    result_from_mcp,
+    tool_wire,
+)
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -88,12 +96,23 @@ def from_fastmcp_result(result: FastMCPResult) -> ToolResult:
     )
 
 
-async def _run_fastmcp(call: Awaitable[FastMCPResult]) -> ToolResult:
-    """FastMCP's tool-visible failures become error results, as FastMCP reports them."""
+async def run_fastmcp(
+    call: Awaitable[FastMCPResult], name: str, extras: Mapping[str, Any]
+) -> ToolResult:
+    """FastMCP's run of its tool ``name`` as a toolgate result. A failure FastMCP shows
+    the client (``ToolError``, an exception it masked) becomes the error result FastMCP
+    itself sends, word for word; what FastMCP returned is kept in the call's
+    ``RawResult`` (``extras``), so the client gets it untouched, an ``input_required``
+    leg included."""
     try:
-        return from_fastmcp_result(await call)
+        raw = await call
     except FastMCPError as exc:
         return ToolResult.error(str(exc))
+    if isinstance(raw, InputRequiredToolResult):
+        return keep_input_required(extras, name, raw)
+    result = from_fastmcp_result(raw)
+    holder = extras.get(RAW_RESULT)
+    return holder.keep(raw, result) if isinstance(holder, RawResult) else result
 
 
 @dataclass
@@ -192,7 +211,8 @@ class FastMCPTools:
 
         async def run(arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
             # the call_tool dispatcher's path: FastMCP runs the tool, minus the middleware
-            return await _run_fastmcp(server.call_tool(name, dict(arguments), run_middleware=False))
+            call = server.call_tool(name, dict(arguments), run_middleware=False)
+            return await run_fastmcp(call, name, ctx.extras)
 
         visibility: Visibility = BY_GROUP
         if opts is not None:

@@ -17,7 +17,6 @@ from fastmcp.resources.base import Resource as FastMCPResource
 from fastmcp.resources.base import ResourceContent, ResourceResult
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.tools.base import InputRequiredToolResult
 from fastmcp.tools.base import Tool as FastMCPTool
 from fastmcp.tools.base import ToolResult as FastMCPResult
 from mcp.server.context import ServerRequestContext
@@ -29,7 +28,7 @@ from toolgate.fastmcp.groups import GroupsServerExtension
 from toolgate.fastmcp.importer import (
     FastMCPTools,
     checked_tool_groups,
-    from_fastmcp_result,
+    run_fastmcp,
     to_fastmcp_result,
 )
 from toolgate.fastmcp_internals import has_foreign_extension, sdk_context, sdk_server
@@ -54,7 +53,15 @@ from toolgate.strategies import Delivery, DeliveryConfig
 from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy, emit_selection
 from toolgate.toolset import ToolSet
 from toolgate.view import paginate
-from toolgate.wire import PageParams, cursor_of, mcp_error, raise_or_result, tool_model
+from toolgate.wire import (
+    RAW_RESULT,
+    PageParams,
+    RawResult,
+    cursor_of,
+    mcp_error,
+    raise_or_result,
+    tool_model,
+)
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -108,13 +115,6 @@ def _wire_resource(wire: Mapping[str, Any]) -> _WireResource:
         mime_type=model.mime_type,
         wire_model=model,
     )
-
-
-class _Passthrough:
-    """What FastMCP's own call returned, so it goes back to the client untouched."""
-
-    result: ToolResult | None = None
-    raw: FastMCPResult | None = None
 
 
 class ToolgateMiddleware(Middleware):
@@ -332,26 +332,18 @@ class ToolgateMiddleware(Middleware):
         confirmer: Confirmer | None = facts.confirmer
         if not facts.legacy and supports_elicitation(ctx.session.client_capabilities):
             confirmer = RoundTripConfirmer(message.input_responses, message.request_state)
-        strategy, req = facts.request(
-            self.delivery, confirmer=confirmer, extras={FASTMCP_CONTEXT: fctx}
-        )
-
-        seen = _Passthrough()
+        raw = RawResult()  # what FastMCP returned, sent back untouched
+        extras = {FASTMCP_CONTEXT: fctx, RAW_RESULT: raw}
+        strategy, req = facts.request(self.delivery, confirmer=confirmer, extras=extras)
         handler = None
         if self.tools.owns(name):
 
-            async def handler(arguments: Mapping[str, Any], _: CallContext) -> ToolResult:
+            async def handler(arguments: Mapping[str, Any], call: CallContext) -> ToolResult:
                 nxt = context
                 if arguments is not message.arguments:
                     update = {"arguments": dict(arguments)}
                     nxt = context.copy(message=message.model_copy(update=update))
-                raw = await call_next(nxt)
-                if isinstance(raw, InputRequiredToolResult):
-                    result = ToolResult()  # a guard tool's own ask goes back as it is
-                else:
-                    result = from_fastmcp_result(raw)
-                seen.result, seen.raw = result, raw
-                return result
+                return await run_fastmcp(call_next(nxt), name, call.extras)
 
         try:
             reply = await self.delivery.call_tool(strategy, req, name, message.arguments, handler)
@@ -364,9 +356,8 @@ class ToolgateMiddleware(Middleware):
             live = self.live.remember(ctx, facts)
             if live is not None:
                 live.shown["tools"] = None  # told: the client re-lists before we compare again
-        if seen.raw is not None and reply.result is seen.result:
-            return seen.raw
-        return to_fastmcp_result(reply.result)
+        own: FastMCPResult | None = raw.reply(reply.result)
+        return own if own is not None else to_fastmcp_result(reply.result)
 
     async def on_list_resources(
         self,

@@ -1,0 +1,187 @@
+"""A framework's own features keep working on tools toolgate gates, on both protocol eras.
+
+Each scenario runs the same server with and without toolgate and compares what a client
+gets: FastMCP's error results (``ToolError``, masked exceptions), FastMCP guard tools
+and ``MCPServer`` tools that ask for input on 2026-07-28 (``input_required`` rounds),
+called directly or through ``call_tool``. Real clients (``fastmcp.Client`` in both
+modes, ``mcp.Client``), in memory and over streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+import fastmcp
+import mcp_types as mt
+import pytest
+from fastmcp import Context, FastMCP
+from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.exceptions import ToolError
+from mcp import Client
+from mcp.server import MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from pydantic import BaseModel
+
+from _fixtures.mcp_servers import serve_http, text
+from toolgate import Group, ToolSet, in_group
+from toolgate.fastmcp import ToolgateMiddleware
+from toolgate.lowlevel import bind
+
+
+def fastmcp_server(*, gated: bool) -> FastMCP[Any]:
+    """Tools in group ``ops`` that fail as FastMCP reports failures, and a guard tool
+    that asks the client for a name (2026-07-28 multi-round-trip)."""
+    mcp: FastMCP[Any] = FastMCP("ops", mask_error_details=True)
+
+    @mcp.tool
+    @in_group("ops")
+    def refuse() -> str:
+        """Fails with a ToolError, whose text FastMCP always shows."""
+        raise ToolError("the disk is read-only")
+
+    @mcp.tool
+    @in_group("ops")
+    def crash() -> str:
+        """Fails with an exception, whose details FastMCP masks."""
+        raise ValueError("password=hunter2")
+
+    @mcp.tool(tags={"ops"})
+    async def greet(ctx: Context) -> str:
+        """Asks the client for a name, then greets it."""
+        answers = ctx.input_responses
+        if answers is None:
+            ask = mt.ElicitRequest(
+                params=mt.ElicitRequestFormParams(
+                    message="Your name?",
+                    requested_schema={"type": "object", "properties": {"name": {"type": "string"}}},
+                )
+            )
+            return mt.InputRequiredResult(input_requests={"name": ask}, request_state="round-2")  # type: ignore[return-value]
+        answer = answers["name"]
+        assert isinstance(answer, mt.ElicitResult) and answer.content is not None
+        return f"hello {answer.content['name']} ({ctx.request_state})"
+
+    if gated:
+        toolset = ToolSet("ops")
+        toolset.add_group(Group("ops", "Operations."))
+        ToolgateMiddleware(toolset).attach(mcp)
+    return mcp
+
+
+@pytest.fixture(scope="module")
+def fastmcp_servers() -> dict[bool, FastMCP[Any]]:
+    logging.getLogger("fastmcp").setLevel(logging.CRITICAL)  # the masked tracebacks
+    return {gated: fastmcp_server(gated=gated) for gated in (False, True)}
+
+
+async def answer_name(message: str, response_type: Any, params: Any, context: Any) -> Any:
+    return {"name": "Ada"}
+
+
+async def fastmcp_call(
+    servers: dict[bool, FastMCP[Any]],
+    gated: bool,
+    mode: str,
+    name: str,
+    *,
+    through_call_tool: bool = False,
+) -> Any:
+    """``name`` called as a client of protocol ``mode`` would, on the gated server
+    after opening ``ops`` (legacy: ``enable_tools``; 2026-07-28: it calls what
+    ``get_group`` indexed), or through the ``call_tool`` meta-tool."""
+    options: dict[str, Any] = {"mode": "legacy"} if mode == "legacy" else {}
+    server = servers[gated]
+    async with fastmcp.Client(server, elicitation_handler=answer_name, **options) as client:
+        if through_call_tool:
+            return await client.call_tool(
+                "call_tool", {"name": name, "arguments": {}}, raise_on_error=False
+            )
+        if gated and mode == "legacy":
+            await client.call_tool("enable_tools", {"groups": ["ops"]})
+        return await client.call_tool(name, {}, raise_on_error=False)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+@pytest.mark.parametrize("tool", ["refuse", "crash"])
+async def test_a_revealed_fastmcp_tool_fails_with_the_text_fastmcp_sends_without_toolgate(
+    fastmcp_servers: dict[bool, FastMCP[Any]], mode: str, tool: str
+) -> None:
+    plain = await fastmcp_call(fastmcp_servers, False, mode, tool)
+    gated = await fastmcp_call(fastmcp_servers, True, mode, tool)
+    assert gated.is_error and plain.is_error
+    assert text(gated) == text(plain)
+    assert "hunter2" not in text(gated)  # mask_error_details still holds
+
+
+@pytest.mark.parametrize("through_call_tool", [False, True])
+async def test_on_2026_a_fastmcp_guard_tool_asks_and_finishes_as_without_toolgate(
+    fastmcp_servers: dict[bool, FastMCP[Any]], through_call_tool: bool
+) -> None:
+    plain = await fastmcp_call(fastmcp_servers, False, "2026-07-28", "greet")
+    gated = await fastmcp_call(
+        fastmcp_servers, True, "2026-07-28", "greet", through_call_tool=through_call_tool
+    )
+    assert text(plain) == "hello Ada (round-2)"
+    assert (text(gated), gated.is_error) == (text(plain), False)
+
+
+class Name(BaseModel):
+    name: str
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("Your name?", Name)
+
+
+def sdk_server(*, gated: bool) -> MCPServer[Any]:
+    """An ``MCPServer`` tool that asks for a name through the SDK's resolvers (an
+    elicitation on the legacy era, an ``input_required`` round on 2026-07-28)."""
+    mcp: MCPServer[Any] = MCPServer("greeter")
+
+    @mcp.tool()
+    def greet(who: Annotated[Name, Resolve(ask_name)]) -> str:
+        """Greets whoever the client names."""
+        return f"hello {who.name}"
+
+    if gated:
+        toolset = ToolSet("greeter")
+        toolset.add_group(Group("admin", "Administration."))
+        bind(mcp, toolset)
+    return mcp
+
+
+@pytest.fixture(scope="module")
+def sdk_servers() -> dict[bool, MCPServer[Any]]:
+    logging.getLogger("toolgate.lowlevel").setLevel(logging.ERROR)  # no identity: a warning
+    return {gated: sdk_server(gated=gated) for gated in (False, True)}
+
+
+async def sdk_answer(context: Any, params: Any) -> mt.ElicitResult:
+    return mt.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("through_call_tool", [False, True])
+async def test_an_mcpserver_tool_that_asks_for_input_finishes_as_without_toolgate(
+    sdk_servers: dict[bool, MCPServer[Any]], mode: str, through_call_tool: bool
+) -> None:
+    results = {}
+    for gated, server in sdk_servers.items():
+        async with Client(server, mode=mode, elicitation_callback=sdk_answer) as client:
+            if gated and through_call_tool:
+                call = await client.call_tool("call_tool", {"name": "greet", "arguments": {}})
+            else:
+                call = await client.call_tool("greet", {})
+        results[gated] = (call.is_error, text(call))
+    assert results[False] == (False, "hello Ada")
+    assert results[True] == results[False]
+
+
+async def test_over_http_an_mcpserver_tool_asks_through_call_tool_with_its_state_sealed() -> None:
+    server = sdk_server(gated=True)
+    async with serve_http(server.streamable_http_app()) as url:
+        transport = StreamableHttpTransport(url)
+        async with fastmcp.Client(transport, elicitation_handler=answer_name) as client:
+            call = await client.call_tool("call_tool", {"name": "greet", "arguments": {}})
+    assert (call.is_error, text(call)) == (False, "hello Ada")
