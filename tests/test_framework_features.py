@@ -3,8 +3,9 @@
 Each scenario runs the same server with and without toolgate and compares what a client
 gets: FastMCP's error results (``ToolError``, masked exceptions), FastMCP guard tools
 and ``MCPServer`` tools that ask for input on 2026-07-28 (``input_required`` rounds),
-called directly or through ``call_tool``. Real clients (``fastmcp.Client`` in both
-modes, ``mcp.Client``), in memory and over streamable HTTP.
+called directly or through ``call_tool``; and ``@in_group`` marks that hold through
+FastMCP's ``mount()`` and tool transformations, as FastMCP's tags do. Real clients
+(``fastmcp.Client`` in both modes, ``mcp.Client``), in memory and over streamable HTTP.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import ToolError
+from fastmcp.server.transforms import ToolTransform
+from fastmcp.tools import Tool as FastMCPTool
+from fastmcp.tools.tool_transform import ToolTransformConfig
 from mcp import Client
 from mcp.server import MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from pydantic import BaseModel
 
 from _fixtures.mcp_servers import serve_http, text
-from toolgate import Group, ToolSet, in_group
+from toolgate import Group, Policy, RateLimit, ToolSet, in_group, tool
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.lowlevel import bind
 
@@ -185,3 +189,77 @@ async def test_over_http_an_mcpserver_tool_asks_through_call_tool_with_its_state
         async with fastmcp.Client(transport, elicitation_handler=answer_name) as client:
             call = await client.call_tool("call_tool", {"name": "greet", "arguments": {}})
     assert (call.is_error, text(call)) == (False, "hello Ada")
+
+
+def marked_tools_server(*, gated: bool) -> FastMCP[Any]:
+    """Tools marked into group ``repos`` that reach the server toolgate serves through
+    FastMCP's own machinery: a mounted server, ``Tool.from_tool`` and a ``ToolTransform``."""
+    repos: FastMCP[Any] = FastMCP("repos")
+
+    @repos.tool
+    @in_group("repos")
+    @tool(policy=Policy(rate_limit=RateLimit(max=1, window_s=60)))
+    def fork(name: str) -> str:
+        """Fork a repository (once a minute)."""
+        return f"forked {name}"
+
+    mcp: FastMCP[Any] = FastMCP("code")
+    mcp.mount(repos, namespace="gh")
+
+    @mcp.tool
+    @in_group("repos")
+    def archive(name: str) -> str:
+        """Archive a repository."""
+        return f"archived {name}"
+
+    @mcp.tool
+    def ping() -> str:
+        """Check that the server answers."""
+        return "pong"
+
+    mcp.add_tool(FastMCPTool.from_tool(archive, name="archive_repo"))
+    mcp.add_transform(ToolTransform({"archive": ToolTransformConfig(name="shelve")}))
+    if gated:
+        toolset = ToolSet("code")
+        toolset.add_group(Group("repos", "Repositories."))
+        ToolgateMiddleware(toolset).attach(mcp)
+    return mcp
+
+
+@pytest.fixture(scope="module")
+def marked_servers() -> dict[bool, FastMCP[Any]]:
+    return {gated: marked_tools_server(gated=gated) for gated in (False, True)}
+
+
+async def test_marked_tools_reached_through_mount_and_transforms_wait_for_their_group(
+    marked_servers: dict[bool, FastMCP[Any]],
+) -> None:
+    meta = ["call_tool", "describe_tools", "disable_tools", "enable_tools", "list_groups"]
+    grouped = ["archive_repo", "gh_fork", "shelve"]
+    async with fastmcp.Client(marked_servers[True], mode="legacy") as client:
+        before = sorted(t.name for t in await client.list_tools())
+        hidden = await client.call_tool("gh_fork", {"name": "x"}, raise_on_error=False)
+        await client.call_tool("enable_tools", {"groups": ["repos"]})
+        after = sorted(t.name for t in await client.list_tools())
+        forked = await client.call_tool("gh_fork", {"name": "toolgate"})
+        again = await client.call_tool("gh_fork", {"name": "toolgate"}, raise_on_error=False)
+    assert before == sorted([*meta, "ping"])
+    assert hidden.structured_content is not None
+    assert hidden.structured_content["enable"] == ["repos"]
+    assert after == sorted([*meta, *grouped, "ping"])
+    async with fastmcp.Client(marked_servers[False], mode="legacy") as plain:
+        assert text(forked) == text(await plain.call_tool("gh_fork", {"name": "toolgate"}))
+    assert again.structured_content is not None  # the mounted tool's @tool policy holds
+    assert again.structured_content["code"] == "rate_limited"
+
+
+async def test_on_2026_get_group_indexes_the_mounted_and_transformed_tools_of_a_group(
+    marked_servers: dict[bool, FastMCP[Any]],
+) -> None:
+    async with fastmcp.Client(marked_servers[True]) as client:
+        listed = sorted(t.name for t in await client.list_tools())
+        group = await client.call_tool("get_group", {"name": "repos"})
+    assert "gh_fork" not in listed and "shelve" not in listed
+    assert group.structured_content is not None
+    indexed = [entry.split("(")[0] for entry in group.structured_content["tools"]]
+    assert indexed == ["archive_repo", "gh_fork", "shelve"]

@@ -18,15 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as mt
 from fastmcp.exceptions import FastMCPError
+from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.server.transforms.visibility import is_enabled
 from fastmcp.tools.base import InputRequiredToolResult
 from fastmcp.tools.base import Tool as FastMCPTool
 from fastmcp.tools.base import ToolResult as FastMCPResult
-from fastmcp.utilities.versions import version_sort_key
+from fastmcp.tools.tool_transform import TransformedTool
+from fastmcp.utilities.versions import VersionSpec, version_sort_key
 
 from toolgate.catalog import ALWAYS, BY_GROUP, CallContext, Tool, ToolResult, Visibility
 from toolgate.declare import GROUPS_MARK, TOOL_MARK, ToolOptions
 from toolgate.errors import ConfigError, RegistrationError, described
+from toolgate.fastmcp_internals import mounted_origin
 from toolgate.policy import DEFAULT_POLICY
 from toolgate.toolset import ToolSet
 from toolgate.wire import (
@@ -115,6 +118,33 @@ async def run_fastmcp(
     return holder.keep(raw, result) if isinstance(holder, RawResult) else result
 
 
+async def marked_function(tool: FastMCPTool) -> Any:
+    """The function whose toolgate marks (``@in_group``, ``@tool(...)``) a FastMCP tool
+    carries: its own, else, as FastMCP carries tags, its origin's: through a
+    transformation (``Tool.from_tool``, a ``ToolTransform``) the tool it was made from,
+    through ``mount()`` the mounted server's tool. None when no function on the way is
+    marked (a proxied server's tools: their groups come from tags or ``tool_groups``)."""
+    from fastmcp import FastMCP  # the importer's module is imported by fastmcp's users
+
+    seen: set[int] = set()
+    at: FastMCPTool | None = tool
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        fn = getattr(at, "fn", None)
+        if fn is not None and (hasattr(fn, GROUPS_MARK) or hasattr(fn, TOOL_MARK)):
+            return fn
+        if isinstance(at, TransformedTool):
+            at = at.parent_tool
+        elif isinstance(at, FastMCPProviderTool):
+            server, name = mounted_origin(at)
+            version = VersionSpec(eq=at.version) if at.version else None
+            # as ``registered`` reads the parent: providers and transforms, no session
+            at = await super(FastMCP, server).get_tool(name, version)
+        else:
+            return None
+    return None
+
+
 @dataclass
 class _Imported:
     tool: Tool
@@ -191,8 +221,7 @@ class FastMCPTools:
                 best[t.name] = t
         return best
 
-    def _groups_for(self, fm: FastMCPTool, opts: ToolOptions | None) -> tuple[str, ...]:
-        fn = getattr(fm, "fn", None)
+    def _groups_for(self, fm: FastMCPTool, fn: Any, opts: ToolOptions | None) -> tuple[str, ...]:
         marks: tuple[str, ...] = getattr(fn, GROUPS_MARK, ()) if fn is not None else ()
         known = self.toolset.catalog.groups
         tags = tuple(sorted(t for t in (fm.tags or ()) if t in known))
@@ -202,10 +231,10 @@ class FastMCPTools:
             )
         )
 
-    def _import_one(self, fm: FastMCPTool) -> Tool:
+    def _import_one(self, fm: FastMCPTool, fn: Any) -> Tool:
+        """``fm`` as a catalog tool, with the marks of ``fn`` (``marked_function``)."""
         server = self.server
         assert server is not None
-        fn = getattr(fm, "fn", None)
         opts: ToolOptions | None = getattr(fn, TOOL_MARK, None) if fn is not None else None
         name = fm.name
 
@@ -221,7 +250,7 @@ class FastMCPTools:
             tool_wire(fm.to_mcp_tool(name=name)),
             run,
             summary=opts.summary if opts else None,
-            groups=self._groups_for(fm, opts),
+            groups=self._groups_for(fm, fn, opts),
             visibility=visibility,
             policy=opts.policy if opts else DEFAULT_POLICY,
             stages=frozenset(opts.stages) if opts and opts.stages is not None else None,
@@ -256,8 +285,9 @@ class FastMCPTools:
         gone = [n for n in self._imported if n not in found]
         fresh: list[Tool] = []
         for name, fm in found.items():
+            fn = await marked_function(fm)
             if name in self._imported:
-                tool = self._import_one(fm)
+                tool = self._import_one(fm, fn)
                 sig = json.dumps([tool.wire(), tool.groups], sort_keys=True, default=str)
                 if self._imported[name].signature == sig:
                     continue
@@ -267,7 +297,7 @@ class FastMCPTools:
                     f"FastMCP tool {name!r} collides with a toolgate tool of the same name",
                     name=name,
                 )
-            fresh.append(self._import_one(fm))
+            fresh.append(self._import_one(fm, fn))
         for name in gone:
             if catalog.tool(name) is self._imported[name].tool:
                 self.toolset.remove_tool(name)
