@@ -3,8 +3,10 @@
 Each scenario runs the same server with and without toolgate and compares what a client
 gets: FastMCP's error results (``ToolError``, masked exceptions), FastMCP guard tools
 and ``MCPServer`` tools that ask for input on 2026-07-28 (``input_required`` rounds),
-called directly or through ``call_tool``; and ``@in_group`` marks that hold through
-FastMCP's ``mount()`` and tool transformations, as FastMCP's tags do. Real clients
+called directly or through ``call_tool``; ``@in_group`` marks that hold through
+FastMCP's ``mount()`` and tool transformations, as FastMCP's tags do; and FastMCP's
+per-tool ``auth``, which hides a tool from a token it refuses in every way toolgate
+shows tools. Real clients
 (``fastmcp.Client`` in both modes, ``mcp.Client``), in memory and over streamable HTTP.
 """
 
@@ -19,6 +21,8 @@ import pytest
 from fastmcp import Context, FastMCP
 from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import ToolError
+from fastmcp.server.auth import require_scopes
+from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.transforms import ToolTransform
 from fastmcp.tools import Tool as FastMCPTool
 from fastmcp.tools.tool_transform import ToolTransformConfig
@@ -31,6 +35,7 @@ from _fixtures.mcp_servers import serve_http, text
 from toolgate import Group, Policy, RateLimit, ToolSet, in_group, tool
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.lowlevel import bind
+from toolgate.strategies import DeliveryConfig
 
 
 def fastmcp_server(*, gated: bool) -> FastMCP[Any]:
@@ -263,3 +268,83 @@ async def test_on_2026_get_group_indexes_the_mounted_and_transformed_tools_of_a_
     assert group.structured_content is not None
     indexed = [entry.split("(")[0] for entry in group.structured_content["tools"]]
     assert indexed == ["archive_repo", "gh_fork", "shelve"]
+
+
+TOKENS = {
+    "tok-admin": {"client_id": "ops", "sub": "alice", "scopes": ["admin"]},
+    "tok-user": {"client_id": "ops", "sub": "bob", "scopes": ["user"]},
+}
+
+
+def authorized_server(*, gated: bool) -> FastMCP[Any]:
+    """Two tools only a token with scope ``admin`` may see and call, one of them in
+    group ``keys``, and one anyone may call."""
+    mcp: FastMCP[Any] = FastMCP("keys", auth=StaticTokenVerifier(tokens=TOKENS))
+
+    @mcp.tool(auth=require_scopes("admin"))
+    @in_group("keys")
+    def rotate_keys() -> str:
+        """Rotate the signing keys."""
+        return "rotated"
+
+    @mcp.tool(auth=require_scopes("admin"))
+    def audit_log() -> str:
+        """Read the audit log."""
+        return "log"
+
+    @mcp.tool
+    def ping() -> str:
+        """Check that the server answers."""
+        return "pong"
+
+    if gated:
+        toolset = ToolSet("keys")
+        toolset.add_group(Group("keys", "Signing keys."))
+        ToolgateMiddleware(toolset, DeliveryConfig(search=True)).attach(mcp)
+    return mcp
+
+
+async def own_tools_seen(url: str, token: str, mode: str) -> dict[str, Any]:
+    """What a client with ``token`` learns of the server's own tools: its list (after
+    opening ``keys`` on the legacy protocol), what search and ``describe_tools`` give."""
+    own = {"rotate_keys", "audit_log", "ping"}
+    options: dict[str, Any] = {"mode": mode}
+    async with fastmcp.Client(StreamableHttpTransport(url, auth=token), **options) as client:
+        names = {t.name for t in await client.list_tools()}
+        if "enable_tools" not in names:
+            return {"listed": sorted(own & names)}
+        if mode == "legacy":
+            await client.call_tool("enable_tools", {"groups": ["keys"]})
+        listed = sorted(own & {t.name for t in await client.list_tools()})
+        found = await client.call_tool("search_tools", {"query": "rotate signing keys"})
+        described = await client.call_tool(
+            "describe_tools", {"tools": ["rotate_keys"]}, raise_on_error=False
+        )
+    assert found.structured_content is not None and described.structured_content is not None
+    return {
+        "listed": listed,
+        "found": [r["name"] for r in found.structured_content["results"]],
+        "described": "inputSchema" in described.structured_content["rotate_keys"],
+    }
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_tool_fastmcp_auth_refuses_a_token_stays_out_of_everything_it_is_shown(
+    mode: str,
+) -> None:
+    seen: dict[tuple[bool, str], dict[str, Any]] = {}
+    for gated in (False, True):
+        async with serve_http(authorized_server(gated=gated).http_app()) as url:
+            for token in TOKENS:
+                seen[gated, token] = await own_tools_seen(url, token, mode)
+    if mode == "legacy":  # with its group open, the list FastMCP gives each token
+        for token in TOKENS:
+            assert seen[True, token]["listed"] == seen[False, token]["listed"]
+    assert seen[False, "tok-user"] == {"listed": ["ping"]}
+    assert seen[True, "tok-user"] == {"listed": ["ping"], "found": [], "described": False}
+    admin = seen[True, "tok-admin"]
+    assert ("audit_log" in admin["listed"], admin["found"], admin["described"]) == (
+        True,
+        ["rotate_keys"],
+        True,
+    )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as mt
-from fastmcp.exceptions import FastMCPError
+from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError
 from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.server.transforms.visibility import is_enabled
 from fastmcp.tools.base import InputRequiredToolResult
@@ -109,6 +109,8 @@ async def run_fastmcp(
     leg included."""
     try:
         raw = await call
+    except (DisabledError, NotFoundError):
+        return ToolResult.error(f"Unknown tool: {name!r}")  # FastMCP's words for it
     except FastMCPError as exc:
         return ToolResult.error(str(exc))
     if isinstance(raw, InputRequiredToolResult):
@@ -173,6 +175,8 @@ class FastMCPTools:
         self._syncing = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._unmatched: set[str] = set()  # tool_groups names already warned of
+        #: imported tools FastMCP authorizes per request (``@mcp.tool(auth=...)``)
+        self.guarded: frozenset[str] = frozenset()
 
     def bind(self, server: FastMCP[Any]) -> None:
         """Follow ``server``: ``@mcp.tool`` / ``remove_tool`` mark the import stale."""
@@ -302,6 +306,7 @@ class FastMCPTools:
             if catalog.tool(name) is self._imported[name].tool:
                 self.toolset.remove_tool(name)
             del self._imported[name]
+        self.guarded = frozenset(n for n, fm in found.items() if fm.auth is not None)
         if fresh:
             self.toolset.add_tools(fresh)
         for tool in fresh:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import mcp_types as mt
@@ -23,6 +24,7 @@ from mcp.server.context import ServerRequestContext
 
 from toolgate.catalog import CallContext, ToolResult
 from toolgate.errors import RegistrationError, ToolgateError
+from toolgate.fastmcp.auth import FASTMCP_AUTH, refused_tools, refusing
 from toolgate.fastmcp.confirm import InputRequired, RoundTripConfirmer
 from toolgate.fastmcp.groups import GroupsServerExtension
 from toolgate.fastmcp.importer import (
@@ -141,7 +143,9 @@ class ToolgateMiddleware(Middleware):
         check_identity(identity)
         self.tool_groups = checked_tool_groups(tool_groups)  # before Delivery reserves names
         self.toolset = toolset
-        self.delivery = Delivery(toolset, config, addons=addons)
+        self.delivery = Delivery(toolset, config, addons=addons)  # checks the arguments
+        if FASTMCP_AUTH not in toolset.rules:  # FastMCP's per-tool auth, in the view
+            toolset.rules = (*toolset.rules, FASTMCP_AUTH)
         self.identity = identity
         self.server: FastMCP[Any] | None = None
         #: FastMCP's own tools, imported into the toolset
@@ -238,6 +242,10 @@ class ToolgateMiddleware(Middleware):
             facts = await request_facts(ctx, identity, access_token=get_access_token())
         except ToolgateError as exc:
             _fail(exc)
+        if self.tools.guarded and self.server is not None:
+            principal = facts.principal or self.toolset.default_principal
+            refused = await refused_tools(self.server, self.tools.guarded)
+            facts = replace(facts, principal=refusing(principal, refused))
         self.live.remember(ctx, facts)
         return facts
 
