@@ -135,6 +135,22 @@ async def test_on_2026_a_fastmcp_guard_tool_asks_and_finishes_as_without_toolgat
     assert (text(gated), gated.is_error) == (text(plain), False)
 
 
+async def test_a_tool_fastmcp_disabled_after_import_answers_fastmcps_unknown_tool() -> None:
+    mcp: FastMCP[Any] = FastMCP("ops")
+
+    @mcp.tool
+    def reindex() -> str:
+        """Rebuild the index."""
+        return "done"
+
+    ToolgateMiddleware(ToolSet("ops")).attach(mcp)
+    async with fastmcp.Client(mcp, mode="legacy") as client:
+        await client.list_tools()  # imported
+        mcp.disable(names={"reindex"})  # a change FastMCP does not report
+        result = await client.call_tool("reindex", {}, raise_on_error=False)
+    assert (result.is_error, text(result)) == (True, "Unknown tool: 'reindex'")
+
+
 class Name(BaseModel):
     name: str
 
