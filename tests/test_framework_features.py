@@ -27,12 +27,13 @@ from fastmcp.server.transforms import ToolTransform
 from fastmcp.tools import Tool as FastMCPTool
 from fastmcp.tools.tool_transform import ToolTransformConfig
 from mcp import Client
-from mcp.server import MCPServer
+from mcp.server import MCPServer, Server
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from pydantic import BaseModel
 
 from _fixtures.mcp_servers import serve_http, text
-from toolgate import Group, Policy, RateLimit, ToolSet, in_group, tool
+from toolgate import Group, Policy, RateLimit, Tool, ToolSet, in_group, tool
+from toolgate.errors import RegistrationError
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.lowlevel import bind
 from toolgate.strategies import DeliveryConfig
@@ -201,6 +202,27 @@ async def test_an_mcpserver_tool_that_asks_for_input_finishes_as_without_toolgat
         results[gated] = (call.is_error, text(call))
     assert results[False] == (False, "hello Ada")
     assert results[True] == results[False]
+
+
+async def test_binding_a_low_level_server_that_serves_its_own_tools_is_refused_untouched() -> None:
+    async def list_tools(ctx: Any, params: Any) -> mt.ListToolsResult:
+        return mt.ListToolsResult(tools=[mt.Tool(name="vacuum", input_schema={"type": "object"})])
+
+    async def call_tool(ctx: Any, params: Any) -> mt.CallToolResult:
+        return mt.CallToolResult(content=[mt.TextContent(type="text", text="vacuumed")])
+
+    server: Server[Any] = Server("db", on_list_tools=list_tools, on_call_tool=call_tool)
+    toolset = ToolSet("db")
+    toolset.add_tool(Tool("ping", "Check the server.", handler=lambda a, c: "pong"))
+    with pytest.raises(RegistrationError) as refused:
+        bind(server, toolset)
+    assert refused.value.message.startswith(
+        "Server 'db' already answers tools/list and tools/call with its own handlers"
+    )
+    async with Client(server, mode="legacy") as client:  # the server as it was
+        names = [t.name for t in (await client.list_tools()).tools]
+        ran = await client.call_tool("vacuum", {})
+    assert (names, text(ran), list(toolset.catalog.tools)) == (["vacuum"], "vacuumed", ["ping"])
 
 
 async def test_over_http_an_mcpserver_tool_asks_through_call_tool_with_its_state_sealed() -> None:

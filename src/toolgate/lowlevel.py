@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 from toolgate.catalog import CallContext, Tool, ToolResult
-from toolgate.errors import ToolgateError
+from toolgate.errors import RegistrationError, ToolgateError
 from toolgate.identity import BearerTokens, IdentityFn, IdentityResolver, check_identity
 from toolgate.request import (
     Context,
@@ -296,6 +296,17 @@ def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> list[str]:
     return [t.name for t in adopted]
 
 
+def _own_tool_handlers(server: Server[Any]) -> list[str]:
+    """The tool requests a low-level ``server`` answers with handlers of its own (a
+    binding's, from an earlier ``bind``, are not its own)."""
+    own = []
+    for method in ("tools/list", "tools/call"):
+        entry = server.get_request_handler(method)
+        if entry is not None and not isinstance(getattr(entry.handler, "__self__", None), Binding):
+            own.append(method)
+    return own
+
+
 def bind(
     server: Server[Any] | MCPServer[Any],
     toolset: ToolSet,
@@ -309,7 +320,8 @@ def bind(
     >>> binding = bind(Server("files"), toolset, identity=BearerTokens({...}))
 
     Replaces the server's ``tools/list`` and ``tools/call`` handlers (the toolset is
-    the source of tools; an ``MCPServer``'s own tools are adopted as root tools),
+    the source of tools; an ``MCPServer``'s own tools are adopted as root tools; a
+    low-level ``Server`` with tool handlers of its own is a ``RegistrationError``),
     serves add-on resources, and advertises ``tools.listChanged``. ``identity`` maps a
     request to a principal (default: the toolset's default principal). This is the
     entry point: there is no ``ToolSet.bind`` sugar, because the core must not import
@@ -323,6 +335,15 @@ def bind(
         adopted = _adopt_tools(server, toolset)
         lowlevel: Server[Any] = lowlevel_of(server)
     elif isinstance(server, Server):
+        own = _own_tool_handlers(server)
+        if own:
+            # their tools would vanish without a word: toolgate answers these requests
+            raise RegistrationError(
+                f"Server {server.name!r} already answers {' and '.join(own)} with its own "
+                "handlers, which bind() replaces: its tools would be lost. Declare them "
+                "in the toolset (Tool(..., handler=...)), or bind an MCPServer, whose own "
+                "tools toolgate adopts"
+            )
         lowlevel = server
     else:
         raise TypeError(f"bind() takes an mcp Server or MCPServer, not {type(server).__name__}")
