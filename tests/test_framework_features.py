@@ -6,7 +6,8 @@ and ``MCPServer`` tools that ask for input on 2026-07-28 (``input_required`` rou
 called directly or through ``call_tool``; ``@in_group`` marks that hold through
 FastMCP's ``mount()`` and tool transformations, as FastMCP's tags do; and FastMCP's
 per-tool ``auth``, which hides a tool from a token it refuses in every way toolgate
-shows tools. Real clients
+shows tools; arguments the framework reads leniently (pydantic's lax mode: ``"5"`` for
+an integer) are not refused before it reads them. Real clients
 (``fastmcp.Client`` in both modes, ``mcp.Client``), in memory and over streamable HTTP.
 """
 
@@ -150,6 +151,71 @@ async def test_a_tool_fastmcp_disabled_after_import_answers_fastmcps_unknown_too
         mcp.disable(names={"reindex"})  # a change FastMCP does not report
         result = await client.call_tool("reindex", {}, raise_on_error=False)
     assert (result.is_error, text(result)) == (True, "Unknown tool: 'reindex'")
+
+
+class Point(BaseModel):
+    x: int
+    y: float
+
+
+def lenient_servers() -> dict[str, Any]:
+    """A FastMCP tool and an ``MCPServer`` tool in group ``geo``, each taking numbers,
+    a flag and a pydantic model; served plain and gated."""
+    servers: dict[str, Any] = {}
+    for gated in (False, True):
+        fm: FastMCP[Any] = FastMCP("geo")
+        sdk: MCPServer[Any] = MCPServer("geo")
+
+        def shift(p: Point, dx: int, scale: float = 1.0, loud: bool = False) -> str:
+            """Move a point."""
+            return f"{p.x + dx},{p.y * scale}{'!' if loud else ''}"
+
+        fm.tool(in_group("geo")(shift))
+        sdk.tool()(shift)
+        if gated:
+            toolset = ToolSet("geo")
+            toolset.add_group(Group("geo", "Geometry."))
+            ToolgateMiddleware(toolset).attach(fm)
+            bind(sdk, ToolSet("geo"))
+        servers[f"fastmcp/{gated}"], servers[f"mcpserver/{gated}"] = fm, sdk
+    return servers
+
+
+@pytest.fixture(scope="module")
+def lenient() -> dict[str, Any]:
+    return lenient_servers()
+
+
+@pytest.mark.parametrize("framework", ["fastmcp", "mcpserver"])
+@pytest.mark.parametrize(
+    ("arguments", "plain_text"),
+    [
+        ({"p": {"x": "3", "y": "0.5"}, "dx": "2", "scale": "2", "loud": "yes"}, "5,1.0!"),
+        ({"p": {"x": 3, "y": 1}, "dx": 2.0, "loud": 1}, "5,1.0!"),
+    ],
+)
+async def test_arguments_the_framework_reads_leniently_reach_it_as_without_toolgate(
+    lenient: dict[str, Any], framework: str, arguments: dict[str, Any], plain_text: str
+) -> None:
+    answers = {}
+    for gated in (False, True):
+        async with fastmcp.Client(lenient[f"{framework}/{gated}"]) as client:
+            result = await client.call_tool("shift", arguments, raise_on_error=False)
+        answers[gated] = (result.is_error, text(result))
+    assert answers[False] == (False, plain_text)
+    assert answers[True] == answers[False]
+
+
+async def test_arguments_no_lenient_reading_accepts_are_still_refused_with_the_pointer(
+    lenient: dict[str, Any],
+) -> None:
+    async with fastmcp.Client(lenient["fastmcp/True"]) as client:
+        result = await client.call_tool(
+            "shift", {"p": {"x": "three", "y": 1}, "dx": 2}, raise_on_error=False
+        )
+    assert result.is_error
+    assert text(result).startswith("Invalid arguments for tool 'shift': p/x: 'three' is not")
+    assert 'Call describe_tools with {"tools": ["shift"]}' in text(result)
 
 
 class Name(BaseModel):

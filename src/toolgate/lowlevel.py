@@ -291,7 +291,8 @@ def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> list[str]:
             icons=info.icons,
             _meta=info.meta,
         )
-        adopted.append(Tool.from_wire(tool_wire(wire), run, source="mcpserver"))
+        # the MCPServer validates with pydantic, in its lax mode
+        adopted.append(Tool.from_wire(tool_wire(wire), run, source="mcpserver", lax_arguments=True))
     toolset.add_tools(adopted)
     return [t.name for t in adopted]
 

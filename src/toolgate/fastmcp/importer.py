@@ -261,6 +261,7 @@ class FastMCPTools:
             next_stage=opts.next_stage if opts else None,
             doc=opts.doc if opts else None,
             source="fastmcp",
+            lax_arguments=True,  # FastMCP validates with pydantic, in its lax mode
         )
 
     async def sync(self) -> None:
