@@ -7,7 +7,9 @@ called directly or through ``call_tool``; ``@in_group`` marks that hold through
 FastMCP's ``mount()`` and tool transformations, as FastMCP's tags do; and FastMCP's
 per-tool ``auth``, which hides a tool from a token it refuses in every way toolgate
 shows tools; arguments the framework reads leniently (pydantic's lax mode: ``"5"`` for
-an integer) are not refused before it reads them. Real clients
+an integer) are not refused before it reads them; the server's own FastMCP middleware
+sees a tool called through ``call_tool``, and schemas are listed with their ``$ref``
+inlined as FastMCP lists them. Real clients
 (``fastmcp.Client`` in both modes, ``mcp.Client``), in memory and over streamable HTTP.
 """
 
@@ -24,6 +26,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import ToolError
 from fastmcp.server.auth import require_scopes
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+from fastmcp.server.middleware import Middleware
 from fastmcp.server.transforms import ToolTransform
 from fastmcp.tools import Tool as FastMCPTool
 from fastmcp.tools.tool_transform import ToolTransformConfig
@@ -452,3 +455,113 @@ async def test_a_tool_fastmcp_auth_refuses_a_token_stays_out_of_everything_it_is
         ["rotate_keys"],
         True,
     )
+
+
+class Recorder(Middleware):
+    """A server's own middleware: records the tool calls it sees and hides one tool
+    from FastMCP's list."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def on_call_tool(self, context: Any, call_next: Any) -> Any:
+        self.calls.append(context.message.name)
+        return await call_next(context)
+
+    async def on_list_tools(self, context: Any, call_next: Any) -> Any:
+        return [t for t in await call_next(context) if t.name != "restart"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_servers_own_middleware_sees_a_tool_called_through_call_tool_checked_once(
+    mode: str,
+) -> None:
+    mcp: FastMCP[Any] = FastMCP("ops")
+
+    @mcp.tool
+    @in_group("ops")
+    @tool(policy=Policy(rate_limit=RateLimit(max=1, window_s=60)))
+    def flush() -> str:
+        """Flush the caches (once a minute)."""
+        return "flushed"
+
+    toolset = ToolSet("ops")
+    toolset.add_group(Group("ops", "Operations."))
+    executed: list[str] = []
+    toolset.events.subscribe(
+        lambda e: executed.append(e.data["tool"]) if e.type == "tool.executed" else None
+    )
+    ToolgateMiddleware(toolset).attach(mcp)
+    recorder = Recorder()
+    mcp.add_middleware(recorder)
+    async with fastmcp.Client(mcp, mode=mode) as client:
+        if mode == "legacy":
+            await client.call_tool("enable_tools", {"groups": ["ops"]})
+        result = await client.call_tool("call_tool", {"name": "flush", "arguments": {}})
+    assert text(result) == "flushed"  # one rate-limit slot spent, not two
+    assert (recorder.calls, executed) == (["flush"], ["flush"])
+
+
+async def test_a_middleware_whose_on_list_tools_cannot_run_is_named_at_the_first_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    mcp: FastMCP[Any] = FastMCP("ops")
+
+    @mcp.tool
+    def restart() -> str:
+        """Restart the service."""
+        return "restarted"
+
+    ToolgateMiddleware(ToolSet("ops")).attach(mcp)
+    mcp.add_middleware(Recorder())
+    with caplog.at_level(logging.WARNING, logger="toolgate.fastmcp"):
+        async with fastmcp.Client(mcp, mode="legacy") as client:
+            await client.list_tools()
+            await client.list_tools()
+    warned = [r.getMessage() for r in caplog.records if "on_list_tools" in r.getMessage()]
+    assert len(warned) == 1
+    assert warned[0].startswith("toolgate: Recorder.on_list_tools does not run on FastMCP server")
+
+
+class Address(BaseModel):
+    street: str
+
+
+class Person(BaseModel):
+    name: str
+    home: Address
+    work: Address | None = None
+
+
+def hiring_server(*, gated: bool) -> FastMCP[Any]:
+    mcp: FastMCP[Any] = FastMCP("hr")
+
+    @mcp.tool
+    @in_group("hr")
+    def hire(person: Person) -> Person:
+        """Hire a person."""
+        return person
+
+    if gated:
+        toolset = ToolSet("hr")
+        toolset.add_group(Group("hr", "Hiring."))
+        ToolgateMiddleware(toolset, DeliveryConfig(grouped_list="full")).attach(mcp)
+    return mcp
+
+
+async def test_a_model_argument_is_listed_with_its_refs_inlined_as_fastmcp_lists_it() -> None:
+    async with fastmcp.Client(hiring_server(gated=False), mode="legacy") as plain:
+        (own,) = await plain.list_tools()
+    async with fastmcp.Client(hiring_server(gated=True), mode="legacy") as client:
+        await client.call_tool("enable_tools", {"groups": ["hr"]})
+        listed = {t.name: t for t in await client.list_tools()}["hire"]
+        described = await client.call_tool("describe_tools", {"tools": ["hire"]})
+        hired = await client.call_tool(
+            "hire", {"person": {"name": "Ada", "home": {"street": "Main"}}}
+        )
+    assert "$ref" not in str(own.input_schema)  # FastMCP's dereference_schemas default
+    assert (listed.input_schema, listed.output_schema) == (own.input_schema, own.output_schema)
+    assert described.structured_content is not None
+    assert described.structured_content["hire"]["inputSchema"] == own.input_schema
+    assert hired.structured_content is not None
+    assert hired.structured_content["home"] == {"street": "Main"}

@@ -13,17 +13,20 @@ import difflib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as mt
 from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError
+from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
 from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.server.transforms.visibility import is_enabled
 from fastmcp.tools.base import InputRequiredToolResult
 from fastmcp.tools.base import Tool as FastMCPTool
 from fastmcp.tools.base import ToolResult as FastMCPResult
 from fastmcp.tools.tool_transform import TransformedTool
+from fastmcp.utilities.json_schema import dereference_refs
 from fastmcp.utilities.versions import VersionSpec, version_sort_key
 
 from toolgate.catalog import ALWAYS, BY_GROUP, CallContext, Tool, ToolResult, Visibility
@@ -45,6 +48,15 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
 
 logger = logging.getLogger("toolgate.fastmcp")
+
+#: the FastMCP tool a catalog call (``call_tool``) is running through FastMCP's
+#: middleware: the ToolgateMiddleware in that chain lets it through, checked once
+_RUNNING: ContextVar[str | None] = ContextVar("toolgate.fastmcp.running", default=None)
+
+
+def running(name: str) -> bool:
+    """Whether ``name`` is the tool a call toolgate admitted is running through FastMCP."""
+    return _RUNNING.get() == name
 
 
 def checked_tool_groups(value: Any) -> dict[str, tuple[str, ...]]:
@@ -147,6 +159,23 @@ async def marked_function(tool: FastMCPTool) -> Any:
     return None
 
 
+def dereferences(server: FastMCP[Any]) -> bool:
+    """Whether ``server`` lists its tools with their schemas' ``$ref`` inlined (FastMCP's
+    default, ``dereference_schemas=True``: some clients read no ``$ref``)."""
+    return any(isinstance(m, DereferenceRefsMiddleware) for m in server.middleware)
+
+
+def dereferenced(wire: Mapping[str, Any]) -> dict[str, Any]:
+    """``wire`` with the ``$ref`` of its input and output schemas inlined, as FastMCP's
+    ``DereferenceRefsMiddleware`` lists a tool."""
+    out = dict(wire)
+    for key in ("inputSchema", "outputSchema"):
+        schema = out.get(key)
+        if isinstance(schema, Mapping) and '"$ref"' in json.dumps(schema):
+            out[key] = dereference_refs(dict(schema))
+    return out
+
+
 @dataclass
 class _Imported:
     tool: Tool
@@ -243,15 +272,21 @@ class FastMCPTools:
         name = fm.name
 
         async def run(arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-            # the call_tool dispatcher's path: FastMCP runs the tool, minus the middleware
-            call = server.call_tool(name, dict(arguments), run_middleware=False)
-            return await run_fastmcp(call, name, ctx.extras)
+            # the call_tool dispatcher's path: FastMCP runs the tool through its
+            # middleware, as a direct call would (the server's own middleware sees it)
+            token = _RUNNING.set(name)
+            try:
+                call = server.call_tool(name, dict(arguments))
+                return await run_fastmcp(call, name, ctx.extras)
+            finally:
+                _RUNNING.reset(token)
 
         visibility: Visibility = BY_GROUP
         if opts is not None:
             visibility = opts.visibility or (ALWAYS if opts.always else BY_GROUP)
+        wire = tool_wire(fm.to_mcp_tool(name=name))
         return Tool.from_wire(
-            tool_wire(fm.to_mcp_tool(name=name)),
+            dereferenced(wire) if dereferences(server) else wire,
             run,
             summary=opts.summary if opts else None,
             groups=self._groups_for(fm, fn, opts),

@@ -18,6 +18,7 @@ from fastmcp.resources.base import Resource as FastMCPResource
 from fastmcp.resources.base import ResourceContent, ResourceResult
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
 from fastmcp.tools.base import Tool as FastMCPTool
 from fastmcp.tools.base import ToolResult as FastMCPResult
 from mcp.server.context import ServerRequestContext
@@ -31,6 +32,7 @@ from toolgate.fastmcp.importer import (
     FastMCPTools,
     checked_tool_groups,
     run_fastmcp,
+    running,
     to_fastmcp_result,
 )
 from toolgate.fastmcp_internals import has_foreign_extension, sdk_context, sdk_server
@@ -155,6 +157,7 @@ class ToolgateMiddleware(Middleware):
         self._models: dict[str, tuple[dict[str, Any], mt.Tool]] = {}
         #: the groups extension ``attach`` installed (strategy ``auto`` or ``groups``)
         self.groups_extension: GroupsServerExtension | None = None
+        self._middleware_checked = False
         toolset.catalog.on_change(lambda _: self.live.soon(self._notify_changed))
 
     # -- wiring ------------------------------------------------------------------------
@@ -229,7 +232,27 @@ class ToolgateMiddleware(Middleware):
     async def _ready(self, server: FastMCP[Any] | None) -> None:
         if server is not None and self.server is None:
             self._bind(server)
+        if not self._middleware_checked and self.server is not None:
+            self._middleware_checked = True  # at the first request: all middleware added
+            self._warn_list_hooks(self.server)
         await self.tools.ready()
+
+    def _warn_list_hooks(self, server: FastMCP[Any]) -> None:
+        """Log each other middleware with an ``on_list_tools`` of its own: toolgate
+        answers ``tools/list`` itself, so that hook never runs."""
+        for other in server.middleware:
+            hook = getattr(type(other), "on_list_tools", Middleware.on_list_tools)
+            if isinstance(other, DereferenceRefsMiddleware) or other is self:
+                continue  # the import inlines $ref as it would (importer.dereferenced)
+            if hook is not Middleware.on_list_tools:
+                logger.warning(
+                    "toolgate: %s.on_list_tools does not run on FastMCP server %r: toolgate "
+                    "answers tools/list itself, so tools that hook adds, hides or changes "
+                    "are not in toolgate's list. Gate tools with toolgate's groups, scopes "
+                    "and policies, or with FastMCP's mcp.disable() and per-tool auth.",
+                    type(other).__name__,
+                    server.name,
+                )
 
     # -- per request -----------------------------------------------------------------------
     async def facts(self, ctx: SdkContext) -> RequestFacts:
@@ -332,6 +355,8 @@ class ToolgateMiddleware(Middleware):
         rc = fctx.request_context if fctx is not None else None
         if fctx is None or rc is None:
             return await call_next(context)  # server code calling its own tool
+        if running(context.message.name):
+            return await call_next(context)  # call_tool's run of a tool toolgate admitted
         await self._ready(fctx.fastmcp)
         ctx = sdk_context(rc)
         message = context.message
