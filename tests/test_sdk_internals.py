@@ -22,6 +22,7 @@ from toolgate import sdk_internals
 from toolgate.fastmcp_internals import (
     PRIVATE_ATTRIBUTES,
     has_foreign_extension,
+    mounted_origin,
     sdk_context,
     sdk_server,
 )
@@ -85,6 +86,22 @@ async def test_fastmcp_objects_carry_the_private_attributes_read() -> None:
         await client.call_tool("probe", {})
     assert len(seen) == 1
     assert isinstance(seen[0], ServerRequestContext), _missing("fastmcp", ["RequestContext._srctx"])
+
+
+async def test_a_mounted_servers_tool_names_the_server_and_name_it_comes_from() -> None:
+    child = fastmcp.FastMCP("child")
+
+    @child.tool()
+    def ping() -> str:
+        return "pong"
+
+    parent = fastmcp.FastMCP("parent")
+    parent.mount(child, namespace="kid")
+    (lent,) = await parent.list_tools()
+    names = [n for n in PRIVATE_ATTRIBUTES if n.startswith("FastMCPProviderTool.")]
+    missing = [n for n in names if not hasattr(lent, n.split(".", 1)[1])]
+    assert not missing, _missing("fastmcp", missing)
+    assert (lent.name, mounted_origin(lent)) == ("kid_ping", (child, "ping"))
 
 
 PRIVATE_MCP = re.compile(r"\b(from|import) (mcp|fastmcp)[\w.]*\._\w")

@@ -1,8 +1,9 @@
 """FastMCP's private names that toolgate reads, in one place and nowhere else.
 
-The SDK request context behind FastMCP's own, a server's extension registry and the SDK
-server inside a ``FastMCP``. ``tests/test_sdk_internals.py`` checks each on live objects
-and fails naming FastMCP's version and the missing name. Adapter layer: imports nothing
+The SDK request context behind FastMCP's own, a server's extension registry, the SDK
+server inside a ``FastMCP`` and where a mounted server's tool comes from.
+``tests/test_sdk_internals.py`` checks each on live objects and fails naming FastMCP's
+version and the missing name. Adapter layer: imports nothing
 of FastMCP at run time; it reads attributes of the objects it is handed.
 """
 
@@ -16,6 +17,8 @@ PRIVATE_ATTRIBUTES = (
     "FastMCP._extensions",
     "FastMCP._auto_extensions",
     "FastMCP._mcp_server",
+    "FastMCPProviderTool._server",
+    "FastMCPProviderTool._original_name",
 )
 
 
@@ -35,4 +38,16 @@ def sdk_server(server: Any) -> Any:
     return server._mcp_server
 
 
-__all__ = ["PRIVATE_ATTRIBUTES", "has_foreign_extension", "sdk_context", "sdk_server"]
+def mounted_origin(tool: Any) -> tuple[Any, str]:
+    """The mounted server and the tool's name there, for a ``FastMCPProviderTool`` (a
+    tool a server mounted with ``mount()`` lends its parent, under its parent's name)."""
+    return tool._server, tool._original_name
+
+
+__all__ = [
+    "PRIVATE_ATTRIBUTES",
+    "has_foreign_extension",
+    "mounted_origin",
+    "sdk_context",
+    "sdk_server",
+]

@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 from toolgate.catalog import CallContext, Tool, ToolResult
-from toolgate.errors import ToolgateError
+from toolgate.errors import RegistrationError, ToolgateError
 from toolgate.identity import BearerTokens, IdentityFn, IdentityResolver, check_identity
 from toolgate.request import (
     Context,
@@ -39,11 +39,14 @@ from toolgate.strategies.base import Request, Strategy
 from toolgate.strategies.delivery import check_delivery_arguments
 from toolgate.toolset import ToolSet
 from toolgate.wire import (
+    RAW_RESULT,
     RESOURCE_NOT_FOUND,
     PageParams,
+    RawResult,
     call_result_wire,
     check_params,
     cursor_of,
+    keep_input_required,
     mcp_error,
     raise_or_result,
     result_from_mcp,
@@ -140,7 +143,8 @@ class Binding:
         made = _REQUEST.get()
         if made is not None and made[0] is facts and made[1] is self:
             return made[2]
-        pair = facts.request(self.delivery, extras={REQUEST_CONTEXT: ctx})
+        extras = {REQUEST_CONTEXT: ctx, RAW_RESULT: RawResult()}
+        pair = facts.request(self.delivery, extras=extras)
         _REQUEST.set((facts, self, pair))
         return pair
 
@@ -156,9 +160,10 @@ class Binding:
             _fail(exc)
         return mt.ListToolsResult(tools=tool_models(page.items), next_cursor=page.next_cursor)
 
-    async def call_tool(self, ctx: Context, params: mt.CallToolRequestParams) -> dict[str, Any]:
+    async def call_tool(self, ctx: Context, params: mt.CallToolRequestParams) -> Any:
         """The call's result in its wire form, which the SDK's kernel validates and
-        shapes per protocol version (``call_result_wire``)."""
+        shapes per protocol version (``call_result_wire``); an ``MCPServer`` tool's
+        ``input_required`` leg as the ``MCPServer`` returned it."""
         strategy, request = await self.request_for(ctx)
         try:
             reply = await self.delivery.call_tool(strategy, request, params.name, params.arguments)
@@ -169,7 +174,9 @@ class Binding:
             await ctx.session.send_notification(
                 mt.ToolListChangedNotification(), related_request_id=ctx.request_id
             )
-        return call_result_wire(reply.result)
+        raw = request.extras.get(RAW_RESULT)
+        own = raw.reply(reply.result) if isinstance(raw, RawResult) else None
+        return own if own is not None else call_result_wire(reply.result)
 
     async def list_resources(
         self, ctx: Context, params: mt.PaginatedRequestParams | None
@@ -259,13 +266,20 @@ def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> list[str]:
         async def run(
             arguments: Mapping[str, Any], call: CallContext, name: str = info.name
         ) -> ToolResult:
-            params = mt.CallToolRequestParams(name=name, arguments=dict(arguments))
-            result = await handler(call.extras[REQUEST_CONTEXT], params)
-            if not isinstance(result, mt.CallToolResult):
-                return ToolResult.error(
-                    f"Tool {name!r} asked for input, which toolgate cannot relay"
-                )
-            return result_from_mcp(result)
+            ctx: Context = call.extras[REQUEST_CONTEXT]
+            # a 2026-07-28 retry's answers and state go to the tool that asked for them,
+            # whether it is called directly or through call_tool
+            answers = mt.InputResponseRequestParams.model_validate(ctx.params or {})
+            params = mt.CallToolRequestParams(
+                name=name,
+                arguments=dict(arguments),
+                input_responses=answers.input_responses,
+                request_state=answers.request_state,
+            )
+            result = await handler(ctx, params)
+            if isinstance(result, mt.InputRequiredResult):
+                return keep_input_required(call.extras, name, result)
+            return result_from_mcp(mt.CallToolResult.model_validate(result))
 
         wire = mt.Tool(
             name=info.name,
@@ -277,9 +291,21 @@ def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> list[str]:
             icons=info.icons,
             _meta=info.meta,
         )
-        adopted.append(Tool.from_wire(tool_wire(wire), run, source="mcpserver"))
+        # the MCPServer validates with pydantic, in its lax mode
+        adopted.append(Tool.from_wire(tool_wire(wire), run, source="mcpserver", lax_arguments=True))
     toolset.add_tools(adopted)
     return [t.name for t in adopted]
+
+
+def _own_tool_handlers(server: Server[Any]) -> list[str]:
+    """The tool requests a low-level ``server`` answers with handlers of its own (a
+    binding's, from an earlier ``bind``, are not its own)."""
+    own = []
+    for method in ("tools/list", "tools/call"):
+        entry = server.get_request_handler(method)
+        if entry is not None and not isinstance(getattr(entry.handler, "__self__", None), Binding):
+            own.append(method)
+    return own
 
 
 def bind(
@@ -295,7 +321,8 @@ def bind(
     >>> binding = bind(Server("files"), toolset, identity=BearerTokens({...}))
 
     Replaces the server's ``tools/list`` and ``tools/call`` handlers (the toolset is
-    the source of tools; an ``MCPServer``'s own tools are adopted as root tools),
+    the source of tools; an ``MCPServer``'s own tools are adopted as root tools; a
+    low-level ``Server`` with tool handlers of its own is a ``RegistrationError``),
     serves add-on resources, and advertises ``tools.listChanged``. ``identity`` maps a
     request to a principal (default: the toolset's default principal). This is the
     entry point: there is no ``ToolSet.bind`` sugar, because the core must not import
@@ -309,6 +336,15 @@ def bind(
         adopted = _adopt_tools(server, toolset)
         lowlevel: Server[Any] = lowlevel_of(server)
     elif isinstance(server, Server):
+        own = _own_tool_handlers(server)
+        if own:
+            # their tools would vanish without a word: toolgate answers these requests
+            raise RegistrationError(
+                f"Server {server.name!r} already answers {' and '.join(own)} with its own "
+                "handlers, which bind() replaces: its tools would be lost. Declare them "
+                "in the toolset (Tool(..., handler=...)), or bind an MCPServer, whose own "
+                "tools toolgate adopts"
+            )
         lowlevel = server
     else:
         raise TypeError(f"bind() takes an mcp Server or MCPServer, not {type(server).__name__}")

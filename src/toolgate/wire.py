@@ -11,6 +11,7 @@ import functools
 import json
 import typing
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as mt
@@ -196,6 +197,42 @@ def content_wire(block: Mapping[str, Any]) -> dict[str, Any]:
     if block.get("type") in CONTENT_TYPES:
         return dict(block)
     return {"type": "text", "text": json.dumps(dict(block), default=str)}
+
+
+#: ``CallContext.extras`` key of the call's ``RawResult`` (set by the adapters)
+RAW_RESULT = "toolgate.raw_result"
+
+
+@dataclass
+class RawResult:
+    """What a framework's own run of a tool returned, for the adapter to send back as
+    it is: a result of the framework's own shape, or an ``input_required`` leg (a
+    2026-07-28 tool asking the client for input), which no ``ToolResult`` can hold.
+    The tool's handler keeps it here with the ``ToolResult`` it hands toolgate in its
+    place; the adapter sends it back when that stand-in is the call's reply."""
+
+    raw: Any = None
+    stand_in: ToolResult | None = None
+
+    def keep(self, raw: Any, stand_in: ToolResult) -> ToolResult:
+        self.raw, self.stand_in = raw, stand_in
+        return stand_in
+
+    def reply(self, result: ToolResult) -> Any:
+        """The framework's own result when ``result`` is its stand-in, else None."""
+        return self.raw if self.raw is not None and result is self.stand_in else None
+
+
+def keep_input_required(extras: Mapping[str, Any], name: str, raw: Any) -> ToolResult:
+    """The stand-in for a tool's ``input_required`` leg, kept in the call's
+    ``RawResult``; an error result saying so when the call has none to carry it (the
+    tool run outside an MCP request)."""
+    holder = extras.get(RAW_RESULT)
+    if not isinstance(holder, RawResult):
+        return ToolResult.error(
+            f"Tool {name!r} asked the client for input, which this call cannot carry"
+        )
+    return holder.keep(raw, ToolResult())
 
 
 def result_from_mcp(result: mt.CallToolResult) -> ToolResult:

@@ -2,12 +2,14 @@
 through the schema's local references (``$ref`` into ``$defs``, as pydantic and the MCP
 SDK write them). ``required_schema`` is what a shortened listing keeps of a schema,
 ``required_sentence`` what an argument error ends with, ``required_names`` what a
-compact index shows: one reading for all three. Model
-layer: the standard library only.
+compact index shows: one reading for all three; ``lax_only`` tells a schema error that
+pydantic's lax mode would not raise. Model layer: the standard library only.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -147,3 +149,48 @@ def _pointer(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
         else:
             return None
     return node if isinstance(node, Mapping) else None
+
+
+#: strings pydantic's lax mode reads as booleans (compared stripped and lower-cased)
+BOOLEAN_WORDS = frozenset({"0", "off", "f", "false", "n", "no", "1", "on", "t", "true", "y", "yes"})
+_WHOLE = re.compile(r"[+-]?\d+(\.0*)?")
+
+
+def lax_reads(value: Any, json_type: str) -> bool:
+    """Whether pydantic's lax mode reads ``value``, a JSON value that is not of
+    ``json_type``, as one: ``"5"``, ``"5.0"`` and ``true`` as an integer, ``"2.5"`` as a
+    number, ``"yes"`` and ``1`` as a boolean. Strings are never made of numbers."""
+    if isinstance(value, bool):
+        return json_type in ("integer", "number")
+    if isinstance(value, str):
+        text = value.strip()
+        if json_type == "integer":
+            return _WHOLE.fullmatch(text) is not None
+        if json_type == "number":
+            try:
+                float(text)
+            except ValueError:
+                return False
+            return True
+        return json_type == "boolean" and text.lower() in BOOLEAN_WORDS
+    if isinstance(value, int | float):
+        if json_type == "integer":
+            return math.isfinite(value) and float(value).is_integer()
+        return json_type == "boolean" and value in (0, 1)
+    return False
+
+
+def lax_only(error: Any) -> bool:
+    """Whether a ``jsonschema`` validation error is one pydantic's lax mode would not
+    raise: a ``type`` mismatch it reads through (``lax_reads``), or an ``anyOf`` /
+    ``oneOf`` with an alternative whose every error is such a mismatch."""
+    if error.validator == "type":
+        types = error.validator_value
+        names = [types] if isinstance(types, str) else list(types)
+        return any(lax_reads(error.instance, t) for t in names)
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        branches: dict[Any, list[Any]] = {}
+        for sub in error.context:
+            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        return any(all(lax_only(sub) for sub in subs) for subs in branches.values())
+    return False

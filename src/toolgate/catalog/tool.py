@@ -62,6 +62,9 @@ class Tool:
     meta: Mapping[str, Any] | None = None
     icons: tuple[Mapping[str, Any], ...] | None = None  # MCP icons, for hosts' UIs
     source: str | None = None  # the backend a gateway tool comes from
+    #: the tool's own server reads its arguments as pydantic's lax mode does ("5" for
+    #: an integer): toolgate then refuses only what that server would refuse too
+    lax_arguments: bool = False
 
     def __post_init__(self) -> None:
         owner = f"Tool {self.name!r}"

@@ -13,27 +13,50 @@ import difflib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as mt
-from fastmcp.exceptions import FastMCPError
+from fastmcp.exceptions import DisabledError, FastMCPError, NotFoundError
+from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
+from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
 from fastmcp.server.transforms.visibility import is_enabled
+from fastmcp.tools.base import InputRequiredToolResult
 from fastmcp.tools.base import Tool as FastMCPTool
 from fastmcp.tools.base import ToolResult as FastMCPResult
-from fastmcp.utilities.versions import version_sort_key
+from fastmcp.tools.tool_transform import TransformedTool
+from fastmcp.utilities.json_schema import dereference_refs
+from fastmcp.utilities.versions import VersionSpec, version_sort_key
 
 from toolgate.catalog import ALWAYS, BY_GROUP, CallContext, Tool, ToolResult, Visibility
 from toolgate.declare import GROUPS_MARK, TOOL_MARK, ToolOptions
 from toolgate.errors import ConfigError, RegistrationError, described
+from toolgate.fastmcp_internals import mounted_origin
 from toolgate.policy import DEFAULT_POLICY
 from toolgate.toolset import ToolSet
-from toolgate.wire import call_result, result_from_mcp, tool_wire
+from toolgate.wire import (
+    RAW_RESULT,
+    RawResult,
+    call_result,
+    keep_input_required,
+    result_from_mcp,
+    tool_wire,
+)
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
 
 logger = logging.getLogger("toolgate.fastmcp")
+
+#: the FastMCP tool a catalog call (``call_tool``) is running through FastMCP's
+#: middleware: the ToolgateMiddleware in that chain lets it through, checked once
+_RUNNING: ContextVar[str | None] = ContextVar("toolgate.fastmcp.running", default=None)
+
+
+def running(name: str) -> bool:
+    """Whether ``name`` is the tool a call toolgate admitted is running through FastMCP."""
+    return _RUNNING.get() == name
 
 
 def checked_tool_groups(value: Any) -> dict[str, tuple[str, ...]]:
@@ -88,12 +111,69 @@ def from_fastmcp_result(result: FastMCPResult) -> ToolResult:
     )
 
 
-async def _run_fastmcp(call: Awaitable[FastMCPResult]) -> ToolResult:
-    """FastMCP's tool-visible failures become error results, as FastMCP reports them."""
+async def run_fastmcp(
+    call: Awaitable[FastMCPResult], name: str, extras: Mapping[str, Any]
+) -> ToolResult:
+    """FastMCP's run of its tool ``name`` as a toolgate result. A failure FastMCP shows
+    the client (``ToolError``, an exception it masked) becomes the error result FastMCP
+    itself sends, word for word; what FastMCP returned is kept in the call's
+    ``RawResult`` (``extras``), so the client gets it untouched, an ``input_required``
+    leg included."""
     try:
-        return from_fastmcp_result(await call)
+        raw = await call
+    except (DisabledError, NotFoundError):
+        return ToolResult.error(f"Unknown tool: {name!r}")  # FastMCP's words for it
     except FastMCPError as exc:
         return ToolResult.error(str(exc))
+    if isinstance(raw, InputRequiredToolResult):
+        return keep_input_required(extras, name, raw)
+    result = from_fastmcp_result(raw)
+    holder = extras.get(RAW_RESULT)
+    return holder.keep(raw, result) if isinstance(holder, RawResult) else result
+
+
+async def marked_function(tool: FastMCPTool) -> Any:
+    """The function whose toolgate marks (``@in_group``, ``@tool(...)``) a FastMCP tool
+    carries: its own, else, as FastMCP carries tags, its origin's: through a
+    transformation (``Tool.from_tool``, a ``ToolTransform``) the tool it was made from,
+    through ``mount()`` the mounted server's tool. None when no function on the way is
+    marked (a proxied server's tools: their groups come from tags or ``tool_groups``)."""
+    from fastmcp import FastMCP  # the importer's module is imported by fastmcp's users
+
+    seen: set[int] = set()
+    at: FastMCPTool | None = tool
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        fn = getattr(at, "fn", None)
+        if fn is not None and (hasattr(fn, GROUPS_MARK) or hasattr(fn, TOOL_MARK)):
+            return fn
+        if isinstance(at, TransformedTool):
+            at = at.parent_tool
+        elif isinstance(at, FastMCPProviderTool):
+            server, name = mounted_origin(at)
+            version = VersionSpec(eq=at.version) if at.version else None
+            # as ``registered`` reads the parent: providers and transforms, no session
+            at = await super(FastMCP, server).get_tool(name, version)
+        else:
+            return None
+    return None
+
+
+def dereferences(server: FastMCP[Any]) -> bool:
+    """Whether ``server`` lists its tools with their schemas' ``$ref`` inlined (FastMCP's
+    default, ``dereference_schemas=True``: some clients read no ``$ref``)."""
+    return any(isinstance(m, DereferenceRefsMiddleware) for m in server.middleware)
+
+
+def dereferenced(wire: Mapping[str, Any]) -> dict[str, Any]:
+    """``wire`` with the ``$ref`` of its input and output schemas inlined, as FastMCP's
+    ``DereferenceRefsMiddleware`` lists a tool."""
+    out = dict(wire)
+    for key in ("inputSchema", "outputSchema"):
+        schema = out.get(key)
+        if isinstance(schema, Mapping) and '"$ref"' in json.dumps(schema):
+            out[key] = dereference_refs(dict(schema))
+    return out
 
 
 @dataclass
@@ -124,6 +204,8 @@ class FastMCPTools:
         self._syncing = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._unmatched: set[str] = set()  # tool_groups names already warned of
+        #: imported tools FastMCP authorizes per request (``@mcp.tool(auth=...)``)
+        self.guarded: frozenset[str] = frozenset()
 
     def bind(self, server: FastMCP[Any]) -> None:
         """Follow ``server``: ``@mcp.tool`` / ``remove_tool`` mark the import stale."""
@@ -172,8 +254,7 @@ class FastMCPTools:
                 best[t.name] = t
         return best
 
-    def _groups_for(self, fm: FastMCPTool, opts: ToolOptions | None) -> tuple[str, ...]:
-        fn = getattr(fm, "fn", None)
+    def _groups_for(self, fm: FastMCPTool, fn: Any, opts: ToolOptions | None) -> tuple[str, ...]:
         marks: tuple[str, ...] = getattr(fn, GROUPS_MARK, ()) if fn is not None else ()
         known = self.toolset.catalog.groups
         tags = tuple(sorted(t for t in (fm.tags or ()) if t in known))
@@ -183,31 +264,39 @@ class FastMCPTools:
             )
         )
 
-    def _import_one(self, fm: FastMCPTool) -> Tool:
+    def _import_one(self, fm: FastMCPTool, fn: Any) -> Tool:
+        """``fm`` as a catalog tool, with the marks of ``fn`` (``marked_function``)."""
         server = self.server
         assert server is not None
-        fn = getattr(fm, "fn", None)
         opts: ToolOptions | None = getattr(fn, TOOL_MARK, None) if fn is not None else None
         name = fm.name
 
         async def run(arguments: Mapping[str, Any], ctx: CallContext) -> ToolResult:
-            # the call_tool dispatcher's path: FastMCP runs the tool, minus the middleware
-            return await _run_fastmcp(server.call_tool(name, dict(arguments), run_middleware=False))
+            # the call_tool dispatcher's path: FastMCP runs the tool through its
+            # middleware, as a direct call would (the server's own middleware sees it)
+            token = _RUNNING.set(name)
+            try:
+                call = server.call_tool(name, dict(arguments))
+                return await run_fastmcp(call, name, ctx.extras)
+            finally:
+                _RUNNING.reset(token)
 
         visibility: Visibility = BY_GROUP
         if opts is not None:
             visibility = opts.visibility or (ALWAYS if opts.always else BY_GROUP)
+        wire = tool_wire(fm.to_mcp_tool(name=name))
         return Tool.from_wire(
-            tool_wire(fm.to_mcp_tool(name=name)),
+            dereferenced(wire) if dereferences(server) else wire,
             run,
             summary=opts.summary if opts else None,
-            groups=self._groups_for(fm, opts),
+            groups=self._groups_for(fm, fn, opts),
             visibility=visibility,
             policy=opts.policy if opts else DEFAULT_POLICY,
             stages=frozenset(opts.stages) if opts and opts.stages is not None else None,
             next_stage=opts.next_stage if opts else None,
             doc=opts.doc if opts else None,
             source="fastmcp",
+            lax_arguments=True,  # FastMCP validates with pydantic, in its lax mode
         )
 
     async def sync(self) -> None:
@@ -236,8 +325,9 @@ class FastMCPTools:
         gone = [n for n in self._imported if n not in found]
         fresh: list[Tool] = []
         for name, fm in found.items():
+            fn = await marked_function(fm)
             if name in self._imported:
-                tool = self._import_one(fm)
+                tool = self._import_one(fm, fn)
                 sig = json.dumps([tool.wire(), tool.groups], sort_keys=True, default=str)
                 if self._imported[name].signature == sig:
                     continue
@@ -247,11 +337,12 @@ class FastMCPTools:
                     f"FastMCP tool {name!r} collides with a toolgate tool of the same name",
                     name=name,
                 )
-            fresh.append(self._import_one(fm))
+            fresh.append(self._import_one(fm, fn))
         for name in gone:
             if catalog.tool(name) is self._imported[name].tool:
                 self.toolset.remove_tool(name)
             del self._imported[name]
+        self.guarded = frozenset(n for n, fm in found.items() if fm.auth is not None)
         if fresh:
             self.toolset.add_tools(fresh)
         for tool in fresh:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import mcp_types as mt
@@ -17,19 +18,21 @@ from fastmcp.resources.base import Resource as FastMCPResource
 from fastmcp.resources.base import ResourceContent, ResourceResult
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
-from fastmcp.tools.base import InputRequiredToolResult
+from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
 from fastmcp.tools.base import Tool as FastMCPTool
 from fastmcp.tools.base import ToolResult as FastMCPResult
 from mcp.server.context import ServerRequestContext
 
 from toolgate.catalog import CallContext, ToolResult
 from toolgate.errors import RegistrationError, ToolgateError
+from toolgate.fastmcp.auth import FASTMCP_AUTH, refused_tools, refusing
 from toolgate.fastmcp.confirm import InputRequired, RoundTripConfirmer
 from toolgate.fastmcp.groups import GroupsServerExtension
 from toolgate.fastmcp.importer import (
     FastMCPTools,
     checked_tool_groups,
-    from_fastmcp_result,
+    run_fastmcp,
+    running,
     to_fastmcp_result,
 )
 from toolgate.fastmcp_internals import has_foreign_extension, sdk_context, sdk_server
@@ -54,7 +57,15 @@ from toolgate.strategies import Delivery, DeliveryConfig
 from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy, emit_selection
 from toolgate.toolset import ToolSet
 from toolgate.view import paginate
-from toolgate.wire import PageParams, cursor_of, mcp_error, raise_or_result, tool_model
+from toolgate.wire import (
+    RAW_RESULT,
+    PageParams,
+    RawResult,
+    cursor_of,
+    mcp_error,
+    raise_or_result,
+    tool_model,
+)
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -110,13 +121,6 @@ def _wire_resource(wire: Mapping[str, Any]) -> _WireResource:
     )
 
 
-class _Passthrough:
-    """What FastMCP's own call returned, so it goes back to the client untouched."""
-
-    result: ToolResult | None = None
-    raw: FastMCPResult | None = None
-
-
 class ToolgateMiddleware(Middleware):
     """Serves a FastMCP server's tools through a toolgate ``ToolSet``.
 
@@ -141,7 +145,9 @@ class ToolgateMiddleware(Middleware):
         check_identity(identity)
         self.tool_groups = checked_tool_groups(tool_groups)  # before Delivery reserves names
         self.toolset = toolset
-        self.delivery = Delivery(toolset, config, addons=addons)
+        self.delivery = Delivery(toolset, config, addons=addons)  # checks the arguments
+        if FASTMCP_AUTH not in toolset.rules:  # FastMCP's per-tool auth, in the view
+            toolset.rules = (*toolset.rules, FASTMCP_AUTH)
         self.identity = identity
         self.server: FastMCP[Any] | None = None
         #: FastMCP's own tools, imported into the toolset
@@ -151,6 +157,7 @@ class ToolgateMiddleware(Middleware):
         self._models: dict[str, tuple[dict[str, Any], mt.Tool]] = {}
         #: the groups extension ``attach`` installed (strategy ``auto`` or ``groups``)
         self.groups_extension: GroupsServerExtension | None = None
+        self._middleware_checked = False
         toolset.catalog.on_change(lambda _: self.live.soon(self._notify_changed))
 
     # -- wiring ------------------------------------------------------------------------
@@ -225,7 +232,27 @@ class ToolgateMiddleware(Middleware):
     async def _ready(self, server: FastMCP[Any] | None) -> None:
         if server is not None and self.server is None:
             self._bind(server)
+        if not self._middleware_checked and self.server is not None:
+            self._middleware_checked = True  # at the first request: all middleware added
+            self._warn_list_hooks(self.server)
         await self.tools.ready()
+
+    def _warn_list_hooks(self, server: FastMCP[Any]) -> None:
+        """Log each other middleware with an ``on_list_tools`` of its own: toolgate
+        answers ``tools/list`` itself, so that hook never runs."""
+        for other in server.middleware:
+            hook = getattr(type(other), "on_list_tools", Middleware.on_list_tools)
+            if isinstance(other, DereferenceRefsMiddleware) or other is self:
+                continue  # the import inlines $ref as it would (importer.dereferenced)
+            if hook is not Middleware.on_list_tools:
+                logger.warning(
+                    "toolgate: %s.on_list_tools does not run on FastMCP server %r: toolgate "
+                    "answers tools/list itself, so tools that hook adds, hides or changes "
+                    "are not in toolgate's list. Gate tools with toolgate's groups, scopes "
+                    "and policies, or with FastMCP's mcp.disable() and per-tool auth.",
+                    type(other).__name__,
+                    server.name,
+                )
 
     # -- per request -----------------------------------------------------------------------
     async def facts(self, ctx: SdkContext) -> RequestFacts:
@@ -238,6 +265,10 @@ class ToolgateMiddleware(Middleware):
             facts = await request_facts(ctx, identity, access_token=get_access_token())
         except ToolgateError as exc:
             _fail(exc)
+        if self.tools.guarded and self.server is not None:
+            principal = facts.principal or self.toolset.default_principal
+            refused = await refused_tools(self.server, self.tools.guarded)
+            facts = replace(facts, principal=refusing(principal, refused))
         self.live.remember(ctx, facts)
         return facts
 
@@ -324,6 +355,8 @@ class ToolgateMiddleware(Middleware):
         rc = fctx.request_context if fctx is not None else None
         if fctx is None or rc is None:
             return await call_next(context)  # server code calling its own tool
+        if running(context.message.name):
+            return await call_next(context)  # call_tool's run of a tool toolgate admitted
         await self._ready(fctx.fastmcp)
         ctx = sdk_context(rc)
         message = context.message
@@ -332,26 +365,18 @@ class ToolgateMiddleware(Middleware):
         confirmer: Confirmer | None = facts.confirmer
         if not facts.legacy and supports_elicitation(ctx.session.client_capabilities):
             confirmer = RoundTripConfirmer(message.input_responses, message.request_state)
-        strategy, req = facts.request(
-            self.delivery, confirmer=confirmer, extras={FASTMCP_CONTEXT: fctx}
-        )
-
-        seen = _Passthrough()
+        raw = RawResult()  # what FastMCP returned, sent back untouched
+        extras = {FASTMCP_CONTEXT: fctx, RAW_RESULT: raw}
+        strategy, req = facts.request(self.delivery, confirmer=confirmer, extras=extras)
         handler = None
         if self.tools.owns(name):
 
-            async def handler(arguments: Mapping[str, Any], _: CallContext) -> ToolResult:
+            async def handler(arguments: Mapping[str, Any], call: CallContext) -> ToolResult:
                 nxt = context
                 if arguments is not message.arguments:
                     update = {"arguments": dict(arguments)}
                     nxt = context.copy(message=message.model_copy(update=update))
-                raw = await call_next(nxt)
-                if isinstance(raw, InputRequiredToolResult):
-                    result = ToolResult()  # a guard tool's own ask goes back as it is
-                else:
-                    result = from_fastmcp_result(raw)
-                seen.result, seen.raw = result, raw
-                return result
+                return await run_fastmcp(call_next(nxt), name, call.extras)
 
         try:
             reply = await self.delivery.call_tool(strategy, req, name, message.arguments, handler)
@@ -364,9 +389,8 @@ class ToolgateMiddleware(Middleware):
             live = self.live.remember(ctx, facts)
             if live is not None:
                 live.shown["tools"] = None  # told: the client re-lists before we compare again
-        if seen.raw is not None and reply.result is seen.result:
-            return seen.raw
-        return to_fastmcp_result(reply.result)
+        own: FastMCPResult | None = raw.reply(reply.result)
+        return own if own is not None else to_fastmcp_result(reply.result)
 
     async def on_list_resources(
         self,

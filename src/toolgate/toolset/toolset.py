@@ -15,7 +15,7 @@ from types import NoneType
 from typing import Any
 
 from toolgate.catalog import Catalog, Group, Tool, schema_problem
-from toolgate.catalog.arguments import required_sentence
+from toolgate.catalog.arguments import lax_only, required_sentence
 from toolgate.errors import (
     ConfigError,
     DescriptionRequired,
@@ -388,6 +388,10 @@ class ToolSet:
             if validator.is_valid(arguments):  # the common case: stop at no error, sort nothing
                 return None
             errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
+            if tool.lax_arguments:  # what its own server reads through is not refused
+                errors = [e for e in errors if not lax_only(e)]
+                if not errors:
+                    return None
         except Exception as exc:
             # The schema passed its metaschema yet cannot be applied (a $ref that does not
             # resolve): the caller's arguments are not at fault. Stop using it.
