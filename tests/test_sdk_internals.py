@@ -25,6 +25,7 @@ from toolgate.fastmcp_internals import (
     mounted_origin,
     sdk_context,
     sdk_server,
+    watch_components,
 )
 from toolgate.sdk_internals import (
     fast_path_missing,
@@ -104,12 +105,30 @@ async def test_a_mounted_servers_tool_names_the_server_and_name_it_comes_from() 
     assert (lent.name, mounted_origin(lent)) == ("kid_ping", (child, "ping"))
 
 
+def test_a_servers_own_added_and_removed_tools_are_reported() -> None:
+    server = fastmcp.FastMCP("watched")
+    names = [n for n in PRIVATE_ATTRIBUTES if n.startswith("LocalProvider.")]
+    missing = [n for n in names if not hasattr(server.local_provider, n.split(".", 1)[1])]
+    assert not missing, _missing("fastmcp", missing)
+    changes: list[int] = []
+    watch_components(server.local_provider, lambda: changes.append(1))
+
+    @server.tool()
+    def ping() -> str:
+        return "pong"
+
+    server.local_provider.remove_tool("ping")
+    assert len(changes) == 2
+
+
 PRIVATE_MCP = re.compile(r"\b(from|import) (mcp|fastmcp)[\w.]*\._\w")
 PRIVATE_ATTRIBUTE = re.compile(
     r"\.(_connection|_server_instances|_session_owners|_lifespan_state|_idle_timeout"
     r"|_requests_in_flight|_exit_callbacks|_on_notify|_on_request|_lowlevel_server"
     r"|_tool_manager|_srctx|_mcp_server|_auto_extensions|_extensions|_session_manager)\b"
     r"|getattr\([^,()]+, \"_[a-z]\w*\""
+    # a private name read by its string (getattr in a loop, setattr): "_add_component"
+    r"|[\"'](_add_component|_remove_component|_original_name|_server|_components)[\"']"
 )
 
 

@@ -32,7 +32,7 @@ from fastmcp.utilities.versions import VersionSpec, version_sort_key
 from toolgate.catalog import ALWAYS, BY_GROUP, CallContext, Tool, ToolResult, Visibility
 from toolgate.declare import GROUPS_MARK, TOOL_MARK, ToolOptions
 from toolgate.errors import ConfigError, RegistrationError, described
-from toolgate.fastmcp_internals import mounted_origin
+from toolgate.fastmcp_internals import mounted_origin, watch_components
 from toolgate.policy import DEFAULT_POLICY
 from toolgate.toolset import ToolSet
 from toolgate.wire import (
@@ -210,16 +210,7 @@ class FastMCPTools:
     def bind(self, server: FastMCP[Any]) -> None:
         """Follow ``server``: ``@mcp.tool`` / ``remove_tool`` mark the import stale."""
         self.server = server
-        provider = server.local_provider
-        for method in ("_add_component", "_remove_component"):
-            original = getattr(provider, method)
-
-            def watched(*args: Any, _original: Any = original) -> Any:
-                result = _original(*args)
-                self._mark_dirty()
-                return result
-
-            setattr(provider, method, watched)
+        watch_components(server.local_provider, self._mark_dirty)
 
     def owns(self, name: str) -> bool:
         """Whether the catalog's ``name`` is the FastMCP tool imported under that name."""
