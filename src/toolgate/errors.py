@@ -41,6 +41,14 @@ def described(value: Any) -> str:
     return f"{type(value).__name__} {value!r:.80}"
 
 
+def short(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was: an error message
+    never echoes a caller's 10 KB back."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
 def check_kind(
     value: Any, kinds: type | tuple[type, ...], what: str, want: str, *, key: str | None = None
 ) -> None:

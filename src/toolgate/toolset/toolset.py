@@ -24,6 +24,8 @@ from toolgate.errors import (
     ToolHidden,
     ToolNotFound,
     check_kind,
+    json_type,
+    short,
 )
 from toolgate.events import EventBus
 from toolgate.flow import Flow
@@ -43,6 +45,22 @@ def plain_description_required(name: str) -> DescriptionRequired:
     return DescriptionRequired(
         f"Tool {name!r} requires fetching its description before use.", tool=name
     )
+
+
+#: characters of a caller's value an argument error quotes; the rest is not sent back
+SHOWN_VALUE = 80
+
+
+def _schema_fault(error: Any) -> str:
+    """One jsonschema error as the caller reads it, ``where: what``. jsonschema's
+    message starts with the whole repr of the caller's value: it is cut to
+    ``SHOWN_VALUE`` characters and named by its JSON type, so a 100 KB argument is
+    refused in a line, not echoed back."""
+    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    message, shown = error.message, repr(error.instance)
+    if len(shown) > SHOWN_VALUE and message.startswith(shown):
+        message = f"{json_type(error.instance)} {shown[:SHOWN_VALUE]}…{message[len(shown) :]}"
+    return f"{short(where, 64)}: {short(message, 4 * SHOWN_VALUE)}"
 
 
 def _validator(tool: Tool) -> Any:
@@ -399,10 +417,7 @@ class ToolSet:
             )
             self._validators[tool.name] = (tool, None)
             return None
-        parts = []
-        for e in errors[:5]:
-            where = "/".join(str(p) for p in e.absolute_path) or "(root)"
-            parts.append(f"{where}: {e.message}")
+        parts = [_schema_fault(e) for e in errors[:5]]
         return (
             f"Invalid arguments for tool {tool.name!r}: " + "; ".join(parts) + ". "
             f"{required_sentence(tool.input_schema)}"
