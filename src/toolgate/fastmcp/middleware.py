@@ -54,7 +54,14 @@ from toolgate.strategies import Delivery, DeliveryConfig
 from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy, emit_selection
 from toolgate.toolset import ToolSet
 from toolgate.view import paginate
-from toolgate.wire import PageParams, cursor_of, mcp_error, raise_or_result, tool_model
+from toolgate.wire import (
+    PageParams,
+    check_params,
+    cursor_of,
+    mcp_error,
+    raise_or_result,
+    tool_model,
+)
 
 if TYPE_CHECKING:
     from fastmcp import FastMCP
@@ -199,7 +206,8 @@ class ToolgateMiddleware(Middleware):
             (i + 1 for i, m in enumerate(sdk.middleware) if isinstance(m, FastMCPServerMiddleware)),
             0,
         )
-        sdk.middleware.insert(at, self._sdk_list_tools)
+        # check_params first: a malformed cursor or params named, as on the SDK adapter
+        sdk.middleware[at:at] = [check_params, self._sdk_list_tools]
         self.tools.bind(server)
         if getattr(server, "auth", None) is None:
             logger.warning(
