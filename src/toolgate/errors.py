@@ -60,6 +60,14 @@ def check_kind(
         raise ConfigError(f"{what} must be {want}, got {described(value)}", **details)
 
 
+def check_callable(value: Any, what: str, want: str, *, key: str | None = None) -> None:
+    """``check_kind`` for a function: refuse ``value`` unless it is callable, with the
+    same message (``clock must be a function like time.time, got int 5``)."""
+    if not callable(value):
+        details = {} if key is None else {"key": key}
+        raise ConfigError(f"{what} must be {want}, got {described(value)}", **details)
+
+
 class ToolgateError(Exception):
     """Base of every toolgate error. ``code`` is a stable machine-readable name."""
 

@@ -23,6 +23,7 @@ from toolgate.errors import (
     ToolgateError,
     ToolHidden,
     ToolNotFound,
+    check_callable,
     check_kind,
     json_type,
     short,
@@ -45,6 +46,23 @@ def plain_description_required(name: str) -> DescriptionRequired:
     return DescriptionRequired(
         f"Tool {name!r} requires fetching its description before use.", tool=name
     )
+
+
+def _check_parts(
+    events: Any, counter: Any, clock: Any, rules: Any, namespace_tools: Any, describe: Any
+) -> None:
+    """Refuse a ``ToolSet`` part of the wrong kind when it is made, by its name, not
+    as an AttributeError at the first call (a truthy "false" would turn a flag on)."""
+    check_kind(events, (EventBus, NoneType), "events", "an EventBus", key="events")
+    check_kind(
+        counter, (TokenCounter, NoneType), "token_counter", "a TokenCounter", key="token_counter"
+    )
+    check_kind(namespace_tools, bool, "namespace_tools", "True or False", key="namespace_tools")
+    check_kind(describe, bool, "describe_before_call", "True or False", key="describe_before_call")
+    check_callable(clock, "clock", "a function like time.time", key="clock")
+    check_kind(rules, (list, tuple), "rules", "a list of Rule", key="rules")
+    for rule in rules:
+        check_kind(rule, Rule, "each of rules", "a Rule", key="rules")
 
 
 #: characters of a caller's value an argument error quotes; the rest is not sent back
@@ -144,6 +162,7 @@ class ToolSet:
                 not isinstance(value, int) or isinstance(value, bool) or value < 1
             ):
                 raise ConfigError(f"{label} must be a positive integer, got {value!r}", key=label)
+        _check_parts(events, token_counter, clock, rules, namespace_tools, describe_before_call)
         self.name = name
         self.catalog = Catalog(flow)
         self.store: StateStore = store if store is not None else MemoryStore(clock=clock)
