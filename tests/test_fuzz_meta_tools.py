@@ -100,6 +100,24 @@ def text_of(result: CallToolResult) -> str:
     return " ".join(getattr(c, "text", "") for c in result.content)
 
 
+def strings_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in strings_in(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_in(v)]
+    return []
+
+
+def readable(text: str) -> str:
+    """An error as the model reads it: a JSON answer's texts, unescaped."""
+    try:
+        return " ".join(strings_in(json.loads(text)))
+    except ValueError:
+        return text
+
+
 def names_a_problem(
     text: str, tool: str, arguments: Mapping[str, Any], accepted: list[str]
 ) -> bool:
@@ -121,7 +139,7 @@ def check_any_call(driven: Driven[fastmcp.Client[Any]], name: str, arguments: An
     if not result.is_error:
         return
     assert len(text) < MAX_ERROR, text[:300]
-    assert names_a_problem(text, name, arguments, before[name]), (name, text[:300])
+    assert names_a_problem(readable(text), name, arguments, before[name]), (name, text[:300])
     assert driven.run(listing) == before, (name, arguments)
 
 

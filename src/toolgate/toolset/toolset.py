@@ -181,7 +181,13 @@ class ToolSet:
         #: exactly where the description is (``toolgate.strategies.lazy``)
         self.description_required: Callable[[str], DescriptionRequired] = plain_description_required
         self.default_principal = default_principal or Principal()
-        self.ladder.check(self.default_principal.trust)
+        if self.default_principal.trust not in self.ladder.levels:
+            raise ConfigError(
+                f"default_principal's trust {self.default_principal.trust!r} is not one of "
+                f"trust_levels ({', '.join(map(repr, self.ladder.levels))}); give a "
+                "default_principal=Principal(trust=...) on the ladder",
+                key="trust_levels" if default_principal is None else "default_principal",
+            )
         self.events = events or EventBus()
         self.clock = clock
         self.views = ViewCache()
