@@ -125,7 +125,8 @@ def names_a_problem(
     the call sent (a group or tool name it does not know) or, for an activator that
     takes none, its group (``repos.activate``: 'repos' cannot open yet)."""
     keys = [*accepted, *(str(k)[:64] for k in arguments), tool.split(".")[0]]
-    if any(repr(k) in text or f"{k}:" in text or f"{k} " in text for k in keys):
+    # repr without its closing quote: a name cut at 64 characters goes on "… (N characters)"
+    if any(repr(k)[:-1] in text or f"{k}:" in text or f"{k} " in text for k in keys):
         return True
     sent = [v for v in arguments.values() for v in (v if isinstance(v, list) else [v])]
     return any(isinstance(v, str) and v and v[:64] in text for v in sent)
