@@ -374,20 +374,23 @@ BAD_REGEX = (
         (
             "search_tools",
             {"query": "", "detail": "full"},
-            "Search query must be a non-empty string",
+            "'query' must be a non-empty string, not a blank string",
         ),
         (
             "search_tools",
             {"query": "   ", "detail": "full"},
-            "Search query must be a non-empty string",
+            "'query' must be a non-empty string, not a blank string",
         ),
-        ("search_tools", {"query": 5, "detail": "full"}, "Search query must be a non-empty string"),
+        (
+            "search_tools",
+            {"query": 5, "detail": "full"},
+            "'query' must be a non-empty string, not integer",
+        ),
         ("search_tools", {}, "Missing required argument 'query'"),
         (
             "search_tools",
             {"query": "pull", "max": 3, "detail": "full"},
-            "Unexpected argument(s): max; expected 'query' and optionally 'queries', 'limit' "
-            "and 'detail'",
+            "Unexpected argument(s): 'max'; expected 'query', 'queries', 'limit' and 'detail'",
         ),
         (
             "search_tools",
@@ -407,12 +410,12 @@ BAD_REGEX = (
         (
             "search_tools",
             {"query": "pull", "queries": ["issue", " "]},
-            "Search query must be a non-empty string",
+            "'queries[1]' must be a non-empty string, not a blank string",
         ),
         (
             "search_tools",
             {"query": "pull", "queries": [7]},
-            "Search query must be a non-empty string",
+            "'queries[0]' must be a non-empty string, not integer",
         ),
         ("search_tools", {"query": "pull", "limit": 0, "detail": "full"}, LIMIT + "0"),
         ("search_tools", {"query": "pull", "limit": 100, "detail": "full"}, LIMIT + "100"),
@@ -427,7 +430,7 @@ BAD_REGEX = (
         (
             "search_tools_regex",
             {"pattern": "", "detail": "full"},
-            "Search pattern must be a non-empty string",
+            "'pattern' must be a non-empty string, not a blank string",
         ),
         ("search_tools_regex", {"pattern": "a", "limit": 51, "detail": "full"}, LIMIT + "51"),
     ],

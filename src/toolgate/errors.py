@@ -41,6 +41,14 @@ def described(value: Any) -> str:
     return f"{type(value).__name__} {value!r:.80}"
 
 
+def short(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was: an error message
+    never echoes a caller's 10 KB back."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
 def check_kind(
     value: Any, kinds: type | tuple[type, ...], what: str, want: str, *, key: str | None = None
 ) -> None:
@@ -48,6 +56,14 @@ def check_kind(
     for an optional value), with the one message a kind check gives: ``{what} must be
     {want}, got {described(value)}`` (a ``ConfigError`` keyed by ``key``)."""
     if not isinstance(value, kinds):
+        details = {} if key is None else {"key": key}
+        raise ConfigError(f"{what} must be {want}, got {described(value)}", **details)
+
+
+def check_callable(value: Any, what: str, want: str, *, key: str | None = None) -> None:
+    """``check_kind`` for a function: refuse ``value`` unless it is callable, with the
+    same message (``clock must be a function like time.time, got int 5``)."""
+    if not callable(value):
         details = {} if key is None else {"key": key}
         raise ConfigError(f"{what} must be {want}, got {described(value)}", **details)
 

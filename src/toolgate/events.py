@@ -2,13 +2,15 @@
 
 An ``EventBus`` fans events out to sinks: in-process subscribers, ``logging`` and a
 JSONL file live here; OpenTelemetry is an optional sink at the edges. A sink that
-raises is logged and never breaks the request. Base layer: stdlib only.
+raises is logged and never breaks the request. Base layer: the standard library and
+``toolgate.errors`` only.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -16,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from toolgate.errors import ConfigError, check_kind
 
 logger = logging.getLogger("toolgate.events")
 
@@ -77,9 +81,15 @@ class JsonlSink(Sink):
     """Appends one JSON object per event to a file (line-buffered, thread-safe)."""
 
     def __init__(self, path: str | Path) -> None:
+        check_kind(path, (str, os.PathLike), "path", "a file path", key="path")
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a", encoding="utf-8", buffering=1)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8", buffering=1)
+        except OSError as exc:  # a directory, no permission, a parent that is a file
+            raise ConfigError(
+                f"cannot open the events file {self.path}: {exc.strerror}", key="path"
+            ) from None
         self._lock = threading.Lock()
 
     def handle(self, event: Event) -> None:

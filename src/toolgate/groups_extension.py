@@ -72,9 +72,11 @@ class ListGroupsParams(PageParams):
 
 
 class GetGroupParams(mt.RequestParams):
-    """``groups/get`` params: the group's wire ``name``."""
+    """``groups/get`` params: the group's wire ``name``, checked by the strategy rather
+    than by the SDK (as ``PageParams`` does the cursor), so a client that sends a number
+    or nothing hears about ``name``, not "Invalid request parameters"."""
 
-    name: str
+    name: Any = None
 
 
 def serves_groups(delivery: Delivery) -> bool:

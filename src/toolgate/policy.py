@@ -12,6 +12,7 @@ import math
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import NoneType
 from typing import Any, Literal, Protocol
 
 from toolgate.errors import ConfigError, check_kind, described
@@ -128,6 +129,10 @@ class Principal:
     def __post_init__(self) -> None:
         object.__setattr__(self, "scope", _names(self.scope, "scope", "group names"))
         check_kind(self.attributes, Mapping, "attributes", "a dict", key="attributes")
+        check_kind(self.id, str, "a principal's id", "a string", key="id")
+        check_kind(
+            self.agent_class, (str, NoneType), "agent_class", "a string or None", key="agent_class"
+        )
 
     @cached_property
     def key(self) -> tuple[Any, ...]:

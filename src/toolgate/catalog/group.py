@@ -66,6 +66,7 @@ def check_group_fields(group: Group) -> None:
         ("description", group.description, False),
         ("title", group.title, True),
         ("instructions", group.instructions, True),
+        ("parent", group.parent, True),
     ):
         if not isinstance(text, str) and not (optional and text is None):
             raise RegistrationError(

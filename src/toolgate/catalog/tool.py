@@ -193,17 +193,19 @@ def check_tool_fields(tool: Tool) -> None:
         refuse("doc", "a ToolDoc or None", tool.doc)
     if tool.doc is not None:
         examples = tool.doc.examples
-        if isinstance(examples, str | Mapping) or not all(isinstance(e, Mapping) for e in examples):
+        if not _list_of_dicts(examples):
             refuse("doc.examples", "a list of example dicts", examples)
         for what in ("usage_guidance", "error_guidance"):
             value = getattr(tool.doc, what)
             if value is not None and not isinstance(value, Mapping):
                 refuse(f"doc.{what}", "a dict or None", value)
-    icons = tool.icons
-    if icons is not None and (
-        isinstance(icons, str | Mapping) or not all(isinstance(i, Mapping) for i in icons)
-    ):
-        refuse("icons", "a list of icon dicts or None", icons)
+    if tool.icons is not None and not _list_of_dicts(tool.icons):
+        refuse("icons", "a list of icon dicts or None", tool.icons)
+
+
+def _list_of_dicts(value: Any) -> bool:
+    """A list or tuple of mappings (not a string, a dict, or anything not iterable)."""
+    return isinstance(value, list | tuple) and all(isinstance(v, Mapping) for v in value)
 
 
 def check_tool_name(name: str) -> None:

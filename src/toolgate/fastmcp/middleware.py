@@ -61,6 +61,7 @@ from toolgate.wire import (
     RAW_RESULT,
     PageParams,
     RawResult,
+    check_params,
     cursor_of,
     mcp_error,
     raise_or_result,
@@ -206,7 +207,8 @@ class ToolgateMiddleware(Middleware):
             (i + 1 for i, m in enumerate(sdk.middleware) if isinstance(m, FastMCPServerMiddleware)),
             0,
         )
-        sdk.middleware.insert(at, self._sdk_list_tools)
+        # check_params first: a malformed cursor or params named, as on the SDK adapter
+        sdk.middleware[at:at] = [check_params, self._sdk_list_tools]
         self.tools.bind(server)
         if getattr(server, "auth", None) is None:
             logger.warning(

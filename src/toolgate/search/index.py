@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from toolgate.catalog import Catalog, Group, Tool
 from toolgate.embedding import Embedder, VectorCache, load_embedder
-from toolgate.errors import ConfigError, InvalidArguments
+from toolgate.errors import ConfigError, InvalidArguments, short
 from toolgate.search.analysis import Analyzer
 from toolgate.search.cover import COVER_BELOW, COVER_WEIGHT, HYBRID_COVER_WEIGHT, Cover
 from toolgate.search.lexical import (
@@ -490,5 +490,6 @@ def _same(a: tuple[Group, ...], b: tuple[Group, ...]) -> bool:
 def _check_limit(limit: int) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidArguments(
-            f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}", limit=limit
+            f"limit must be an integer from 1 to {MAX_LIMIT}, got {short(repr(limit), 64)}",
+            limit=limit,
         )

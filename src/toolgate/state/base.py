@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
-from toolgate.errors import ConfigError, StoreUnavailable
+from toolgate.errors import ConfigError, StoreUnavailable, check_callable
 
 T = TypeVar("T")
 
@@ -117,6 +117,7 @@ class StateStore(ABC):
                     f"store {name} must be a finite number of seconds > 0, got {value!r:.80}",
                     key=name,
                 )
+        check_callable(self.clock, "store clock", "a function like time.time", key="clock")
 
     # -- primitives a store implements -------------------------------------------------
     @abstractmethod

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolgate.errors import MAX_GROUP_NAME, InvalidArguments, json_type
+from toolgate.errors import MAX_GROUP_NAME, InvalidArguments, json_type, short
 from toolgate.strategies.detail import DETAILS, Detail
 
 MAX_GROUPS_PER_REQUEST = 64
@@ -29,7 +29,9 @@ def unexpected_arguments(
     named = ", ".join(repr(short(str(k), 64)) for k in extra[:10])
     more = f" and {len(extra) - 10} more" if len(extra) > 10 else ""
     if accepted:
-        expected = "expected " + " and ".join(repr(k) for k in accepted)
+        names = [repr(k) for k in accepted]
+        listed = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
+        expected = f"expected {listed}"
     else:
         expected = f"{tool} takes no arguments" if tool else "it takes no arguments"
     raise InvalidArguments(f"Unexpected argument(s): {named}{more}; {expected}")
@@ -38,14 +40,6 @@ def unexpected_arguments(
 def no_arguments(tool: str, arguments: Mapping[str, Any]) -> None:
     """A meta-tool without arguments refuses any, by name."""
     unexpected_arguments(arguments, (), tool)
-
-
-def short(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, saying how long it was: an error message
-    never echoes a caller's 10 KB back."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text)} characters)"
 
 
 DETAIL_PROPERTY: Mapping[str, Any] = {"type": "string", "enum": list(DETAILS), "default": "summary"}

@@ -14,7 +14,7 @@ from typing import Any
 from toolgate.catalog import Tool
 from toolgate.errors import ConfigError, InvalidArguments, json_type
 from toolgate.search import MAX_LIMIT, SearchHit
-from toolgate.strategies.arguments import DETAIL_PROPERTY, detail_arg
+from toolgate.strategies.arguments import DETAIL_PROPERTY, detail_arg, unexpected_arguments
 from toolgate.strategies.base import (
     READ_ONLY,
     Addon,
@@ -78,20 +78,12 @@ def search_args(
     """A search meta-tool's texts and ``limit`` (raises InvalidArguments).
 
     The texts are ``key``'s text then, with ``more`` (``"queries"`` for
-    ``search_tools``), the entries of the optional ``more`` array. Only what the meta-tool alone
-    knows is checked here (its argument names, how long and how many queries may be);
-    ``SearchIndex`` checks each text and the limit themselves.
+    ``search_tools``), the entries of the optional ``more`` array. What the meta-tool alone
+    knows is checked here: its argument names, how many queries, and each text by the
+    name the caller gave it (``'queries[1]'``); ``SearchIndex`` checks the limit (and
+    each text again, for a library caller).
     """
-    if not isinstance(arguments, Mapping):
-        raise InvalidArguments("Arguments must be a JSON object")
-    allowed = {key, "limit", "detail"} | ({more} if more else set())
-    extra = sorted(set(arguments) - allowed)
-    if extra:
-        optional = [f"{o!r}" for o in ((more,) if more else ()) + ("limit", "detail")]
-        raise InvalidArguments(
-            f"Unexpected argument(s): {', '.join(extra)}; expected {key!r} and optionally "
-            f"{', '.join(optional[:-1])} and {optional[-1]}"
-        )
+    unexpected_arguments(arguments, (key, *((more,) if more else ()), "limit", "detail"))
     if key not in arguments:
         raise InvalidArguments(f"Missing required argument {key!r}")
     texts = [arguments[key]]
@@ -108,7 +100,10 @@ def search_args(
         texts += extra_texts
     for i, text in enumerate(texts):
         name = key if i == 0 else f"{more}[{i - 1}]"
-        if isinstance(text, str) and len(text) > MAX_QUERY_LENGTH:
+        if not isinstance(text, str) or not text.strip():
+            got = json_type(text) if not isinstance(text, str) else "a blank string"
+            raise InvalidArguments(f"{name!r} must be a non-empty string, not {got}")
+        if len(text) > MAX_QUERY_LENGTH:
             raise InvalidArguments(
                 f"{name!r} is {len(text)} characters; the limit is {MAX_QUERY_LENGTH}"
             )

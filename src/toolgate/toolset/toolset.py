@@ -23,7 +23,10 @@ from toolgate.errors import (
     ToolgateError,
     ToolHidden,
     ToolNotFound,
+    check_callable,
     check_kind,
+    json_type,
+    short,
 )
 from toolgate.events import EventBus
 from toolgate.flow import Flow
@@ -43,6 +46,39 @@ def plain_description_required(name: str) -> DescriptionRequired:
     return DescriptionRequired(
         f"Tool {name!r} requires fetching its description before use.", tool=name
     )
+
+
+def _check_parts(
+    events: Any, counter: Any, clock: Any, rules: Any, namespace_tools: Any, describe: Any
+) -> None:
+    """Refuse a ``ToolSet`` part of the wrong kind when it is made, by its name, not
+    as an AttributeError at the first call (a truthy "false" would turn a flag on)."""
+    check_kind(events, (EventBus, NoneType), "events", "an EventBus", key="events")
+    check_kind(
+        counter, (TokenCounter, NoneType), "token_counter", "a TokenCounter", key="token_counter"
+    )
+    check_kind(namespace_tools, bool, "namespace_tools", "True or False", key="namespace_tools")
+    check_kind(describe, bool, "describe_before_call", "True or False", key="describe_before_call")
+    check_callable(clock, "clock", "a function like time.time", key="clock")
+    check_kind(rules, (list, tuple), "rules", "a list of Rule", key="rules")
+    for rule in rules:
+        check_kind(rule, Rule, "each of rules", "a Rule", key="rules")
+
+
+#: characters of a caller's value an argument error quotes; the rest is not sent back
+SHOWN_VALUE = 80
+
+
+def _schema_fault(error: Any) -> str:
+    """One jsonschema error as the caller reads it, ``where: what``. jsonschema's
+    message starts with the whole repr of the caller's value: it is cut to
+    ``SHOWN_VALUE`` characters and named by its JSON type, so a 100 KB argument is
+    refused in a line, not echoed back."""
+    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+    message, shown = error.message, repr(error.instance)
+    if len(shown) > SHOWN_VALUE and message.startswith(shown):
+        message = f"{json_type(error.instance)} {shown[:SHOWN_VALUE]}…{message[len(shown) :]}"
+    return f"{short(where, 64)}: {short(message, 4 * SHOWN_VALUE)}"
 
 
 def _validator(tool: Tool) -> Any:
@@ -126,6 +162,7 @@ class ToolSet:
                 not isinstance(value, int) or isinstance(value, bool) or value < 1
             ):
                 raise ConfigError(f"{label} must be a positive integer, got {value!r}", key=label)
+        _check_parts(events, token_counter, clock, rules, namespace_tools, describe_before_call)
         self.name = name
         self.catalog = Catalog(flow)
         self.store: StateStore = store if store is not None else MemoryStore(clock=clock)
@@ -144,7 +181,13 @@ class ToolSet:
         #: exactly where the description is (``toolgate.strategies.lazy``)
         self.description_required: Callable[[str], DescriptionRequired] = plain_description_required
         self.default_principal = default_principal or Principal()
-        self.ladder.check(self.default_principal.trust)
+        if self.default_principal.trust not in self.ladder.levels:
+            raise ConfigError(
+                f"default_principal's trust {self.default_principal.trust!r} is not one of "
+                f"trust_levels ({', '.join(map(repr, self.ladder.levels))}); give a "
+                "default_principal=Principal(trust=...) on the ladder",
+                key="trust_levels" if default_principal is None else "default_principal",
+            )
         self.events = events or EventBus()
         self.clock = clock
         self.views = ViewCache()
@@ -403,10 +446,7 @@ class ToolSet:
             )
             self._validators[tool.name] = (tool, None)
             return None
-        parts = []
-        for e in errors[:5]:
-            where = "/".join(str(p) for p in e.absolute_path) or "(root)"
-            parts.append(f"{where}: {e.message}")
+        parts = [_schema_fault(e) for e in errors[:5]]
         return (
             f"Invalid arguments for tool {tool.name!r}: " + "; ".join(parts) + ". "
             f"{required_sentence(tool.input_schema)}"

@@ -7,6 +7,7 @@ Imports pydantic and the core's errors; the models are handed in (``problem_of(e
 from __future__ import annotations
 
 import difflib
+import json
 import types
 import typing
 from typing import Annotated, Any
@@ -19,14 +20,38 @@ from toolgate.errors import ConfigError
 
 def key_path(loc: tuple[int | str, ...]) -> str:
     """A location as written in a file: ``("toolgate", "always", 0)`` is
-    ``toolgate.always[0]``."""
+    ``toolgate.always[0]``. A key a dotted path cannot show as it stands (empty, with a
+    dot, a bracket, a quote, white space or a character that is not printable, which
+    would split a one-line problem in two) is written as a string in brackets, what is
+    not printable escaped and cut to ``MAX_KEY`` characters: ``toolgate["a\\nb"]``."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif not _plain(key := "mcpServers" if part == "mcp_servers" else str(part)):
+            out += f"[{_quoted(key)}]"
         else:
-            out += ("." if out else "") + ("mcpServers" if part == "mcp_servers" else str(part))
+            out += ("." if out else "") + key
     return out
+
+
+#: characters of an odd key a key path shows (a config's key is no place for a text)
+MAX_KEY = 64
+_NOT_PLAIN = frozenset(".[]\"'\\")
+
+
+def _quoted(key: str) -> str:
+    cut = f"{key[:MAX_KEY]}…" if len(key) > MAX_KEY else key
+    text = json.dumps(cut, ensure_ascii=False)
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def _plain(key: str) -> bool:
+    return (
+        0 < len(key) <= MAX_KEY
+        and key.isprintable()
+        and not any(c.isspace() or c in _NOT_PLAIN for c in key)
+    )
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:

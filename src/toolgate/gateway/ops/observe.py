@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
 
-from toolgate.errors import StoreUnavailable
+from toolgate.errors import ConfigError, StoreUnavailable
 from toolgate.events import EventBus, JsonlSink, LoggingSink
 from toolgate.gateway.config.model import GatewayConfig
 from toolgate.request import Context
@@ -27,7 +27,11 @@ def event_bus(cfg: GatewayConfig) -> EventBus:
     if events.logging:
         bus.add_sink(LoggingSink())
     if events.jsonl:
-        bus.add_sink(JsonlSink(cfg.resolve(events.jsonl)))
+        try:
+            bus.add_sink(JsonlSink(cfg.resolve(events.jsonl)))
+        except ConfigError as exc:  # the config's key, not the sink's argument
+            message = f"toolgate.events.jsonl: {exc.message}"
+            raise ConfigError(message, key="toolgate.events.jsonl") from None
     if events.otel:  # the optional extra: imported only when configured
         from toolgate.gateway.ops.otel import OtelSink
 
