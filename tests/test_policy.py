@@ -4,7 +4,7 @@ ones; every refusal is a ``tool.executed`` event. Core only."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -283,6 +283,25 @@ def test_an_unknown_trust_level_in_a_policy_is_a_config_error() -> None:
         "known levels: detected, declared, verified, linked"
     )
     assert ts.catalog.tools == {}
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: TrustLadder(("low", "")), "trust_levels[1] is '': level names must not be blank"),
+        (
+            lambda: Principal(scope=["issues", " "]),
+            "scope[1] is ' ': group names must not be blank",
+        ),
+    ],
+    ids=["trust level", "scope"],
+)
+def test_a_blank_name_in_a_list_of_names_is_refused_by_its_place(
+    build: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        build()
+    assert err.value.message == message
 
 
 def test_an_unknown_default_principal_trust_is_a_config_error() -> None:

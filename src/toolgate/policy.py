@@ -22,12 +22,19 @@ DEFAULT_TRUST_LEVELS: tuple[str, ...] = ("detected", "declared", "verified", "li
 
 def _names(value: Any, key: str, what: str) -> tuple[str, ...]:
     """``value`` as a tuple of names: a list of strings; a string (which would be read
-    letter by letter) or anything else is a ``ConfigError`` naming ``key``."""
+    letter by letter), an empty or blank name, or anything else is a ``ConfigError``
+    naming ``key``."""
     if isinstance(value, str):
         raise ConfigError(f"{key} must be a list of {what}, got the string {value!r}", key=key)
     if isinstance(value, Iterable) and not isinstance(value, Mapping):
         names = tuple(value)
         if all(isinstance(n, str) for n in names):
+            blank = [i for i, n in enumerate(names) if not n.strip()]
+            if blank:
+                raise ConfigError(
+                    f"{key}[{blank[0]}] is {names[blank[0]]!r}: {what} must not be blank",
+                    key=key,
+                )
             return names
     raise ConfigError(f"{key} must be a list of {what}, got {value!r:.80}", key=key)
 
