@@ -56,6 +56,14 @@ async def test_valid_arguments_reach_the_handler() -> None:
         ({}, "Invalid arguments for tool 'read': (root): 'path' is a required property"),
         ({"path": 3}, "Invalid arguments for tool 'read': path: 3 is not of type 'string'"),
         (
+            {"path": None},
+            "Invalid arguments for tool 'read': path: null is not of type 'string'",
+        ),
+        (
+            {"path": "a", "limit": True},
+            "Invalid arguments for tool 'read': limit: true is not of type 'integer'",
+        ),
+        (
             {"path": "a", "limit": 0},
             "Invalid arguments for tool 'read': limit: 0 is less than the minimum of 1",
         ),

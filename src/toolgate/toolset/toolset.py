@@ -69,15 +69,22 @@ def _check_parts(
 SHOWN_VALUE = 80
 
 
+JSON_WORDS = {None: "null", True: "true", False: "false"}
+
+
 def _schema_fault(error: Any) -> str:
     """One jsonschema error as the caller reads it, ``where: what``. jsonschema's
     message starts with the whole repr of the caller's value: it is cut to
     ``SHOWN_VALUE`` characters and named by its JSON type, so a 100 KB argument is
-    refused in a line, not echoed back."""
+    refused in a line, not echoed back; ``null``, ``true`` and ``false`` are said in
+    JSON's words, not Python's (``None``, ``True``)."""
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"
     message, shown = error.message, repr(error.instance)
     if len(shown) > SHOWN_VALUE and message.startswith(shown):
         message = f"{json_type(error.instance)} {shown[:SHOWN_VALUE]}…{message[len(shown) :]}"
+    elif error.instance is None or isinstance(error.instance, bool):
+        if message.startswith(shown):
+            message = JSON_WORDS[error.instance] + message[len(shown) :]
     return f"{short(where, 64)}: {short(message, 4 * SHOWN_VALUE)}"
 
 
