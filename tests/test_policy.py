@@ -290,7 +290,7 @@ def test_an_unknown_trust_level_in_a_policy_is_a_config_error() -> None:
     [
         (lambda: TrustLadder(("low", "")), "trust_levels[1] is '': level names must not be blank"),
         (
-            lambda: Principal(scope=["issues", " "]),
+            lambda: Principal(scope=("issues", " ")),
             "scope[1] is ' ': group names must not be blank",
         ),
     ],

@@ -82,9 +82,8 @@ def _schema_fault(error: Any) -> str:
     message, shown = error.message, repr(error.instance)
     if len(shown) > SHOWN_VALUE and message.startswith(shown):
         message = f"{json_type(error.instance)} {shown[:SHOWN_VALUE]}…{message[len(shown) :]}"
-    elif error.instance is None or isinstance(error.instance, bool):
-        if message.startswith(shown):
-            message = JSON_WORDS[error.instance] + message[len(shown) :]
+    elif (error.instance is None or isinstance(error.instance, bool)) and message.startswith(shown):
+        message = JSON_WORDS[error.instance] + message[len(shown) :]
     return f"{short(where, 64)}: {short(message, 4 * SHOWN_VALUE)}"
 
 
