@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import NoneType
@@ -37,6 +38,9 @@ from toolgate.view import DEFAULT_RULES, ReasonKind, Rule, Surfacing, View, View
 
 HiddenToolErrors = str  # "hint" | "opaque"
 logger = logging.getLogger("toolgate.toolset")
+
+
+MAX_UNSEEN_INDEXES = 8  # search indexes kept for principals who may not see some groups
 
 
 def plain_description_required(name: str) -> DescriptionRequired:
@@ -153,6 +157,8 @@ class ToolSet:
         self._validators: dict[str, tuple[Tool, Any]] = {}
         self.search_settings = search or SearchSettings()
         self._search_index: SearchIndex | None = None
+        #: indexes without the text of some groups, for the principals who may not see them
+        self._unseen_indexes: OrderedDict[frozenset[str], SearchIndex] = OrderedDict()
 
     # -- registration ----------------------------------------------------------------
     def add_group(self, group: Group) -> Group:
@@ -216,6 +222,7 @@ class ToolSet:
         if source.search_settings != self.search_settings:
             self.search_settings = source.search_settings
             self._search_index = None  # made again, with the new settings, on first use
+            self._unseen_indexes.clear()
         self.views.clear()  # views are keyed by catalog version, not by the ladder
         refused = self.catalog.replace_all(source.catalog)
         after = self.catalog.tools
@@ -336,6 +343,28 @@ class ToolSet:
             self._search_index = SearchIndex(self.catalog, self.search_settings)
         return self._search_index
 
+    def search_index_for(self, view: View) -> SearchIndex:
+        """The index ``view``'s principal searches: ``search_index``, or, when a tool it
+        may use is also in a group it may not know of (``View.unseen_groups``), one that
+        leaves those groups' texts out (sharing the embedder), so they neither match its
+        queries nor move its scores."""
+        unseen = view.unseen_groups
+        shared = self.search_index
+        if not unseen:
+            return shared
+        index = self._unseen_indexes.get(unseen)
+        if index is None:
+            settings = replace(
+                shared.settings, embedder=shared.embedder or shared.settings.embedder
+            )
+            index = SearchIndex(self.catalog, settings, unseen_groups=unseen)
+            self._unseen_indexes[unseen] = index
+            if len(self._unseen_indexes) > MAX_UNSEEN_INDEXES:
+                self._unseen_indexes.popitem(last=False)
+        else:
+            self._unseen_indexes.move_to_end(unseen)
+        return index
+
     def budget_problem(
         self, view: View, before: View | None = None, change: str = "the activation"
     ) -> str | None:
@@ -408,8 +437,10 @@ class ToolSet:
             f"{required_sentence(tool.input_schema)}"
         )
 
-    def hidden_error(self, s: Surfacing, stage: str) -> ToolgateError:
-        """The error for calling a tool that is not visible (``stage``: the current one)."""
+    def hidden_error(self, s: Surfacing, view: View) -> ToolgateError:
+        """The error for calling a tool that is not visible in ``view``. A hint names only
+        groups the principal may know of."""
+        stage = view.ctx.stage
         if s.is_unknown_to_principal or self.hidden_tool_errors == "opaque":
             return ToolNotFound(s.name)
         tool, kind, reason = s.tool, s.reason.kind, str(s.reason)
@@ -425,14 +456,15 @@ class ToolSet:
                 current_stage=stage,
             )
         if kind is ReasonKind.GROUP_INACTIVE:
-            chain = min(([*reversed(self.catalog.ancestors(g)), g] for g in tool.groups), key=len)
+            known = [g for g in tool.groups if view.group(g).visible]
+            chain = min(([*reversed(self.catalog.ancestors(g)), g] for g in known), key=len)
             return ToolHidden(
                 f"Tool {s.name!r} is not enabled. Enable group {chain[-1]!r} first"
                 + (f" (and its parents {chain[:-1]})" if len(chain) > 1 else "")
                 + ", then call it again.",
                 tool=s.name,
                 reason=reason,
-                groups=list(tool.groups),
+                groups=known,
                 enable=chain,
             )
         return ToolHidden(
