@@ -81,15 +81,20 @@ async def test_fastmcp_example_reveals_a_group_then_its_stage_gated_tool_after_c
         assert paid.structured_content == {"paid": 12}
 
 
-async def test_fastmcp_example_hides_the_verified_only_tool_like_an_unknown_one() -> None:
+async def test_fastmcp_example_hides_the_verified_only_tool_and_its_group_like_unknown_ones() -> (
+    None
+):
     from fastmcp_server import build
 
     async with fastmcp.Client(build(), mode="legacy") as client:
-        await client.call_tool("enable_tools", {"groups": ["admin"]})
+        # every tool of "admin" needs trust "verified": to this caller the group is unknown too
+        opened = await client.call_tool("enable_tools", {"groups": ["admin"]}, raise_on_error=False)
         with pytest.raises(MCPError) as err:
             await client.call_tool("set_price", {"book_id": "dune", "price": 1})
         with pytest.raises(MCPError) as unknown:
             await client.call_tool("no_such_tool", {})
+    assert opened.structured_content is not None
+    assert opened.structured_content["errors"] == ["Unknown group: admin"]
     assert (err.value.error.code, err.value.error.message) == (-32602, "Unknown tool: set_price")
     assert unknown.value.error.code == err.value.error.code
 

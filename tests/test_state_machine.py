@@ -6,7 +6,7 @@ Core only; kept small (60 examples x 30 steps) so the suite stays fast."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import hypothesis.strategies as st
@@ -34,7 +34,7 @@ from toolgate import (
     ToolNotFound,
     ToolSet,
 )
-from toolgate.view import paginate
+from toolgate.paging import paginate
 
 # a three-level tree, a second tree and two leaves
 PARENTS: dict[str, str | None] = {
@@ -95,6 +95,13 @@ def may_access(tool: Tool, p: Principal) -> bool:
     trust_ok = pol.min_trust is None or LADDER.index(p.trust) >= LADDER.index(pol.min_trust)
     class_ok = not pol.allowed_classes or p.agent_class in pol.allowed_classes
     return in_scope and trust_ok and class_ok and pol.decision != "deny"
+
+
+def group_visible(group: str, p: Principal, tools: Iterable[Tool]) -> bool:
+    """A group the principal may know of: in scope, and holding (in it or below it) no
+    tools at all or one it may use; a group of tools it may not use does not exist to it."""
+    below = [t for t in tools if any(g == group or group in ancestors(g) for g in t.groups)]
+    return group_in_scope(group, p) and (not below or any(may_access(t, p) for t in below))
 
 
 def trivial(args: Mapping[str, Any], ctx: CallContext) -> str:
@@ -272,8 +279,10 @@ class DisclosureMachine(RuleBasedStateMachine):
             for ex in self.ts.catalog.exclusions:
                 assert len(ex & active) <= 1, f"{sorted(ex & active)} active together"
             infos = await session.list_groups()
-            assert [g.name for g in infos] == [g for g in GROUPS if group_in_scope(g, p)]
-            assert {g.name for g in infos if g.active} == set(active)
+            tools = self.ts.catalog.tools.values()
+            known = [g for g in GROUPS if group_visible(g, p, tools)]
+            assert [g.name for g in infos] == known
+            assert {g.name for g in infos if g.active} == set(active) & set(known)
             # visible is sorted, accessible, and exactly what dispatches
             view = await session.view()
             visible = [t.name for t in view.visible]

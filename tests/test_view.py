@@ -21,6 +21,7 @@ from toolgate import (
     When,
 )
 from toolgate.errors import ToolHidden
+from toolgate.paging import decode_cursor, encode_cursor, paginate
 from toolgate.state.base import SessionState
 from toolgate.view import (
     DEFAULT_RULES,
@@ -29,9 +30,6 @@ from toolgate.view import (
     ReasonKind,
     Rule,
     compute_view,
-    decode_cursor,
-    encode_cursor,
-    paginate,
 )
 
 # -- When visibility ------------------------------------------------------------------------

@@ -1,27 +1,21 @@
 """The one surfacing pipeline: which tools and groups a principal sees, and why.
 
-``compute_view`` is a pure function of (catalog, principal, state); its rules run in
-DESIGN §4's order and the first that fails is the recorded, typed ``Reason``. Listing,
-dispatch, activation, ``explain``, budgets and search all read a ``View`` (``surfacing``
-for tools, ``group`` for groups); nothing re-implements a rule. Views are cached by
-(catalog version, principal, state content). Core: imports catalog, policy, state.
+``compute_view`` is a pure function of (catalog, principal, state), its rules in DESIGN
+§4's order; listing, dispatch, activation, ``explain``, budgets and search all read a
+``View`` and re-implement no rule. Views are cached. Core: imports catalog, policy, state.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import bisect
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any
 
 from toolgate.catalog import ByGroup, Catalog, Group, StateSnapshot, Tool, When
-from toolgate.errors import InvalidCursor
 from toolgate.policy import Principal, TrustLadder
 from toolgate.state.base import SessionState
 
@@ -40,6 +34,7 @@ class ReasonKind(StrEnum):
     STAGE_LOCKED = "stage-locked"
     GROUP_INACTIVE = "group-inactive"
     PREDICATE_FALSE = "predicate-false"
+    NOTHING_USABLE = "nothing-usable"  # a group: holds tools, none the principal may use
     ACTIVE = "active"  # a group: effectively active
     PARENT_INACTIVE = "parent-inactive"  # a group: its parent is not effectively active
     ACTIVATABLE = "activatable"  # a group: activating it now can succeed
@@ -77,6 +72,7 @@ UNKNOWN = Reason(ReasonKind.UNKNOWN)
 OUT_OF_SCOPE = Reason(ReasonKind.OUT_OF_SCOPE)
 ACTIVE = Reason(ReasonKind.ACTIVE)
 ACTIVATABLE = Reason(ReasonKind.ACTIVATABLE)
+NOTHING_USABLE = Reason(ReasonKind.NOTHING_USABLE)
 
 
 def in_scope(catalog: Catalog, principal: Principal, group: str) -> bool:
@@ -164,7 +160,9 @@ def _group(tool: Tool, ctx: RuleContext) -> Reason | None:
         return None
     if any(g in ctx.effective for g in tool.groups):
         return None
-    return Reason(ReasonKind.GROUP_INACTIVE, group=tool.groups[0])
+    # the first group the principal may know of (an accessible tool is in one)
+    known = (g for g in tool.groups if in_scope(ctx.catalog, ctx.principal, g))
+    return Reason(ReasonKind.GROUP_INACTIVE, group=next(known, tool.groups[0]))
 
 
 def _predicate(tool: Tool, ctx: RuleContext) -> Reason | None:
@@ -215,8 +213,9 @@ class Surfacing:
 @dataclass(frozen=True)
 class GroupSurfacing:
     """A group and the view's verdict on it. The rules run in this order and the first
-    that decides is ``reason``: ``unknown`` → ``out-of-scope`` → ``active`` (effectively
-    active) → ``parent-inactive:<parent>`` → ``activatable``."""
+    that decides is ``reason``: ``unknown`` → ``out-of-scope`` → ``nothing-usable`` (it
+    or a group below it holds tools, and the principal may use none of them) →
+    ``active`` (effectively active) → ``parent-inactive:<parent>`` → ``activatable``."""
 
     name: str
     group: Group | None
@@ -226,7 +225,7 @@ class GroupSurfacing:
     @property
     def visible(self) -> bool:
         """The principal may know of it: list it, open it, name it in a request."""
-        return self.reason.kind not in (ReasonKind.UNKNOWN, ReasonKind.OUT_OF_SCOPE)
+        return self.reason.kind not in HIDDEN_GROUP
 
     @property
     def active(self) -> bool:
@@ -237,6 +236,43 @@ class GroupSurfacing:
     def activatable(self) -> bool:
         """Not enabled, and its parent (if any) is effectively active."""
         return self.reason.kind is ReasonKind.ACTIVATABLE
+
+
+#: a group's verdicts that make it, to the principal, a group that does not exist
+HIDDEN_GROUP = frozenset({ReasonKind.UNKNOWN, ReasonKind.OUT_OF_SCOPE, ReasonKind.NOTHING_USABLE})
+
+
+@dataclass(frozen=True)
+class GroupReach:
+    """Which groups hold tools, in them or in a group below them (``holding``), and which
+    hold one that passes every access rule (``usable``). A group in ``holding`` but not
+    in ``usable`` offers the principal nothing: to it, the group does not exist, as its
+    tools do not (a group that holds no tools at all, a container or one of prompts, is
+    decided by scope alone). Access rules never read session state, so one reach serves
+    every view of a (catalog version, principal)."""
+
+    holding: frozenset[str]
+    usable: frozenset[str]
+    #: the groups the usable tools are in themselves (their ancestors left out)
+    direct: frozenset[str] = frozenset()
+
+
+def group_reach(ctx: RuleContext, rules: Sequence[Rule]) -> GroupReach:
+    cat = ctx.catalog
+    access = [r for r in rules if r.access]
+    holding: set[str] = set()
+    usable: set[str] = set()
+    direct: set[str] = set()
+    for name in cat.sorted_names():
+        tool = cat.tools[name]
+        if not tool.groups:
+            continue
+        below = {a for g in tool.groups if g in cat.groups for a in (g, *cat.ancestors(g))}
+        holding |= below
+        if not set(tool.groups) <= direct and all(r.judge(tool, ctx) is None for r in access):
+            usable |= below
+            direct.update(tool.groups)
+    return GroupReach(frozenset(holding), frozenset(usable), frozenset(direct))
 
 
 def effective_groups(catalog: Catalog, active: frozenset[str]) -> frozenset[str]:
@@ -261,10 +297,22 @@ def effective_groups(catalog: Catalog, active: frozenset[str]) -> frozenset[str]
 class View:
     """The surfacing of every tool for one (catalog version, principal, state)."""
 
-    def __init__(self, ctx: RuleContext, rules: Sequence[Rule] = DEFAULT_RULES) -> None:
+    def __init__(
+        self,
+        ctx: RuleContext,
+        rules: Sequence[Rule] = DEFAULT_RULES,
+        reach: GroupReach | None = None,
+    ) -> None:
         self.ctx = ctx
         self.rules = tuple(rules)
         self.catalog_version = ctx.catalog.version
+        if reach is not None:
+            self.__dict__["reach"] = reach
+
+    @cached_property
+    def reach(self) -> GroupReach:
+        """Which groups hold tools the principal may use (``GroupReach``)."""
+        return group_reach(self.ctx, self.rules)
 
     def _judge(self, tool: Tool) -> Surfacing:
         for rule in self.rules:
@@ -339,6 +387,9 @@ class View:
         enabled = name in ctx.state.active
         if not in_scope(ctx.catalog, ctx.principal, name):
             return GroupSurfacing(name, g, OUT_OF_SCOPE, enabled)
+        reach = self.reach
+        if name in reach.holding and name not in reach.usable:
+            return GroupSurfacing(name, g, NOTHING_USABLE, enabled)
         if name in ctx.effective:
             return GroupSurfacing(name, g, ACTIVE, enabled)
         if g.parent is not None and g.parent not in ctx.effective:
@@ -346,6 +397,12 @@ class View:
                 name, g, Reason(ReasonKind.PARENT_INACTIVE, group=g.parent), enabled
             )
         return GroupSurfacing(name, g, ACTIVATABLE, enabled)  # not enabled: it would be active
+
+    @cached_property
+    def unseen_groups(self) -> frozenset[str]:
+        """Groups the principal may not know of that hold a tool it may use (beside a
+        group it may know of): a text drawn from them must not reach it (search)."""
+        return frozenset(g for g in self.reach.direct if not self.group(g).visible)
 
     @cached_property
     def groups(self) -> tuple[GroupSurfacing, ...]:
@@ -387,6 +444,8 @@ class ViewCache:
 
     maxsize: int = 2048
     _entries: OrderedDict[tuple[Any, ...], View] = field(default_factory=OrderedDict)
+    #: (catalog version, principal) -> its ``GroupReach``, shared by its views of every state
+    _reaches: OrderedDict[tuple[Any, ...], GroupReach] = field(default_factory=OrderedDict)
     hits: int = 0
     misses: int = 0
 
@@ -406,6 +465,14 @@ class ViewCache:
             return view
         self.misses += 1
         view = compute_view(catalog, principal, state, ladder=ladder, rules=rules)
+        reach_key = key[:2]
+        reach = self._reaches.get(reach_key)
+        if reach is None:
+            reach = self._reaches[reach_key] = view.reach
+            if len(self._reaches) > self.maxsize:
+                self._reaches.popitem(last=False)
+        else:
+            view.__dict__["reach"] = reach
         self._entries[key] = view
         if len(self._entries) > self.maxsize:
             self._entries.popitem(last=False)
@@ -413,42 +480,4 @@ class ViewCache:
 
     def clear(self) -> None:
         self._entries.clear()
-
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Page:
-    items: tuple[Any, ...]
-    next_cursor: str | None
-
-
-def encode_cursor(after: str) -> str:
-    return base64.urlsafe_b64encode(f"after:{after}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> str:
-    try:
-        if not isinstance(cursor, str) or len(cursor) > 1024:
-            raise ValueError
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise InvalidCursor(str(cursor)) from None
-    if not raw.startswith("after:"):
-        raise InvalidCursor(cursor)
-    return raw.removeprefix("after:")
-
-
-def paginate(
-    items: Sequence[T], key: Callable[[T], str], cursor: str | None, page_size: int
-) -> Page:
-    """A page of name-sorted ``items`` after ``cursor``. Cursors name the last item
-    seen, so a list that changes between pages neither repeats nor skips survivors."""
-    start = 0
-    if cursor is not None:
-        after = decode_cursor(cursor)
-        start = bisect.bisect_right([key(i) for i in items], after)
-    chunk = tuple(items[start : start + page_size])
-    more = start + page_size < len(items)
-    return Page(chunk, encode_cursor(key(chunk[-1])) if more and chunk else None)
+        self._reaches.clear()

@@ -44,6 +44,7 @@ from toolgate.identity import (
     IdentityResolver,
     check_identity,
 )
+from toolgate.paging import paginate
 from toolgate.policy import Confirmer
 from toolgate.request import (
     Live,
@@ -56,7 +57,6 @@ from toolgate.request import caller_of as sdk_caller_of
 from toolgate.strategies import Delivery, DeliveryConfig
 from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy, emit_selection
 from toolgate.toolset import ToolSet
-from toolgate.view import paginate
 from toolgate.wire import (
     RAW_RESULT,
     PageParams,

@@ -166,6 +166,7 @@ class SearchIndex:
         cover_below: float = COVER_BELOW,
         cover_weight: float = COVER_WEIGHT,
         hybrid_cover_weight: float = HYBRID_COVER_WEIGHT,
+        unseen_groups: frozenset[str] = frozenset(),
     ) -> None:
         try:
             import numpy
@@ -175,6 +176,7 @@ class SearchIndex:
             ) from exc
         self.catalog = catalog
         self.settings = settings = settings or SearchSettings()
+        self.unseen_groups = unseen_groups  # groups whose texts no document holds
         self.analyzer = Analyzer()
         self._matching = Matching(
             prefix_weight, root_weight, argument_weight, fuzzy_weight, fuzzy_similarity
@@ -220,7 +222,7 @@ class SearchIndex:
                 return
             version = self.catalog.version
             tools = self.catalog.tools
-            group_of = self.catalog.groups
+            group_of, unseen = self.catalog.groups, self.unseen_groups
             postings = self._postings
             for name in [n for n in self._docs if n not in tools]:
                 slot = self._docs.pop(name)[2]
@@ -228,7 +230,7 @@ class SearchIndex:
             reanalysed = 0
             changed: list[tuple[int, Tool]] = []
             for name, tool in tools.items():
-                groups = tuple(group_of[g] for g in tool.groups if g in group_of)
+                groups = tuple(group_of[g] for g in tool.groups if g in group_of.keys() - unseen)
                 old = self._docs.get(name)
                 if old is not None:
                     if old[0] is tool and _same(old[1], groups):
@@ -337,7 +339,10 @@ class SearchIndex:
         assert self.embedder is not None
         embedded = self.embedder.embed([meaning(query, self._matching.argument_weight)])
         q = unit(np.asarray(embedded, dtype=np.float32))[0]
-        cosine = vectors[: len(names)] @ q
+        # the caller's rows only: BLAS rounds a row by where it lies among the others
+        rows, shown = vectors[: len(names)], np.flatnonzero(live)
+        cosine = np.zeros(len(names), dtype=rows.dtype)
+        cosine[shown] = rows[shown] @ q
         lexical = bm25 if covered is None else bm25 * covered**self._coverage_power
         w = self.settings.weight
         lex = standard(lexical, live)

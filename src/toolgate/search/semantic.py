@@ -168,10 +168,14 @@ def unit(rows: NDArray[np.float32]) -> NDArray[np.float32]:
 
 
 def standard(x: NDArray[np.floating[Any]], live: NDArray[np.bool_]) -> NDArray[np.floating[Any]]:
-    """``x`` as z-scores over the live slots (all zero when ``x`` is constant there)."""
+    """``x`` as z-scores over the live slots (all zero when ``x`` is constant there).
+    Summed over the live slots alone: a sum that ran over the others too, as zeros,
+    rounded differently with where they lay, so the tools a caller may not see moved
+    the last digit of the scores it sees."""
     import numpy as np
 
-    n = int(live.sum())
-    mean = float((x * live).sum()) / n
-    std = float(np.sqrt((((x - mean) ** 2) * live).sum() / n))
+    shown = x[live[: len(x)]]
+    n = len(shown)
+    mean = float(shown.sum()) / n
+    std = float(np.sqrt(((shown - mean) ** 2).sum() / n))
     return (x - mean) / std if std > 0 else np.zeros(len(x))

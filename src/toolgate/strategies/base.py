@@ -130,9 +130,16 @@ def shared_lead(texts: Sequence[str]) -> str:
 
 
 def group_texts(groups: Iterable[Group]) -> list[str]:
-    """Each group's description (or title). A shared lead is judged on every catalog
-    group, in scope or not, so it stays the same for every principal and state."""
+    """Each group's description (or title)."""
     return [g.description or g.title or "" for g in groups]
+
+
+def groups_lead(view: View) -> str:
+    """The shared lead of the groups ``view``'s principal may see. Judged on those
+    alone: a group it may not see must not change how the others read (a lead judged on
+    every group told a principal that some group it cannot see opens otherwise). Group
+    visibility never reads session state, so the lead stays the same in every state."""
+    return shared_lead(group_texts(g.group for g in view.groups if g.visible and g.group))
 
 
 def groups_note(view: View) -> str:
@@ -142,7 +149,7 @@ def groups_note(view: View) -> str:
     groups = [g.group for g in view.groups if g.visible and g.group is not None]
     if not groups:
         return ""
-    lead = shared_lead(group_texts(g.group for g in view.groups if g.group))
+    lead = groups_lead(view)
     parts = []
     for g in groups[:MAX_NAMED_GROUPS]:
         text = (g.description or g.title or "").removeprefix(lead)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolgate.errors import ConfigError, check_kind
+from toolgate.paging import Page, paginate
 from toolgate.policy import Confirmer, Principal
 from toolgate.strategies.base import (
     GROUPS_EXTENSION,
@@ -32,7 +33,6 @@ from toolgate.strategies.registry import StrategyInputs, StrategyRegistry, defau
 from toolgate.strategies.search import DEFAULT_FULL_RESULTS, ToolSearch
 from toolgate.strategies.toolsets import ToolsetsStrategy
 from toolgate.toolset import ToolSet
-from toolgate.view import Page, paginate
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 from toolgate.catalog import Always, Group, Tool
 from toolgate.errors import GroupNotFound, InvalidParams
+from toolgate.paging import paginate
 from toolgate.policy import Principal
 from toolgate.state.base import EMPTY
 from toolgate.strategies.arguments import group_name_problem
@@ -23,7 +24,6 @@ from toolgate.strategies.base import Addon, MetaNames, Request, Strategy, emit_s
 from toolgate.strategies.catalog import group_contents
 from toolgate.strategies.toolsets import toolset_groups
 from toolgate.toolset import ToolSet
-from toolgate.view import paginate
 
 GROUPS_LIST_CHANGED = "notifications/groups/list_changed"
 LISTING_CACHE_SIZE = 256

@@ -152,7 +152,7 @@ class ToolDescriptions(Addon):
                 out[name] = as_model_reads(self.docs.describe(s.tool))
                 described.append(name)
             else:
-                exc = self.toolset.hidden_error(s, view.ctx.stage)
+                exc = self.toolset.hidden_error(s, view)
                 out[name] = {"error": exc.message, "code": exc.code, "available_tools": available}
         if described and self.records:
             await session.mark(described=described)

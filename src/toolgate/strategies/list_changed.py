@@ -30,9 +30,8 @@ from toolgate.strategies.base import (
     Request,
     Strategy,
     few_words,
-    group_texts,
+    groups_lead,
     opening_answer,
-    shared_lead,
     structured,
 )
 from toolgate.strategies.detail import Detail, summary_wire
@@ -113,7 +112,8 @@ class ListChangedStrategy(Strategy):
                 return name[: -len(suffix)], action
         return None
 
-    def _activator_tool(self, group: str, action: str) -> MetaTool:
+    def _activator_tool(self, group: str, action: str, lead: str = "") -> MetaTool:
+        """``lead``: what every group the caller sees opens with (``groups_lead``)."""
         g = self.toolset.catalog.groups[group]
         name = f"{group}{self.sep}{action}"
 
@@ -129,7 +129,6 @@ class ListChangedStrategy(Strategy):
         # every group's activator is listed: a child's names its parent, which must be on.
         # The name says which group and what it does; the description, what is in it.
         # and not what every group's description opens with (``github: ``)
-        lead = shared_lead(group_texts(self.toolset.catalog.groups.values()))
         text = (g.description or g.title or "").removeprefix(lead) or group
         what = few_words(text, ACTIVATOR_WORDS)
         inside = f" (inside {g.parent})" if g.parent and action == "activate" else ""
@@ -140,15 +139,16 @@ class ListChangedStrategy(Strategy):
         if self.style != "activators":
             return metas
         always = self.activators == "always"
+        lead = groups_lead(view)
         for g in view.groups:
             if not g.visible or g.group is None:
                 continue  # out of scope: never named, not even by its activator
             if always or g.activatable:
-                metas.append(self._activator_tool(g.name, "activate"))
+                metas.append(self._activator_tool(g.name, "activate", lead))
             # a deactivator while the group is on (DESIGN 5.1: hidden when
             # show_deactivator=False); one for a group that is off would only cost tokens
             if g.group.show_deactivator and (g.enabled if always else g.active):
-                metas.append(self._activator_tool(g.name, "deactivate"))
+                metas.append(self._activator_tool(g.name, "deactivate", lead))
         return metas
 
     def meta_tool(self, name: str) -> MetaTool | None:

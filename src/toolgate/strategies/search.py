@@ -219,7 +219,7 @@ class ToolSearch(Addon):
         one ranking."""
         session = request.session
         view = await session.view()
-        index = strategy.toolset.search_index
+        index = strategy.toolset.search_index_for(view)
         find = index.search_regex if regex else index.search
         rankings = [find(need, limit, view.is_accessible) for need in needs]
         hits: Sequence[SearchHit] = (

@@ -43,7 +43,7 @@ class CallingToolset(Protocol):
     def description_required(self) -> Callable[[str], DescriptionRequired]: ...
     def view(self, principal: Principal, state: SessionState) -> View: ...
     def validate_arguments(self, tool: Tool, arguments: Mapping[str, Any]) -> str | None: ...
-    def hidden_error(self, s: Surfacing, stage: str) -> ToolgateError: ...
+    def hidden_error(self, s: Surfacing, view: View) -> ToolgateError: ...
 
 
 class CallingSession(Protocol):
@@ -104,7 +104,7 @@ async def dispatch(
     s = view.surfacing(name)
     if not s.visible:
         session._emit("tool.executed", tool=name, outcome="blocked", reason=str(s.reason))
-        raise ts.hidden_error(s, view.ctx.stage)
+        raise ts.hidden_error(s, view)
     tool = s.tool
     assert tool is not None
     if (

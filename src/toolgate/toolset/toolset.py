@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import NoneType
 from typing import Any
 
-from toolgate.catalog import Catalog, Group, Tool, schema_problem
-from toolgate.catalog.arguments import lax_only, required_sentence
+from toolgate.catalog import Catalog, Group, Tool
 from toolgate.errors import (
     ConfigError,
     DescriptionRequired,
@@ -25,8 +25,6 @@ from toolgate.errors import (
     ToolNotFound,
     check_callable,
     check_kind,
-    json_type,
-    short,
 )
 from toolgate.events import EventBus
 from toolgate.flow import Flow
@@ -36,10 +34,14 @@ from toolgate.state.base import EMPTY, SessionState, StateStore
 from toolgate.state.memory import MemoryStore
 from toolgate.tokens import TokenCounter, default_counter, estimate_tokens, model_text
 from toolgate.toolset.session import Session
+from toolgate.toolset.validation import ArgumentCheck
 from toolgate.view import DEFAULT_RULES, ReasonKind, Rule, Surfacing, View, ViewCache, compute_view
 
 HiddenToolErrors = str  # "hint" | "opaque"
 logger = logging.getLogger("toolgate.toolset")
+
+
+MAX_UNSEEN_INDEXES = 8  # search indexes kept for principals who may not see some groups
 
 
 def plain_description_required(name: str) -> DescriptionRequired:
@@ -63,45 +65,6 @@ def _check_parts(
     check_kind(rules, (list, tuple), "rules", "a list of Rule", key="rules")
     for rule in rules:
         check_kind(rule, Rule, "each of rules", "a Rule", key="rules")
-
-
-#: characters of a caller's value an argument error quotes; the rest is not sent back
-SHOWN_VALUE = 80
-
-
-JSON_WORDS = {None: "null", True: "true", False: "false"}
-
-
-def _schema_fault(error: Any) -> str:
-    """One jsonschema error as the caller reads it, ``where: what``. jsonschema's
-    message starts with the whole repr of the caller's value: it is cut to
-    ``SHOWN_VALUE`` characters and named by its JSON type, so a 100 KB argument is
-    refused in a line, not echoed back; ``null``, ``true`` and ``false`` are said in
-    JSON's words, not Python's (``None``, ``True``)."""
-    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-    message, shown = error.message, repr(error.instance)
-    if len(shown) > SHOWN_VALUE and message.startswith(shown):
-        message = f"{json_type(error.instance)} {shown[:SHOWN_VALUE]}…{message[len(shown) :]}"
-    elif (error.instance is None or isinstance(error.instance, bool)) and message.startswith(shown):
-        message = JSON_WORDS[error.instance] + message[len(shown) :]
-    return f"{short(where, 64)}: {short(message, 4 * SHOWN_VALUE)}"
-
-
-def _validator(tool: Tool) -> Any:
-    """The jsonschema validator of ``tool``'s input schema; None (and a warning naming
-    the tool and the problem) when the schema is not valid JSON Schema."""
-    import jsonschema  # deferred: only a call needs it
-
-    problem = schema_problem(tool.input_schema)
-    if problem is not None:
-        logger.warning(
-            "tool %r: its inputSchema is not valid JSON Schema (%s); its arguments go to "
-            "the tool unchecked",
-            tool.name,
-            problem,
-        )
-        return None
-    return jsonschema.validators.validator_for(tool.input_schema)(tool.input_schema)
 
 
 class ToolSet:
@@ -199,9 +162,11 @@ class ToolSet:
         self.views = ViewCache()
         self._token_cache: dict[str, tuple[Tool, int]] = {}
         self._validated_version = -1
-        self._validators: dict[str, tuple[Tool, Any]] = {}
+        self._arguments = ArgumentCheck()
         self.search_settings = search or SearchSettings()
         self._search_index: SearchIndex | None = None
+        #: indexes without the text of some groups, for the principals who may not see them
+        self._unseen_indexes: OrderedDict[frozenset[str], SearchIndex] = OrderedDict()
 
     # -- registration ----------------------------------------------------------------
     def add_group(self, group: Group) -> Group:
@@ -265,6 +230,7 @@ class ToolSet:
         if source.search_settings != self.search_settings:
             self.search_settings = source.search_settings
             self._search_index = None  # made again, with the new settings, on first use
+            self._unseen_indexes.clear()
         self.views.clear()  # views are keyed by catalog version, not by the ladder
         refused = self.catalog.replace_all(source.catalog)
         after = self.catalog.tools
@@ -385,6 +351,28 @@ class ToolSet:
             self._search_index = SearchIndex(self.catalog, self.search_settings)
         return self._search_index
 
+    def search_index_for(self, view: View) -> SearchIndex:
+        """The index ``view``'s principal searches: ``search_index``, or, when a tool it
+        may use is also in a group it may not know of (``View.unseen_groups``), one that
+        leaves those groups' texts out (sharing the embedder), so they neither match its
+        queries nor move its scores."""
+        unseen = view.unseen_groups
+        shared = self.search_index
+        if not unseen:
+            return shared
+        index = self._unseen_indexes.get(unseen)
+        if index is None:
+            settings = replace(
+                shared.settings, embedder=shared.embedder or shared.settings.embedder
+            )
+            index = SearchIndex(self.catalog, settings, unseen_groups=unseen)
+            self._unseen_indexes[unseen] = index
+            if len(self._unseen_indexes) > MAX_UNSEEN_INDEXES:
+                self._unseen_indexes.popitem(last=False)
+        else:
+            self._unseen_indexes.move_to_end(unseen)
+        return index
+
     def budget_problem(
         self, view: View, before: View | None = None, change: str = "the activation"
     ) -> str | None:
@@ -426,40 +414,12 @@ class ToolSet:
     # -- call helpers ------------------------------------------------------------------
     def validate_arguments(self, tool: Tool, arguments: Mapping[str, Any]) -> str | None:
         """A message describing why ``arguments`` don't fit the tool's input schema."""
-        cached = self._validators.get(tool.name)
-        if cached is None or cached[0] is not tool:
-            cached = (tool, _validator(tool))
-            self._validators[tool.name] = cached
-        validator = cached[1]
-        if validator is None:
-            return None  # a schema that is not JSON Schema checks nothing: the tool does
-        try:
-            if validator.is_valid(arguments):  # the common case: stop at no error, sort nothing
-                return None
-            errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
-            if tool.lax_arguments:  # what its own server reads through is not refused
-                errors = [e for e in errors if not lax_only(e)]
-                if not errors:
-                    return None
-        except Exception as exc:
-            # The schema passed its metaschema yet cannot be applied (a $ref that does not
-            # resolve): the caller's arguments are not at fault. Stop using it.
-            logger.warning(
-                "tool %r: its inputSchema cannot be applied (%s); its arguments go to the "
-                "tool unchecked",
-                tool.name,
-                f"{exc}".split("\n", 1)[0][:200],
-            )
-            self._validators[tool.name] = (tool, None)
-            return None
-        parts = [_schema_fault(e) for e in errors[:5]]
-        return (
-            f"Invalid arguments for tool {tool.name!r}: " + "; ".join(parts) + ". "
-            f"{required_sentence(tool.input_schema)}"
-        )
+        return self._arguments.problem(tool, arguments)
 
-    def hidden_error(self, s: Surfacing, stage: str) -> ToolgateError:
-        """The error for calling a tool that is not visible (``stage``: the current one)."""
+    def hidden_error(self, s: Surfacing, view: View) -> ToolgateError:
+        """The error for calling a tool that is not visible in ``view``. A hint names only
+        groups the principal may know of."""
+        stage = view.ctx.stage
         if s.is_unknown_to_principal or self.hidden_tool_errors == "opaque":
             return ToolNotFound(s.name)
         tool, kind, reason = s.tool, s.reason.kind, str(s.reason)
@@ -475,14 +435,15 @@ class ToolSet:
                 current_stage=stage,
             )
         if kind is ReasonKind.GROUP_INACTIVE:
-            chain = min(([*reversed(self.catalog.ancestors(g)), g] for g in tool.groups), key=len)
+            known = [g for g in tool.groups if view.group(g).visible]
+            chain = min(([*reversed(self.catalog.ancestors(g)), g] for g in known), key=len)
             return ToolHidden(
                 f"Tool {s.name!r} is not enabled. Enable group {chain[-1]!r} first"
                 + (f" (and its parents {chain[:-1]})" if len(chain) > 1 else "")
                 + ", then call it again.",
                 tool=s.name,
                 reason=reason,
-                groups=list(tool.groups),
+                groups=known,
                 enable=chain,
             )
         return ToolHidden(

@@ -16,8 +16,10 @@ from starlette.routing import BaseRoute, Route
 
 from toolgate.gateway.commands.reload import PATH
 from toolgate.gateway.ops.dashboard.auth import OperatorAuth
+from toolgate.gateway.ops.operator import refusal
 from toolgate.gateway.ops.reload import Reloadable, reload
 
+REALM = "toolgate-admin"
 TAKES_NOTHING = (
     f"POST {PATH} takes no body and no query: it reads the gateway's own config file again"
 )
@@ -30,19 +32,12 @@ def mount_admin(
     digests = gateway.cfg.toolgate.dashboard.tokens
     if not digests:
         return []
-    auth = OperatorAuth(digests)
+    OperatorAuth(digests)  # refuses digests that are not SHA-256, as the dashboard does
 
     async def reload_config(request: Request) -> Response:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        token = token.strip() if scheme.lower() == "bearer" else ""
-        if not token:
-            return JSONResponse(
-                {"error": "operator token required"},
-                401,
-                headers={"WWW-Authenticate": 'Bearer realm="toolgate-admin"'},
-            )
-        if not auth.token_ok(token):
-            return JSONResponse({"error": "this token is not an operator token"}, 403)
+        answer = refusal(request.headers.get("authorization", ""), digests, realm=REALM)
+        if answer is not None:
+            return answer
         # a reload reads the file the gateway was started with, nothing else: a body or a
         # query (another path, a partial config) would be ignored while the answer says
         # "applied", so it is refused and nothing is reloaded

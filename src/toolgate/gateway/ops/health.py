@@ -19,6 +19,7 @@ from toolgate.gateway.backends.backend import Backend
 from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.auth import metadata_routes
 from toolgate.gateway.ingress.drain import Drain
+from toolgate.gateway.ops.operator import refused
 from toolgate.identity import IdentityResolver
 from toolgate.lowlevel import Binding
 from toolgate.oauth import OAuthResolver
@@ -101,11 +102,25 @@ def readiness(gateway: ServedGateway) -> dict[str, Any]:
     }
 
 
+REALM = "toolgate-ops"
+
+
+def without_counts(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A readiness answer without the catalog's tool counts (total and per backend)."""
+    out = {k: v for k, v in body.items() if k != "tools"}
+    out["backends"] = {
+        name: {k: v for k, v in b.items() if k != "tools"} for name, b in body["backends"].items()
+    }
+    return out
+
+
 def ops_routes(gateway: ServedGateway) -> list[Route]:
     """``/healthz`` (the process answers, also while it drains), ``/readyz`` (backends,
     JSON; 503 when not ready or draining, or with ``?strict`` when any backend is down)
-    and ``/metrics``; behind the
-    gateway's guard, like every route (a foreign ``Host`` gets 421)."""
+    and ``/metrics``; behind the gateway's guard, like every route (a foreign ``Host``
+    gets 421). Where operator tokens are configured, ``/metrics`` and ``/readyz``'s tool
+    counts are the operator's (``toolgate.gateway.ops.operator``): a caller of the MCP
+    endpoint may not learn from them the tools it may not see."""
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -114,6 +129,8 @@ def ops_routes(gateway: ServedGateway) -> list[Route]:
         body = readiness(gateway)
         strict = "strict" in request.query_params
         ok = body["status"] == "ok" if strict else body["ready"]
+        if refused(gateway.cfg, request, REALM) is not None:
+            body = without_counts(body)  # a probe's answer; the catalog's size is the operator's
         return JSONResponse(body, status_code=200 if ok else 503)
 
     routes = [
@@ -125,6 +142,10 @@ def ops_routes(gateway: ServedGateway) -> list[Route]:
         from toolgate.gateway.ops.metrics import CONTENT_TYPE
 
         async def scrape(request: Request) -> Response:
+            # tool names and counts of every caller: the operator's, never a caller's
+            refusal = refused(gateway.cfg, request, REALM)
+            if refusal is not None:
+                return refusal
             return Response(metrics.render(), media_type=CONTENT_TYPE)
 
         routes.append(Route("/metrics", scrape, methods=["GET"]))

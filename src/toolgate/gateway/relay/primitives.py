@@ -31,9 +31,9 @@ from toolgate.gateway.relay.access import (
 )
 from toolgate.gateway.relay.namespace import Namespace, merged_instructions, namespace
 from toolgate.lowlevel import advertise_list_changed
+from toolgate.paging import paginate
 from toolgate.request import Context, Live, LiveConnections, RequestFacts
 from toolgate.sdk_internals import connection_of
-from toolgate.view import paginate
 from toolgate.wire import PageParams, cursor_of, mcp_error
 
 logger = logging.getLogger("toolgate.gateway")

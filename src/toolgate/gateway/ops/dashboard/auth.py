@@ -2,8 +2,8 @@
 browser gets for it after logging in once.
 
 The cookie is HttpOnly, SameSite=Strict, scoped to the dashboard's path and signed with
-a secret made when the process starts (a restart logs everyone out). Edge layer: stdlib
-and the core's rule for a token's digest.
+a secret made when the process starts (a restart logs everyone out). Edge layer: stdlib,
+the core's rule for a token's digest and the operator's token check (``ops.operator``).
 """
 
 from __future__ import annotations
@@ -15,13 +15,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from toolgate.errors import ConfigError
+from toolgate.gateway.ops.operator import digest, operator_token_ok
 from toolgate.identity import is_token_digest
 
 COOKIE = "toolgate_dashboard"
-
-
-def digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class OperatorAuth:
@@ -58,11 +55,7 @@ class OperatorAuth:
         self._secret = secrets.token_bytes(32)
 
     def token_ok(self, token: str | None) -> bool:
-        if not token:
-            return False
-        mine = digest(token)
-        # compare against every digest: the time taken says nothing about which matched
-        return any([hmac.compare_digest(mine, d) for d in self.digests])
+        return operator_token_ok(token, self.digests)
 
     def _sign(self, payload: str) -> str:
         return hmac.new(self._secret, payload.encode(), hashlib.sha256).hexdigest()
