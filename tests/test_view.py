@@ -392,6 +392,25 @@ async def test_a_custom_rule_may_still_return_its_reason_as_text() -> None:
     )
 
 
+async def test_an_access_rule_given_after_the_group_rule_still_makes_its_tool_unknown() -> None:
+    # appended after DEFAULT_RULES, as an adapter or a user adds one: the closed group
+    # must not decide first and turn the refusal into a hint that the tool exists
+    vault = Rule("vault", True, lambda tool, ctx: "sealed" if tool.name == "open_vault" else None)
+    ts = ToolSet(rules=(*DEFAULT_RULES, vault))
+    ts.add_group(Group("safe", "The safe."))
+    ts.add_tools([T("open_vault", "safe"), T("count_coins", "safe")])
+    s = ts.session("s")
+    assert (await s.view()).surfacing("open_vault").is_unknown_to_principal
+    with pytest.raises(ToolNotFound) as refused:
+        await s.call("open_vault")
+    assert refused.value.to_dict() == {
+        "code": "unknown_tool",
+        "message": "Unknown tool: open_vault",
+    }
+    with pytest.raises(ToolHidden):  # a tool it may use, in the closed group: the hint
+        await s.call("count_coins")
+
+
 # -- groups in the view ---------------------------------------------------------------------
 
 

@@ -304,7 +304,10 @@ class View:
         reach: GroupReach | None = None,
     ) -> None:
         self.ctx = ctx
-        self.rules = tuple(rules)
+        # access rules first, whatever order they were given in: a tool an access rule
+        # refuses reads as unknown even when a discovery rule (its group is closed)
+        # would also hide it
+        self.rules = tuple(sorted(rules, key=lambda rule: not rule.access))
         self.catalog_version = ctx.catalog.version
         if reach is not None:
             self.__dict__["reach"] = reach
