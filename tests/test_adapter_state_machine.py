@@ -12,7 +12,6 @@ few steps, so the whole property stays within seconds.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -21,6 +20,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from mcp.shared.exceptions import MCPError
 
+from _fixtures.driven import Driven
 from _fixtures.mcp_servers import structured, tool_names
 from _fixtures.spec import (
     ADAPTERS,
@@ -40,6 +40,7 @@ from toolgate import Principal, Session, Tool, ToolHidden, ToolNotFound, ToolSet
 from toolgate.strategies.detail import summary_wire
 
 T = TypeVar("T")
+STEP_TIMEOUT = 60.0  # seconds one step's requests may take before the example fails
 META_TOOLS = {
     "call_tool",
     "describe_tools",
@@ -58,49 +59,6 @@ group_lists = st.lists(st.sampled_from([*GROUPS, "zz"]), min_size=1, max_size=3)
 tool_choices = st.sampled_from([*(n for n in BY_NAME if n != "wipe"), "ghost"])
 
 
-class Connection:
-    """A served adapter and one connected client, owned by one task of a private event
-    loop (hypothesis steps are synchronous; the client's task group must stay in one task)."""
-
-    def __init__(self, adapter: AdapterName, era: Era, principal: Principal) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.jobs: asyncio.Queue[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]] | None]
-        self.jobs = asyncio.Queue()
-        ready: asyncio.Future[Wire] = self.loop.create_future()
-        self.task = self.loop.create_task(self._serve(Adapter(adapter), era, principal, ready))
-        self.wire = self.loop.run_until_complete(ready)
-
-    async def _serve(
-        self, adapter: Adapter, era: Era, principal: Principal, ready: asyncio.Future[Wire]
-    ) -> None:
-        try:
-            async with adapter.connect(era, principal=principal) as wire:
-                ready.set_result(wire)
-                while (job := await self.jobs.get()) is not None:
-                    work, done = job
-                    try:
-                        done.set_result(await work())
-                    except Exception as exc:
-                        done.set_exception(exc)
-        except Exception as exc:
-            if not ready.done():
-                ready.set_exception(exc)
-            raise
-
-    def run(self, work: Callable[[], Awaitable[T]]) -> T:
-        """Run ``work`` in the client's task and wait for its result."""
-        done: asyncio.Future[T] = self.loop.create_future()
-        self.jobs.put_nowait((work, done))
-        return self.loop.run_until_complete(done)
-
-    def close(self) -> None:
-        self.jobs.put_nowait(None)
-        try:
-            self.loop.run_until_complete(self.task)
-        finally:
-            self.loop.close()
-
-
 def shadow_toolset(principal: Principal) -> ToolSet:
     """The same catalog for the core alone, with the host's own ``status`` tool."""
     ts = spec_toolset(principal=principal)
@@ -114,7 +72,7 @@ class AdapterMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.connection: Connection | None = None
+        self.connection: Driven[Wire] | None = None
 
     @property
     def legacy(self) -> bool:
@@ -122,7 +80,8 @@ class AdapterMachine(RuleBasedStateMachine):
 
     @initialize(principal=st.sampled_from(PRINCIPALS))
     def connect(self, principal: Principal) -> None:
-        self.connection = Connection(self.adapter, self.era, principal)
+        adapter, era = Adapter(self.adapter), self.era
+        self.connection = Driven(lambda: adapter.connect(era, principal=principal))
         self.toolset = shadow_toolset(principal)
         key = "shadow" if self.legacy else None  # 2026-07-28: nothing is recorded
         self.session: Session = self.toolset.session(key, principal)
@@ -138,7 +97,7 @@ class AdapterMachine(RuleBasedStateMachine):
     def on_wire(self, work: Callable[[Wire], Awaitable[T]]) -> T:
         connection = self.connection
         assert connection is not None
-        return connection.run(lambda: work(connection.wire))
+        return connection.run(work, timeout=STEP_TIMEOUT)
 
     def in_core(self, work: Awaitable[T]) -> T:
         assert self.connection is not None

@@ -53,8 +53,16 @@ class Driven(Generic[C]):
         return self.loop.run_until_complete(done)
 
     def close(self) -> None:
+        """Leave the client, then end what the loop still runs (a server library's
+        watcher task, say) as ``asyncio.run`` does, so nothing is destroyed pending."""
         self.jobs.put_nowait(None)
         try:
             self.loop.run_until_complete(self.task)
         finally:
+            left = asyncio.all_tasks(self.loop)
+            for task in left:
+                task.cancel()
+            if left:
+                self.loop.run_until_complete(asyncio.wait(left))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.close()
