@@ -208,3 +208,20 @@ async def test_search_names_which_of_its_texts_is_not_one(
         result = await client.call_tool_mcp(tool, arguments)
     assert result.is_error
     assert json.loads(text_of(result)) == {"error": error}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_describe_tools_quotes_a_huge_unknown_name_cut_and_refuses_a_blank_one(
+    mode: str,
+) -> None:
+    era: dict[str, Any] = {"mode": "legacy"} if mode == "legacy" else {}
+    async with fastmcp.Client(served(strategy="list_changed"), **era) as client:
+        huge = await client.call_tool_mcp("describe_tools", {"tools": [HUGE_TEXT]})
+        blank = await client.call_tool_mcp("describe_tools", {"tools": ["ping", " "]})
+    cut = f"{'x' * 128}… (100000 characters)"
+    assert huge.is_error and len(text_of(huge)) < 1000
+    assert json.loads(text_of(huge))[cut]["error"] == f"Unknown tool: {cut}"
+    assert blank.is_error
+    assert json.loads(text_of(blank)) == {
+        "error": "'tools[1]' must be a tool name, not a blank string"
+    }

@@ -41,6 +41,10 @@ def described(value: Any) -> str:
     return f"{type(value).__name__} {value!r:.80}"
 
 
+#: characters of a name the caller sent that an error quotes (MCP names are at most 128)
+MAX_NAME_SHOWN = 128
+
+
 def short(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, saying how long it was: an error message
     never echoes a caller's 10 KB back."""
@@ -168,7 +172,7 @@ class ToolNotFound(ToolgateError):
     code = "unknown_tool"
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"Unknown tool: {name}")
+        super().__init__(f"Unknown tool: {short(name, MAX_NAME_SHOWN)}")
 
 
 class PromptNotFound(ToolgateError):

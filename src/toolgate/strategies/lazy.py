@@ -16,7 +16,14 @@ from urllib.parse import parse_qs, urlsplit
 
 from toolgate.catalog import Tool, ToolResult
 from toolgate.docs import ToolDocs
-from toolgate.errors import ConfigError, DescriptionRequired, InvalidArguments, json_type
+from toolgate.errors import (
+    MAX_NAME_SHOWN,
+    ConfigError,
+    DescriptionRequired,
+    InvalidArguments,
+    json_type,
+    short,
+)
 from toolgate.strategies.arguments import unexpected_arguments
 from toolgate.strategies.base import READ_ONLY, Addon, MetaNames, MetaTool, Reply, Request, Strategy
 from toolgate.strategies.detail import rest_pointer, summary_wire
@@ -107,6 +114,9 @@ class ToolDescriptions(Addon):
                 raise InvalidArguments(
                     f"'tools' must contain tool-name strings, not {json_type(odd)}"
                 )
+            blank = next((i for i, n in enumerate(names) if not n.strip()), None)
+            if blank is not None:
+                raise InvalidArguments(f"'tools[{blank}]' must be a tool name, not a blank string")
             data, ok = await self.describe(request, list(names))
             text = self.dumps(data)
             result = ToolResult(
@@ -153,7 +163,11 @@ class ToolDescriptions(Addon):
                 described.append(name)
             else:
                 exc = self.toolset.hidden_error(s, view)
-                out[name] = {"error": exc.message, "code": exc.code, "available_tools": available}
+                out[short(name, MAX_NAME_SHOWN)] = {
+                    "error": exc.message,
+                    "code": exc.code,
+                    "available_tools": available,
+                }
         if described and self.records:
             await session.mark(described=described)
         return out, bool(described)
