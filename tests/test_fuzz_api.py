@@ -19,9 +19,10 @@ from typing import Any
 
 import hypothesis.strategies as st
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from _fixtures.command import command_in_process
+from _fixtures.hostile import fuzz_settings
 from toolgate import (
     CallContext,
     Flow,
@@ -41,13 +42,7 @@ from toolgate import (
 from toolgate.errors import ConfigError, RegistrationError
 
 ROOT = Path(__file__).parent.parent
-SETTINGS = settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    database=None,  # the same examples on every machine: no replay of a local run's finds
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SETTINGS = fuzz_settings(150)
 #: what a caller might pass by mistake: other kinds, empty and odd values
 wrong_values: st.SearchStrategy[Any] = st.one_of(
     st.none(),

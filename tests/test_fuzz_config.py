@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from _fixtures.command import command_in_process
-from _fixtures.hostile import json_values, texts
+from _fixtures.hostile import fuzz_settings, json_values, texts
 
 ROOT = Path(__file__).parent.parent
 SHIPPED = [ROOT / "examples/gateway/toolgate.json", ROOT / "src/toolgate/demo/toolgate.json"]
@@ -46,13 +46,7 @@ tools = ["todo_clear"]
 min_trust = "verified"
 rate_limit = { max = 1, window_s = 60 }
 """
-SETTINGS = settings(
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
-    database=None,  # the same examples on every machine: no replay of a local run's finds
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SETTINGS = fuzz_settings(60)
 Path_ = tuple[int | str, ...]
 
 

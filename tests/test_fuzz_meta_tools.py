@@ -19,11 +19,11 @@ import fastmcp
 import hypothesis.strategies as st
 import pytest
 from fastmcp import FastMCP
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from mcp_types import CallToolResult
 
 from _fixtures.driven import Driven
-from _fixtures.hostile import HUGE_TEXT, arguments_for
+from _fixtures.hostile import HUGE_TEXT, arguments_for, fuzz_settings
 from toolgate import CallContext, Group, Tool, ToolSet
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.strategies import DeliveryConfig
@@ -32,13 +32,7 @@ GROUPS = ["code", "repos", "issues"]
 TEXT_ARG = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 #: an error refuses in a few lines: never the caller's 100 KB back
 MAX_ERROR = 2000
-SETTINGS = settings(
-    max_examples=75,
-    deadline=None,
-    derandomize=True,
-    database=None,  # the same examples on every machine: no replay of a local run's finds
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SETTINGS = fuzz_settings(75)
 
 
 def echo(arguments: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:

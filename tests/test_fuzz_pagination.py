@@ -18,14 +18,14 @@ import hypothesis.strategies as st
 import mcp_types as mt
 import pytest
 from fastmcp import FastMCP
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from mcp import Client as SDKClient
 from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict
 
 from _fixtures.driven import Driven
-from _fixtures.hostile import json_values, texts
+from _fixtures.hostile import fuzz_settings, json_values, texts
 from toolgate import CallContext, Group, Tool, ToolSet
 from toolgate.client import GroupsClientExtension
 from toolgate.client.extension import RAW
@@ -37,13 +37,7 @@ from toolgate.strategies import Delivery, DeliveryConfig
 LISTS = ["tools/list", "prompts/list", "resources/list", "resources/templates/list"]
 GROUPS_METHODS = ["groups/list", "groups/get"]
 NOT_FOUND = -32002  # MCP's "resource not found": groups/get of a group that is not there
-SETTINGS = settings(
-    max_examples=50,
-    deadline=None,
-    derandomize=True,
-    database=None,  # the same examples on every machine: no replay of a local run's finds
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SETTINGS = fuzz_settings(50)
 
 
 class AnyParams(mt.RequestParams):

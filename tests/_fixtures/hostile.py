@@ -11,6 +11,21 @@ from __future__ import annotations
 from typing import Any
 
 import hypothesis.strategies as st
+from hypothesis import HealthCheck, settings
+
+
+def fuzz_settings(examples: int) -> settings:
+    """The settings of every property test here: ``examples`` fixed examples, the same
+    on every machine (derandomized, no example database to replay a local run's finds),
+    no deadline (a shared CI machine is slow at times)."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
 
 HUGE_TEXT = "x" * 100_000
 AWKWARD_TEXTS = ["", " ", "\x00", "\u202etxt", "a\x00b", "é" * 65, HUGE_TEXT]
