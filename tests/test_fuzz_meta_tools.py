@@ -24,7 +24,8 @@ from mcp_types import CallToolResult
 
 from _fixtures.driven import Driven
 from _fixtures.hostile import HUGE_TEXT, arguments_for, fuzz_settings
-from toolgate import CallContext, Group, Tool, ToolSet
+from toolgate import CallContext, Group, Tool, ToolNotFound, ToolSet
+from toolgate.errors import PromptNotFound
 from toolgate.fastmcp import ToolgateMiddleware
 from toolgate.strategies import DeliveryConfig
 
@@ -220,3 +221,10 @@ async def test_describe_tools_quotes_a_huge_unknown_name_cut_and_refuses_a_blank
     assert json.loads(text_of(blank)) == {
         "error": "'tools[1]' must be a tool name, not a blank string"
     }
+
+
+def test_every_not_found_answer_quotes_the_callers_name_cut_the_same_way() -> None:
+    cut = f"{'x' * 128}… (1000 characters)"
+    assert ToolNotFound("x" * 1000).message == f"Unknown tool: {cut}"
+    assert PromptNotFound("x" * 1000).message == f"Unknown prompt: {cut}"
+    assert ToolNotFound("open_issue").message == "Unknown tool: open_issue"

@@ -181,7 +181,7 @@ class PromptNotFound(ToolgateError):
     code = "unknown_prompt"
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"Unknown prompt: {name[:256]}")
+        super().__init__(f"Unknown prompt: {short(name, MAX_NAME_SHOWN)}")
 
 
 class ResourceNotFound(ToolgateError):
