@@ -434,10 +434,10 @@ class ToolSet:
                 stages=need,
                 current_stage=stage,
             )
-        known = [g for g in tool.groups if view.group(g).visible]
-        if kind is ReasonKind.GROUP_INACTIVE and not known:
-            return ToolNotFound(s.name)  # no group it may know of: nothing to hint at
         if kind is ReasonKind.GROUP_INACTIVE:
+            known = [g for g in tool.groups if view.group(g).visible]
+            if not known:
+                return ToolNotFound(s.name)  # no group it may know of: nothing to hint at
             chain = min(([*reversed(self.catalog.ancestors(g)), g] for g in known), key=len)
             return ToolHidden(
                 f"Tool {s.name!r} is not enabled. Enable group {chain[-1]!r} first"

@@ -7,7 +7,6 @@ A request is the operator's when its bearer token's SHA-256 is one of
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from collections.abc import Iterable
 
@@ -15,10 +14,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from toolgate.gateway.config.model import GatewayConfig
+from toolgate.identity import BearerTokens
 
-
-def digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+#: the config holds an operator token as the same digest as a caller's (``identity``)
+digest = BearerTokens.digest
 
 
 def operator_token_ok(token: str | None, digests: Iterable[str]) -> bool:
