@@ -376,6 +376,40 @@ def load_toollens(folder: Path | None, mirror: Path | None = None) -> Dataset:
     return Dataset("ToolLens whole tasks", list(tools.values()), queries, servers, kinds)
 
 
+def load_bfcl(folder: Path | None, mirror: Path | None = None) -> Dataset:
+    """BFCL's multi-turn conversations over its eight systems' 128 functions, each
+    system a server (``system.function``): every user turn a request in the words of the
+    conversation so far, its needs the functions its ground truth calls. Served alone,
+    as ToolLens is: its judgements name only its own functions."""
+    from bfcl_set import BFCL_COMMIT, BFCL_FILES, BFCL_REPO, SYSTEMS, load
+
+    root = folder or CACHE / f"bfcl-{BFCL_COMMIT[:12]}"
+    url = f"https://raw.githubusercontent.com/{BFCL_REPO}/{BFCL_COMMIT}/"
+
+    def read(path: str) -> bytes:
+        return pinned(root / path, url + path, BFCL_FILES[path], mirror).read_bytes()
+
+    functions, rows = load(read)
+    tools = {
+        f.name: Tool(
+            name=f"{f.system}.{f.name}",
+            description=f.description,
+            input_schema=f.input_schema,
+            source=f.system,
+        )
+        for f in functions
+    }
+    queries: Queries = []
+    kinds: dict[str, str] = {}
+    for query, kind, names in rows:
+        if query in kinds:
+            continue  # two conversations that open alike: the first one's turn counts
+        needs = tuple(frozenset({tools[n].name}) for n in names)
+        queries.append((query, needs[0] if len(needs) == 1 else needs))
+        kinds[query] = f"{kind}, {'one need' if len(needs) == 1 else 'several'}"
+    return Dataset("BFCL dialogues", list(tools.values()), queries, dict(SYSTEMS), kinds)
+
+
 def language_of(name: str) -> str:
     """The language a function of the agent-task set is described in: a fixed half each."""
     return "zh" if hashlib.sha256(name.encode()).digest()[0] % 2 == 0 else "en"
@@ -629,7 +663,7 @@ def paired(rows: dict[str, dict[str, float]]) -> str:
     return "\n".join(f"- {line}" for line in lines)
 
 
-SETS = ("metatool", "mcp-manager", "mcptoolbench", "agent", "toollens")
+SETS = ("metatool", "mcp-manager", "mcptoolbench", "agent", "toollens", "bfcl")
 
 
 def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
@@ -645,7 +679,12 @@ def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
             out.append(load_toollens(args.toollens, args.git_mirror))
         except Unavailable as exc:
             skipped.append(str(exc))
-    if wanted - {"metatool", "toollens"}:
+    if "bfcl" in wanted:
+        try:
+            out.append(load_bfcl(args.bfcl, args.git_mirror))
+        except Unavailable as exc:
+            skipped.append(str(exc))
+    if wanted - {"metatool", "toollens", "bfcl"}:
         try:
             manager = load_mcp_manager(args.mcp_manager, args.git_mirror)
             if "mcp-manager" in wanted:
@@ -788,6 +827,9 @@ def main() -> None:
         "--toollens", type=Path, default=None, help="a folder with local copies (repo paths)"
     )
     parser.add_argument(
+        "--bfcl", type=Path, default=None, help="a folder with local copies (repo paths)"
+    )
+    parser.add_argument(
         "--git-mirror",
         type=Path,
         default=None,
@@ -822,6 +864,13 @@ def main() -> None:
         help="whole-task re-rank in hybrid mode (print only)",
     )
     parser.add_argument(
+        "--long-request",
+        type=float,
+        default=None,
+        help="hybrid: words from which a request is read by its latest part too, 0 off "
+        "(print only)",
+    )
+    parser.add_argument(
         "--dev-only", action="store_true", help="only the dev halves, for tuning (print only)"
     )
     parser.add_argument(
@@ -843,6 +892,9 @@ def main() -> None:
         shipped = False
     if args.hybrid_cover_weight is not None:
         options["hybrid_cover_weight"] = args.hybrid_cover_weight
+        shipped = False
+    if args.long_request is not None:
+        options["long_request"] = args.long_request
         shipped = False
     sets, skipped = datasets(args)
     if args.dev_only:

@@ -14,6 +14,7 @@ from toolgate.catalog import Catalog, Tool
 from toolgate.embedding import Embedder, VectorCache, WordLlamaEmbedder, load_embedder
 from toolgate.errors import ConfigError
 from toolgate.search import SearchIndex, SearchSettings, embedding_texts
+from toolgate.search.semantic import MAX_READINGS, closest, readings
 from toolgate.toolset import ToolSet
 
 TOOLS = [
@@ -287,3 +288,89 @@ def test_a_cache_that_cannot_be_opened_is_a_config_error(tmp_path: Path) -> None
     (tmp_path / "file").write_text("x")
     with pytest.raises(ConfigError, match="vector cache"):
         VectorCache(tmp_path / "file" / "vectors.sqlite")
+
+
+CONVERSATION_TOOLS = [
+    Tool("list_files", "List the files and folders in the current directory."),
+    Tool("move_file", "Move a file or folder to another directory."),
+    Tool("copy_file", "Copy a file to another directory."),
+    Tool("make_directory", "Create a new directory."),
+    Tool("remove_file", "Delete a file."),
+    Tool("read_file", "Show the contents of a file."),
+    Tool("grep", "Find the lines of a file that match a pattern."),
+    Tool("sort_lines", "Sort the lines of a file."),
+    Tool("diff", "Compare two files line by line."),
+    Tool("post_tweet", "Publish a short public message to your followers on the social network."),
+    Tool("follow_user", "Follow another user on the social network."),
+    Tool("add", "Add two numbers."),
+    Tool("get_stock_price", "The current price of a stock."),
+    Tool("book_flight", "Book a flight between two airports."),
+]
+# a conversation so far: five sentences about files, then what is needed now
+CONVERSATION = (
+    "Move the quarterly report from my documents directory into the archive directory, "
+    "and create the archive directory first if it does not exist yet. "
+    "Then look through the report for every line that mentions the budget and sort those "
+    "lines. After that compare the report with last year's report and show me what "
+    "changed between the two files. Copy the older report into the archive directory as "
+    "well so both files sit together. Finally announce to my followers that the reports "
+    "are archived."
+)
+
+
+def test_a_long_request_is_read_by_its_latest_part_too(wordllama: WordLlamaEmbedder) -> None:
+    c = Catalog()
+    c.add_tools(CONVERSATION_TOOLS)
+    shipped = SearchIndex(c, SearchSettings("hybrid", embedder=wordllama))
+    found = [h.name for h in shipped.search(CONVERSATION, limit=3)]
+    assert "post_tweet" in found
+    # read as one mean vector (and by lexical search) the last sentence's need is lost
+    whole = SearchIndex(c, SearchSettings("hybrid", embedder=wordllama), long_request=0)
+    assert "post_tweet" not in [h.name for h in whole.search(CONVERSATION, limit=6)]
+    assert "post_tweet" not in [h.name for h in SearchIndex(c).search(CONVERSATION, limit=6)]
+    # explain gives the cosine to the reading the tool matched best (its tail), which
+    # is closer than the cosine to the whole request
+    best = next(e for e in shipped.explain(CONVERSATION, limit=14) if e.name == "post_tweet")
+    first = next(e for e in whole.explain(CONVERSATION, limit=14) if e.name == "post_tweet")
+    assert best.semantic is not None and first.semantic is not None
+    assert best.semantic > first.semantic + 0.1
+
+
+def test_only_a_long_request_is_read_more_than_once(wordllama: WordLlamaEmbedder) -> None:
+    counting = Counting(wordllama)
+    c = Catalog()
+    c.add_tools(CONVERSATION_TOOLS)
+    index = SearchIndex(c, SearchSettings("hybrid", embedder=counting))
+    index.refresh()
+    counting.texts.clear()
+    index.search("Move the report. Then sort it. Then tell my followers.", limit=3)
+    assert counting.texts == ["Move the report. Then sort it. Then tell my followers."]
+    counting.texts.clear()
+    index.search(CONVERSATION, limit=3)
+    assert counting.texts[0] == CONVERSATION
+    assert counting.texts[-1] == ("Finally announce to my followers that the reports are archived.")
+    assert len(counting.texts) == 5  # the whole, then its tail from each later sentence
+
+
+def test_readings_take_the_tails_of_the_last_sentences_only() -> None:
+    many = " ".join(f"Step {i} of the plan moves file number {i} elsewhere." for i in range(20))
+    read = readings(many)
+    assert read[0] == many
+    assert len(read) == 1 + MAX_READINGS
+    assert read[-1] == "Step 19 of the plan moves file number 19 elsewhere."
+    assert read[1].startswith(f"Step {20 - MAX_READINGS} of the plan")
+    assert readings(many, long_request=0) == [many]
+    assert readings("One long sentence " * 40) == ["One long sentence " * 40]  # no sentence end
+    # Chinese counts a character as half a word, and ends sentences at its full stops
+    chinese = "请把报告移到归档目录。" * 14 + "然后发一条推文告诉大家\uff01"
+    assert readings(chinese)[-1] == "然后发一条推文告诉大家\uff01"
+
+
+def test_closest_ranks_by_the_reading_each_tool_matches_best() -> None:
+    # three tools against the whole request (column 0) and its last sentence (column 1)
+    similarities = np.array([[0.9, 0.1], [0.5, 0.2], [0.1, 0.8]], dtype=np.float32)
+    cosine, score = closest(similarities)
+    assert cosine.tolist() == pytest.approx([0.9, 0.5, 0.8])  # each tool's best reading
+    assert int(np.argmax(score)) in (0, 2) and score[1] < score[0] and score[1] < score[2]
+    one = np.array([[0.3], [0.7]], dtype=np.float32)
+    assert [c.tolist() for c in closest(one)] == [pytest.approx([0.3, 0.7])] * 2

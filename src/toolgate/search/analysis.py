@@ -103,6 +103,30 @@ def script_share(text: str, scripts: Iterable[str] | None) -> float:
     return sum(1 for u in units if known.match(u)) / len(units)
 
 
+# A sentence ends at ". ", "! " or "? ", at a full-width stop, exclamation or question
+# mark (U+3002, U+FF01, U+FF1F) or at a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])\s*|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """``text``'s sentences in order, each with at least one word.
+
+    >>> sentences("Move the report to temp. Then post a tweet about it!")
+    ['Move the report to temp.', 'Then post a tweet about it!']
+    """
+    return [s.strip() for s in _SENTENCE_END.split(text) if _UNIT.search(s)]
+
+
+def text_length(text: str) -> float:
+    """How long ``text`` is in words: a run of letters counts one, a character of a
+    script written without spaces half (a Chinese word is about two characters).
+
+    >>> text_length("查询天气 for Tokyo")
+    4.0
+    """
+    return sum(0.5 if _UNSPACED_RUN.fullmatch(u) else 1.0 for u in _UNIT.findall(text))
+
+
 def argument_values(query: str) -> tuple[str, str]:
     """``query`` without its argument values (quoted text, URLs, paths, file names),
     and those values.

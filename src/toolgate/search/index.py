@@ -35,7 +35,16 @@ from toolgate.search.lexical import (
     Scope,
 )
 from toolgate.search.regex import check_pattern, compile_linear
-from toolgate.search.semantic import Vectors, meaning, standard, trust, unit
+from toolgate.search.semantic import (
+    LONG_REQUEST,
+    Vectors,
+    closest,
+    meaning,
+    readings,
+    standard,
+    trust,
+    unit,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -166,6 +175,7 @@ class SearchIndex:
         cover_below: float = COVER_BELOW,
         cover_weight: float = COVER_WEIGHT,
         hybrid_cover_weight: float = HYBRID_COVER_WEIGHT,
+        long_request: float = LONG_REQUEST,
         unseen_groups: frozenset[str] = frozenset(),
     ) -> None:
         try:
@@ -185,6 +195,7 @@ class SearchIndex:
         self._feedback = Feedback(feedback_docs, feedback_terms, feedback_weight, feedback_coverage)
         self._cover = Cover(cover_below, cover_weight)
         self._hybrid_cover_weight = hybrid_cover_weight
+        self._long_request = long_request
         self._servers = dict(settings.servers)
         self._lock = threading.Lock()
         self._version = -1
@@ -337,17 +348,19 @@ class SearchIndex:
             ranked = (fused, bm25, None, hits, names, rank, None, added, gain, groups)
             return _Scored(scope, terms, weights, *ranked)
         assert self.embedder is not None
-        embedded = self.embedder.embed([meaning(query, self._matching.argument_weight)])
-        q = unit(np.asarray(embedded, dtype=np.float32))[0]
-        # the caller's rows only: BLAS rounds a row by where it lies among the others
+        read = readings(meaning(query, self._matching.argument_weight), self._long_request)
+        qs = unit(np.asarray(self.embedder.embed(read), dtype=np.float32))
+        # the caller's rows only: BLAS rounds a row by where it lies among the others,
+        # and a long request's readings are compared over the tools the caller may see
         rows, shown = vectors[: len(names)], np.flatnonzero(live)
         cosine = np.zeros(len(names), dtype=rows.dtype)
-        cosine[shown] = rows[shown] @ q
+        similarity = np.zeros(len(names), dtype=rows.dtype)
+        cosine[shown], similarity[shown] = closest(rows[shown] @ qs.T)
         lexical = bm25 if covered is None else bm25 * covered**self._coverage_power
         w = self.settings.weight
         lex = standard(lexical, live)
         t = 1.0 if known is None else known[: len(names)]
-        fused = w * lex + (1 - w) * (t * standard(cosine, live) + (1 - t) * lex)
+        fused = w * lex + (1 - w) * (t * standard(similarity, live) + (1 - t) * lex)
         if trusted < 1:  # the share of the query the embedder cannot read: lexical search
             gain = None if fed is None else fed[1]
             alone = standard(bm25 if gain is None else bm25 + gain, live)
