@@ -1,8 +1,9 @@
 """Tool search over a catalog: BM25F, optionally fused with embeddings, and RE2 regex.
 
 ``analysis`` turns text into terms; ``lexical`` keeps the BM25F index, ``semantic`` the
-tool vectors, ``regex`` the RE2 matcher; ``index`` (``SearchIndex``) follows the catalog
-and ranks with them; ``allowed(name)`` filters every result. Core: no MCP imports.
+tool vectors, ``regex`` the RE2 matcher, ``settings`` what an index is configured with;
+``index`` (``SearchIndex``) follows the catalog and ranks with them; ``allowed(name)``
+filters every result. Core: no MCP imports.
 """
 
 from toolgate.search.analysis import (
@@ -13,16 +14,9 @@ from toolgate.search.analysis import (
     schema_text,
     words,
 )
-from toolgate.search.index import (
-    HYBRID_WEIGHT,
-    MAX_LIMIT,
-    Explanation,
-    SearchHit,
-    SearchIndex,
-    SearchMode,
-    SearchSettings,
-)
+from toolgate.search.index import MAX_LIMIT, Explanation, SearchHit, SearchIndex
 from toolgate.search.semantic import embedding_texts
+from toolgate.search.settings import HYBRID_WEIGHT, SearchMode, SearchSettings
 
 __all__ = [
     "HYBRID_WEIGHT",

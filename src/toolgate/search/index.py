@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from toolgate.catalog import Catalog, Group, Tool
 from toolgate.embedding import Embedder, VectorCache, load_embedder
@@ -45,6 +45,7 @@ from toolgate.search.semantic import (
     trust,
     unit,
 )
+from toolgate.search.settings import COVERAGE_POWER, SearchMode, SearchSettings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,50 +62,7 @@ class SearchHit:
     score: float
 
 
-SearchMode = Literal["lexical", "hybrid"]
-
-# Hybrid score = q * (HYBRID_WEIGHT * L + (1 - HYBRID_WEIGHT) * (t * z(cosine) + (1 - t) * L))
-# + (1 - q) * z(lexical search's score), L = z(BM25 * coverage ** COVERAGE_POWER), q the
-# share of the query and t the share of the tool written in scripts the embedder reads
-# (``Embedder.scripts``): where it cannot read the text, the lexical score stands in for
-# its similarity (noise there), and the query's unread share ranks as lexical search
-# does, feedback included (a Chinese request with a Latin word moves by its share). Coverage is
-# the share of the query's idf a tool's words reach (``Postings.coverage``), so the
-# lexical signal favours the tools that cover the request over one that shares a
-# single rare word with it. Both chosen on the development halves of the evaluation sets
-# (benchmarks/search_eval.py --tune), among the settings that beat lexical search and the
-# setting before on every set (docs/decisions.md, "Coverage in hybrid search").
-HYBRID_WEIGHT = 0.2
-COVERAGE_POWER = 2.0
 MAX_POPULATIONS = 64  # scopes remembered (one per principal's view)
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """How ``search_tools`` ranks: ``lexical`` (BM25) or ``hybrid`` (BM25 + embeddings).
-
-    ``embedder`` is an ``Embedder`` or a spec for ``load_embedder`` (default: the
-    WordLlama model the ``semantic`` extra ships); ``cache`` a file for tool vectors
-    (none: vectors live in memory only); ``servers`` maps a backend's key to its title.
-
-    >>> ToolSet(search=SearchSettings("hybrid", cache="~/.cache/toolgate/vectors.sqlite"))
-    """
-
-    mode: SearchMode = "lexical"
-    embedder: Embedder | str | None = None
-    cache: str | Path | None = None
-    weight: float = HYBRID_WEIGHT
-    servers: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.mode not in ("lexical", "hybrid"):
-            raise ConfigError(
-                f"search mode must be 'lexical' or 'hybrid', got {self.mode!r}", key="search.mode"
-            )
-        if isinstance(self.weight, bool) or not isinstance(self.weight, int | float):
-            raise ConfigError(f"search weight must be a number, got {self.weight!r}")
-        if not 0.0 <= self.weight <= 1.0:
-            raise ConfigError(f"search weight must be from 0 to 1, got {self.weight!r}")
 
 
 @dataclass(frozen=True)
@@ -313,7 +271,8 @@ class SearchIndex:
         of the query (``Feedback.gain``); candidates are the tools matching a query term
         or, then, a feedback word. Hybrid: ``w * z(BM25) + (1 - w) * z(cosine)``, each
         signal standardised over the searchable tools (z-scores put a model's cosine
-        range and BM25's unbounded scale on one footing); every such tool is a
+        range and BM25's unbounded scale on one footing; a long request's similarity is
+        that of its reading a tool matches best, ``closest``); every such tool is a
         candidate, so a query sharing no word with a tool can still find it. The scope
         (the tools the caller may see) confines the statistics as well as the
         candidates: tools outside it never move a score inside it.
@@ -438,7 +397,8 @@ class SearchIndex:
         allowed: Callable[[str], bool] | None = None,
     ) -> list[Explanation]:
         """``search``'s ranking with each tool's BM25 score split by field, and in
-        hybrid mode its embedding similarity (cosine) and the share of the query's idf
+        hybrid mode its embedding similarity (cosine; to the reading of a long request it
+        matches best, ``readings``) and the share of the query's idf
         its words reach (``coverage``; BM25 times its ``COVERAGE_POWER`` is fused); in
         lexical mode the words feedback searched with and the tool's gain by them
         (``score = bm25 + gain``).
