@@ -37,6 +37,8 @@ from search_eval import RESULTS, write_section  # noqa: E402
 
 from toolgate.catalog import Catalog, Group, Tool  # noqa: E402
 from toolgate.search import SearchIndex, SearchMode, SearchSettings  # noqa: E402
+from toolgate.search.analysis import text_length  # noqa: E402
+from toolgate.search.semantic import readings  # noqa: E402
 
 BEGIN, END = "<!-- search-latency:begin -->", "<!-- search-latency:end -->"
 TARGET_MS = {"lexical": 5.0, "hybrid": 30.0}
@@ -152,11 +154,33 @@ def queries(n: int, seed: int = 11, told_otherwise: bool = False) -> list[str]:
     return out
 
 
+def conversations(n: int, seed: int = 13) -> list[str]:
+    """Long requests: a conversation so far, ``queries``' requests as its sentences
+    until it runs to 70 words, so hybrid search reads each by its latest parts too
+    (``readings``)."""
+    pool = iter(queries(40 * n, seed=seed, told_otherwise=True))
+    out = []
+    for _ in range(n):
+        said: list[str] = []
+        while text_length(" ".join(said)) < 70:
+            q = next(pool)
+            said.append(f"{q[0].upper()}{q[1:]}.")
+        out.append(" ".join(said))
+        if len(readings(out[-1])) < 2:
+            raise SystemExit(f"not a long request: {out[-1]!r}")
+    return out
+
+
 def measure(
-    rounds: int, mode: SearchMode, cache: Path | None = None, *, long_text: bool = False
+    rounds: int,
+    mode: SearchMode,
+    cache: Path | None = None,
+    *,
+    long_text: bool = False,
+    conversation: bool = False,
 ) -> dict[str, float]:
     """One column: ``long_text`` measures ~60-word descriptions and requests half of
-    which the catalog covers poorly."""
+    which the catalog covers poorly; ``conversation`` requests of 70 words and more."""
     sentences = 6 if long_text else 1
     catalog = synthetic_catalog(extra_sentences=sentences)
     settings = SearchSettings(mode, cache=cache)
@@ -172,7 +196,7 @@ def measure(
 
     names = catalog.sorted_names()
     allowed_set = frozenset(names[::5]) ^ frozenset(names)  # 80% of tools accessible
-    qs = queries(rounds, told_otherwise=long_text)
+    qs = conversations(rounds) if conversation else queries(rounds, told_otherwise=long_text)
     for q in qs[:50]:  # warm caches (stems, numpy)
         index.search(q, limit=5, allowed=allowed_set.__contains__)
     timings = []
@@ -216,7 +240,9 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
         "on this shared 2-CPU machine. `python benchmarks/bench_search.py`. The last "
         "column: the same catalog with ~60-word descriptions (six sentences more per tool), "
         "and half the requests mostly in words the catalog lacks, so lexical search's "
-        "feedback runs on them.",
+        'feedback runs on them. "Long requests": each a conversation of requests '
+        "(70 words and more), which hybrid search also reads by its last eight sentences' "
+        "tails (`toolgate.search.semantic.readings`).",
         "",
         "| measure | " + " | ".join(rows) + " |",
         "|---|" + "---:|" * len(rows),
@@ -252,6 +278,10 @@ def main() -> None:
             "lexical": measure(args.rounds, "lexical"),
             "hybrid": measure(args.rounds, "hybrid", Path(tmp) / "vectors.sqlite"),
             "lexical, long text": measure(args.rounds, "lexical", long_text=True),
+            "lexical, long requests": measure(args.rounds, "lexical", conversation=True),
+            "hybrid, long requests": measure(
+                args.rounds, "hybrid", Path(tmp) / "vectors.sqlite", conversation=True
+            ),
         }
     md = table(rows)
     print(md)

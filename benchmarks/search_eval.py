@@ -3,8 +3,9 @@ MCP-Manager catalog (2,643 tools of 293 MCP servers, one task query per tool),
 MCPToolBench++'s requests over that catalog, and the agent-task set (ACEBench's Chinese
 and English requests, one-need and whole-task, over that catalog plus ACEBench's tools
 in both languages; ``acebench_set.py``) with its held-out dialogues, never tuned on,
-and ToolLens (whole tasks in a user's own words over 464 tools of 314 APIs;
-``toollens_set.py``).
+ToolLens (whole tasks in a user's own words over 464 tools of 314 APIs;
+``toollens_set.py``) and BFCL's multi-turn dialogues (each turn a request in the words
+of the conversation so far, over 128 functions of eight systems; ``bfcl_set.py``).
 
 Compares toolgate's ``SearchIndex`` (lexical and hybrid) with FastMCP's
 ``BM25SearchTransform`` and plain ``bm25s`` over the same tools and queries in one
@@ -552,7 +553,8 @@ HYBRIDS = {  # row label -> the embedder spec (SearchSettings.embedder)
 FASTMCP = "FastMCP BM25SearchTransform"
 DEFAULT_HYBRID = "toolgate hybrid (WordLlama 256)"  # what SearchSettings("hybrid") loads
 # recall@5 targets: absolute on MetaTool, points over FastMCP's BM25 on MCPToolBench++,
-# points over FastMCP (lexical) and over lexical (hybrid) on the agent-task sets
+# points over FastMCP (lexical) and over lexical (hybrid) on the agent-task sets (the
+# agent tasks, ToolLens's whole tasks and BFCL's dialogues)
 TARGETS = {"lexical": (0.65, 8.0), "hybrid": (0.75, 15.0)}
 AGENT_TARGETS = {"lexical": 10.0, "hybrid": 5.0}
 # recall@5 of the round before (whole set): no set may fall below it
@@ -587,8 +589,8 @@ def verdict(data: Dataset, rows: dict[str, dict[str, float]], hybrid: str) -> st
                 f"{label}: recall@5 {m['recall@5']:.3f} (test half {m['test recall@5']:.3f}); "
                 f"target ≥ {absolute:.2f}: {'met' if ok else 'missed'}."
             )
-    elif data.name.startswith(("Agent tasks", "ToolLens", "MCPToolBench")):
-        agent = data.name.startswith(("Agent tasks", "ToolLens"))
+    elif data.name.startswith(("Agent tasks", "ToolLens", "BFCL", "MCPToolBench")):
+        agent = data.name.startswith(("Agent tasks", "ToolLens", "BFCL"))
         gain, test = points(lexical, fastmcp)
         want = AGENT_TARGETS["lexical"] if agent else TARGETS["lexical"][1]
         ok = gain >= want and test >= want
