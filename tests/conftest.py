@@ -46,26 +46,43 @@ def _root_logging_restored() -> Iterator[None]:
     root.setLevel(level)
 
 
-#: the longest files (each 50 to 110 s of one worker in a full run, measured with
-#: ``--durations=0``), longest first: xdist's ``loadfile`` hands out files in collection
-#: order, so a long file collected late ran alone at the end while the other workers sat
-#: idle. Started first, the short files fill in behind them (a schedule of that
-#: measurement: 541 s of the longest worker in name order, 528 s in this one).
+#: the longest files (each 40 to 195 s of one worker in a full run on a loaded 2-core
+#: machine, measured with ``--durations=0``), longest first: xdist's ``loadfile`` hands
+#: out files in collection order (``--no-loadscope-reorder`` in pyproject.toml keeps it
+#: from re-sorting them by their number of tests), so a long file collected late ran
+#: alone at the end while the other workers sat idle. Started first, the short files
+#: fill in behind them. Without that option xdist had put the long files of few tests
+#: (``test_store_e2e.py``, ``test_gateway_demo.py``, ``test_conformance.py``) last.
 LONGEST_FIRST = (
     "test_eval.py",
-    "test_adapter_spec_http.py",
-    "test_gateway_call_relay.py",
-    "test_gateway_serve.py",
-    "test_examples.py",
-    "test_store_e2e.py",
-    "test_gateway_demo.py",
-    "test_conformance.py",
-    "test_grouping.py",
-    "test_gateway_init.py",
-    "test_gateway_config_schema.py",
     "test_replicas.py",
-    "test_dashboard.py",
+    "test_store_e2e.py",
+    "test_install.py",
+    "test_no_path_leaks.py",
+    "test_gateway_serve.py",
+    "test_gateway_demo.py",
+    "test_examples.py",
+    "test_conformance.py",
+    "test_gateway_call_relay.py",
+    "test_gateway_ops_edges.py",
+    "test_grouping.py",
+    "test_gateway_reload.py",
+    "test_gateway_init.py",
     "test_gateway_listen.py",
+    "test_fastmcp_eras.py",
+    "test_gateway_inspect.py",
+    "test_gateway_stdio_signals.py",
+    "test_gateway_config_schema.py",
+    "test_gateway_drain.py",
+    "test_gateway_inspector.py",
+    "test_adapter_spec_http.py",
+    "test_dashboard.py",
+    "test_gateway_oauth.py",
+    "test_gateway_relay.py",
+    "test_hardening_sessions.py",
+    "test_store_concurrency.py",
+    "test_gateway_content.py",
+    "test_gateway_check.py",
 )
 
 
