@@ -3,10 +3,13 @@
 The tests start toolgate, its demo backends and test servers as subprocesses a few
 hundred times per run; with ``PYTHONDONTWRITEBYTECODE`` set each of them would compile
 ``src/toolgate`` again, so it is unset here and they share ``__pycache__`` (gitignored).
+TLS contexts read CA certificates when one is checked (``_certificates_read_when_needed``).
 """
 
 import logging
 import os
+import re
+import ssl
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +18,34 @@ import pytest
 
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+
+
+def _certificates_read_when_needed() -> None:
+    """TLS contexts read the system's CA certificates from OpenSSL's hashed directory,
+    when a certificate is checked, not from the bundle file each time one is made.
+
+    Every ``httpx2`` client makes a TLS context, and one made from the bundle file
+    parses its ~150 certificates: about 50 ms of CPU, for clients that speak plain HTTP
+    to 127.0.0.1. The tests make many hundreds (their MCP clients, the gateways' backend
+    clients, in the workers and in the processes they start; 50 concurrent clients took
+    4 of the 17 s of ``test_fifty_concurrent_http_sessions_never_see_each_others_tools``).
+    The directory holds the same certificates; a ``SSL_CERT_FILE`` naming another bundle
+    than the system's is left as it is.
+    """
+    paths = ssl.get_default_verify_paths()
+    capath, bundle = paths.openssl_capath, os.path.realpath(paths.openssl_cafile)
+    if not os.path.isdir(capath) or not any(
+        re.fullmatch(r"[0-9a-f]{8}\.\d+", name) for name in os.listdir(capath)
+    ):
+        return  # no hashed directory to read them from
+    cafile = os.environ.get("SSL_CERT_FILE")
+    if cafile and os.path.realpath(cafile) != bundle:
+        return
+    os.environ.pop("SSL_CERT_FILE", None)
+    os.environ["SSL_CERT_DIR"] = capath
+
+
+_certificates_read_when_needed()
 
 # mcp_servers first: other fixture modules import it, and a plugin must be registered
 # before anything imports it for pytest to rewrite its asserts
