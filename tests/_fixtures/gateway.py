@@ -15,6 +15,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -181,6 +183,23 @@ class HttpGateway:
         except BaseException:  # a gateway that never listened is not left running
             self.stop()
             raise
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until ``/readyz?strict`` says every backend is up: the gateway serves once its
+        first backend is, and a slower one (FastMCP's import, on a busy machine) joins
+        after ``TOOLGATE_START_GRACE``; a test calling its tools first waits here."""
+        deadline = time.monotonic() + timeout
+        body = ""
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz?strict"):
+                    return
+            except urllib.error.HTTPError as exc:
+                body = exc.read().decode("utf-8", "replace")
+            except OSError as exc:
+                body = str(exc)
+            time.sleep(0.1)
+        raise RuntimeError(f"the gateway's backends were not all up within {timeout}s: {body}")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
