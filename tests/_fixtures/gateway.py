@@ -155,8 +155,10 @@ class HttpGateway:
     log: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
-    #: how long ``start`` waits for the port (the gateway listens once its backends started)
-    start_timeout: float = 30.0
+    #: how long ``start`` waits for the port (the gateway listens once its backends started):
+    #: a bound on failing; with the longest files started together, a gateway and its two
+    #: backends once took over 30 s to import and start on a loaded 2-core machine
+    start_timeout: float = 90.0
 
     @property
     def url(self) -> str:
