@@ -114,6 +114,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpGateway]:
     )
     served.start()
     try:
+        served.wait_ready()  # the tests call math's tools from their first line
         yield served
     finally:
         served.stop()

@@ -16,9 +16,6 @@ import json
 import re
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,23 +64,6 @@ ACTIVE = frozenset(
 )
 RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d\d-\d\dT[\d-]+Z$")
 SUITE_TIMEOUT = 300.0
-
-
-def wait_ready(port: int, timeout: float = 60.0) -> None:
-    """Until the gateway's ``/readyz?strict`` says every backend is up (the gateway
-    serves before its slowest backend is)."""
-    deadline = time.monotonic() + timeout
-    body = ""
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz?strict"):
-                return
-        except urllib.error.HTTPError as exc:
-            body = exc.read().decode("utf-8", "replace")
-        except OSError as exc:
-            body = str(exc)
-        time.sleep(0.1)
-    raise RuntimeError(f"the gateway's backends were not all up within {timeout}s: {body}")
 
 
 def run_suite(suite: ConformanceSuite, url: str, out: Path) -> dict[str, list[str]]:
@@ -169,7 +149,7 @@ def reference_gateway(
         gateway = HttpGateway([*toolgate_argv(), "serve", str(config)], tmp / "gateway.log")
         stack.callback(gateway.stop)
         gateway.start()
-        wait_ready(gateway.port)
+        gateway.wait_ready()
         yield gateway.url
 
 

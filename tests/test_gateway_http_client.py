@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 import httpx2
 
-from toolgate.gateway.backends.http_client import backend_http_client
+from toolgate.gateway.backends.http_client import KeepAliveTransport, backend_http_client
 
 EVENT = b"event: message\r\ndata: {}\r\n\r\n"
 
@@ -92,3 +92,45 @@ async def test_a_get_stream_is_closed_at_once_not_drained() -> None:
         for _ in range(3):
             assert await first_event_then_close(http, url, "GET") == EVENT
     assert server.accepted == 3
+
+
+class EndedBody(httpx2.AsyncByteStream):
+    """A body of one chunk that has ended; read again after its end, it waits for data
+    that never comes (as a keep-alive connection's stream does) and counts that read."""
+
+    def __init__(self) -> None:
+        self.reads_after_end = 0
+        self._ended = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._ended:
+            self.reads_after_end += 1
+            await asyncio.Event().wait()
+        yield b"{}"
+        self._ended = True
+
+    async def aclose(self) -> None:
+        pass
+
+
+class EndedBodies(httpx2.AsyncBaseTransport):
+    """Answers every request with a new ``EndedBody``, kept in ``bodies``."""
+
+    def __init__(self) -> None:
+        self.bodies: list[EndedBody] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        self.bodies.append(EndedBody())
+        return httpx2.Response(200, stream=self.bodies[-1])
+
+
+async def test_a_body_read_to_its_end_is_closed_without_reading_it_again() -> None:
+    """The SDK reads the answer to the DELETE that ends a backend's session to its end,
+    then closes it: nothing is left to drain, and a read past the end would wait out the
+    drain's bound on every backend's shutdown."""
+    inner = EndedBodies()
+    async with httpx2.AsyncClient(transport=KeepAliveTransport(inner=inner)) as http:
+        for method in ("DELETE", "POST"):
+            response = await http.request(method, "http://backend.test/mcp")
+            assert response.content == b"{}"
+    assert [body.reads_after_end for body in inner.bodies] == [0, 0]

@@ -15,6 +15,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -153,8 +155,10 @@ class HttpGateway:
     log: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
-    #: how long ``start`` waits for the port (the gateway listens once its backends started)
-    start_timeout: float = 30.0
+    #: how long ``start`` waits for the port (the gateway listens once its backends started):
+    #: a bound on failing; with the longest files started together, a gateway and its two
+    #: backends once took over 30 s to import and start on a loaded 2-core machine
+    start_timeout: float = 90.0
 
     @property
     def url(self) -> str:
@@ -181,6 +185,23 @@ class HttpGateway:
         except BaseException:  # a gateway that never listened is not left running
             self.stop()
             raise
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until ``/readyz?strict`` says every backend is up: the gateway serves once its
+        first backend is, and a slower one (FastMCP's import, on a busy machine) joins
+        after ``TOOLGATE_START_GRACE``; a test calling its tools first waits here."""
+        deadline = time.monotonic() + timeout
+        body = ""
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz?strict"):
+                    return
+            except urllib.error.HTTPError as exc:
+                body = exc.read().decode("utf-8", "replace")
+            except OSError as exc:
+                body = str(exc)
+            time.sleep(0.1)
+        raise RuntimeError(f"the gateway's backends were not all up within {timeout}s: {body}")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -23,16 +23,23 @@ TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 
 class _DrainOnClose(httpx2.AsyncByteStream):
-    """A response body that, when closed early, first reads what is left of it."""
+    """A response body that, when closed early, first reads what is left of it; one read
+    to its end is closed at once (read again, a body already ended waits out the bound:
+    every DELETE that ends a backend's session cost half a second)."""
 
     def __init__(self, stream: httpx2.AsyncByteStream) -> None:
         self._stream = stream
+        self._ended = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._stream:
             yield chunk
+        self._ended = True
 
     async def aclose(self) -> None:
+        if self._ended:
+            await self._stream.aclose()
+            return
         try:
             read = 0
             with anyio.move_on_after(DRAIN_SECONDS):
@@ -56,12 +63,15 @@ class SessionSeen:
 
 
 class KeepAliveTransport(httpx2.AsyncBaseTransport):
-    """``httpx2.AsyncHTTPTransport`` whose responses end cleanly when closed early. Not
-    a GET's: that is the server's standalone event stream, which it keeps open, so
-    draining it would only wait out the bound before dropping the connection anyway."""
+    """``httpx2.AsyncHTTPTransport`` (or ``inner``) whose responses end cleanly when
+    closed early. Not a GET's: that is the server's standalone event stream, which it
+    keeps open, so draining it would only wait out the bound before dropping the
+    connection anyway."""
 
-    def __init__(self, seen: SessionSeen | None = None) -> None:
-        self._inner = httpx2.AsyncHTTPTransport()
+    def __init__(
+        self, seen: SessionSeen | None = None, inner: httpx2.AsyncBaseTransport | None = None
+    ) -> None:
+        self._inner = inner or httpx2.AsyncHTTPTransport()
         self.seen = seen if seen is not None else SessionSeen()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
