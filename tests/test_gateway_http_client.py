@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx2
+import pytest
 
-from toolgate.gateway.backends.http_client import KeepAliveTransport, backend_http_client
+from toolgate.gateway.backends.http_client import (
+    KeepAliveTransport,
+    backend_http_client,
+    shared_tls,
+)
 
 EVENT = b"event: message\r\ndata: {}\r\n\r\n"
 
@@ -134,3 +141,26 @@ async def test_a_body_read_to_its_end_is_closed_without_reading_it_again() -> No
             response = await http.request(method, "http://backend.test/mcp")
             assert response.content == b"{}"
     assert [body.reads_after_end for body in inner.bodies] == [0, 0]
+
+
+async def test_backend_clients_share_one_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    # building a TLS context reads the system's CA certificates; every connect,
+    # reconnect and reload of an HTTP backend made a client, and each built its own
+    built: list[ssl.SSLContext] = []
+    made = httpx2.create_ssl_context
+
+    def counting(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        context = made(*args, **kwargs)
+        built.append(context)
+        return context
+
+    monkeypatch.setattr(httpx2, "create_ssl_context", counting)
+    shared_tls.cache_clear()
+    clients = [backend_http_client() for _ in range(3)]
+    try:
+        assert len(built) == 1
+        assert shared_tls() is built[0]
+    finally:
+        for client in clients:
+            await client.aclose()
+        shared_tls.cache_clear()

@@ -17,8 +17,9 @@ SearchMode = Literal["lexical", "hybrid"]
 
 # Hybrid score = q * (HYBRID_WEIGHT * L + (1 - HYBRID_WEIGHT) * (t * z(S) + (1 - t) * L))
 # + (1 - q) * z(lexical search's score), L = z(BM25 * coverage ** COVERAGE_POWER), S the
-# cosine to the request (to a long one's reading a tool matches best, ``semantic.closest``), q the
-# share of the query and t the share of the tool written in scripts the embedder reads
+# cosine to the request (to the reading of a long one a tool matches best,
+# ``semantic.closest``), q the share of the query and t the share of the tool written in
+# scripts the embedder reads
 # (``Embedder.scripts``): where it cannot read the text, the lexical score stands in for
 # its similarity (noise there), and the query's unread share ranks as lexical search
 # does, feedback included (a Chinese request with a Latin word moves by its share). Coverage is

@@ -1,11 +1,14 @@
 """The HTTP client the SDK's session with a streamable-HTTP backend runs on: one pooled
 keep-alive ``httpx2.AsyncClient`` per connection, whose responses closed early are read to
 their end so their connections are reused, and which notes the session the SDK's client
-holds (``SessionSeen``, for ``http_calls``). Imports ``httpx2``, nothing of the gateway.
+holds (``SessionSeen``, for ``http_calls``); all share one TLS context. Imports
+``httpx2``, nothing of the gateway.
 """
 
 from __future__ import annotations
 
+import functools
+import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
@@ -20,6 +23,15 @@ DRAIN_BYTES = 64 * 1024
 #: may go quiet for five minutes: the values the SDK's own client is made with
 #: (``create_mcp_http_client``), so the session behaves as it would there
 TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+
+
+@functools.cache
+def shared_tls() -> ssl.SSLContext:
+    """The one TLS context of this process's backend clients. Each client used to build
+    its own, reading the system's CA bundle (about 50 ms of CPU, for a backend on plain
+    HTTP too) on every connect, reconnect and reload; the settings are the same for all
+    (httpx2's defaults, environment included), so one serves them all."""
+    return httpx2.create_ssl_context()
 
 
 class _DrainOnClose(httpx2.AsyncByteStream):
@@ -71,7 +83,7 @@ class KeepAliveTransport(httpx2.AsyncBaseTransport):
     def __init__(
         self, seen: SessionSeen | None = None, inner: httpx2.AsyncBaseTransport | None = None
     ) -> None:
-        self._inner = inner or httpx2.AsyncHTTPTransport()
+        self._inner = inner or httpx2.AsyncHTTPTransport(verify=shared_tls())
         self.seen = seen if seen is not None else SessionSeen()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
