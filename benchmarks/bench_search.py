@@ -38,7 +38,7 @@ from search_eval import RESULTS, write_section  # noqa: E402
 from toolgate.catalog import Catalog, Group, Tool  # noqa: E402
 from toolgate.search import SearchIndex, SearchMode, SearchSettings  # noqa: E402
 from toolgate.search.analysis import text_length  # noqa: E402
-from toolgate.search.semantic import readings  # noqa: E402
+from toolgate.search.latest import readings  # noqa: E402
 
 BEGIN, END = "<!-- search-latency:begin -->", "<!-- search-latency:end -->"
 TARGET_MS = {"lexical": 5.0, "hybrid": 30.0}
@@ -242,7 +242,7 @@ def table(rows: dict[str, dict[str, Any]]) -> str:
         "and half the requests mostly in words the catalog lacks, so lexical search's "
         'feedback runs on them. "Long requests": each a conversation of requests '
         "(70 words and more), which hybrid search also reads by its last eight sentences' "
-        "tails (`toolgate.search.semantic.readings`).",
+        "tails (`toolgate.search.latest.readings`).",
         "",
         "| measure | " + " | ".join(rows) + " |",
         "|---|" + "---:|" * len(rows),

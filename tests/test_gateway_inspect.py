@@ -135,6 +135,7 @@ def test_inspect_search_ranks_tools_with_scores_per_signal_and_field(config: Pat
         assert sum(row["fields"].values()) == pytest.approx(row["bm25"], rel=1e-4)
     assert found["feedback"] == []  # the best match covers the request
     assert all(row["gain"] is None for row in found["results"])
+    assert all(row["latest"] is None for row in found["results"])  # a short request
 
 
 def test_inspect_search_shows_the_words_feedback_added(config: Path) -> None:
@@ -157,7 +158,7 @@ def test_inspect_search_shows_the_words_feedback_added(config: Path) -> None:
     assert "feedback words: " in table.stdout and "arithmet" in table.stdout
 
 
-def test_inspect_hybrid_search_shows_each_tools_similarity_and_coverage(
+def test_inspect_hybrid_search_shows_each_tools_similarity_coverage_and_tail_standing(
     tmp_path: Path, servers: dict[str, Any]
 ) -> None:
     hybrid = gateway_config(tmp_path, servers=servers, search={"mode": "hybrid"})
@@ -177,6 +178,26 @@ def test_inspect_hybrid_search_shows_each_tools_similarity_and_coverage(
     )
     assert table.returncode == 0, table.stderr
     assert "coverage" in table.stdout
+    assert all(row["latest"] is None for row in found["results"])  # a short request
+    told = (
+        "Yesterday I added up the invoices of the first quarter and wrote the totals into "
+        "the spreadsheet, one row for every client we billed. Then I checked each row "
+        "against the bank statements and corrected the rows that did not match. After "
+        "that I sorted the clients by the amount they owe and sent the list to the team. "
+        "Now multiply the total by the tax rate."
+    )
+    long = inspect(hybrid, "--search", told)["search"]
+    assert long["results"][0]["name"] == "multiply"  # the need of the last sentence
+    assert all(isinstance(row["latest"], float) for row in long["results"])
+    table = subprocess.run(
+        [*toolgate_argv(), "inspect", str(hybrid), "--format", "table", "--search", told],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**gateway_env(), "COLUMNS": "200"},
+    )
+    assert table.returncode == 0, table.stderr
+    assert "latest" in table.stdout
 
 
 def test_inspect_search_indexes_the_backend_server_key(config: Path) -> None:

@@ -14,7 +14,8 @@ from toolgate.catalog import Catalog, Tool
 from toolgate.embedding import Embedder, VectorCache, WordLlamaEmbedder, load_embedder
 from toolgate.errors import ConfigError
 from toolgate.search import SearchIndex, SearchSettings, embedding_texts
-from toolgate.search.semantic import MAX_READINGS, closest, readings
+from toolgate.search.latest import MAX_READINGS, readings, tail_scores
+from toolgate.search.semantic import closest
 from toolgate.toolset import ToolSet
 
 TOOLS = [
@@ -318,6 +319,13 @@ CONVERSATION = (
 )
 
 
+# the same conversation, its last need told in words its tool's description shares
+TOLD = CONVERSATION.replace(
+    "Finally announce to my followers that the reports are archived.",
+    "Now tell my followers in a short message that the reports are archived.",
+)
+
+
 def test_a_long_request_is_read_by_its_latest_part_too(wordllama: WordLlamaEmbedder) -> None:
     c = Catalog()
     c.add_tools(CONVERSATION_TOOLS)
@@ -350,6 +358,76 @@ def test_only_a_long_request_is_read_more_than_once(wordllama: WordLlamaEmbedder
     assert counting.texts[0] == CONVERSATION
     assert counting.texts[-1] == ("Finally announce to my followers that the reports are archived.")
     assert len(counting.texts) == 5  # the whole, then its tail from each later sentence
+
+
+class Indifferent(Embedder):
+    """An embedder that finds every text alike: hybrid search is left its lexical part."""
+
+    model_id = "indifferent"
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return np.ones((len(texts), 8), dtype=np.float32)
+
+
+def test_hybrid_searchs_lexical_part_reads_a_long_request_by_its_tails_too() -> None:
+    """Besides the embedder, the BM25 hybrid search fuses reads a long request's tails
+    (``latest.fuse``): with no help from the embedder the tool of the last sentence
+    comes first, and not with the rule off."""
+    c = Catalog()
+    c.add_tools(CONVERSATION_TOOLS)
+    settings = SearchSettings("hybrid", embedder=Indifferent())
+    found = [h.name for h in SearchIndex(c, settings).search(TOLD, limit=3)]
+    assert found[0] == "post_tweet"
+    off = [h.name for h in SearchIndex(c, settings, long_request=0).search(TOLD, limit=3)]
+    assert off[0] == "move_file"  # the first sentence's need, by the whole request's words
+
+
+def test_a_long_requests_tails_rank_within_the_callers_view() -> None:
+    """The tails' standing is taken over the tools the caller may see: a hidden tool
+    moves no visible tool's rank or score."""
+    hidden = {"follow_user", "sort_lines", "grep"}
+    settings = SearchSettings("hybrid", embedder=Indifferent())
+    c, alone = Catalog(), Catalog()
+    c.add_tools(CONVERSATION_TOOLS)
+    alone.add_tools(t for t in CONVERSATION_TOOLS if t.name not in hidden)
+    seen = SearchIndex(c, settings).search(TOLD, limit=14, allowed=lambda n: n not in hidden)
+    assert seen == SearchIndex(alone, settings).search(TOLD, limit=14)
+    assert hidden.isdisjoint(h.name for h in seen)
+
+
+def test_lexical_search_reads_a_long_request_whole() -> None:
+    """Lexical search scores a conversation as one request, however long: reading its
+    tails too cost whole tasks told in several sentences a need (docs/decisions.md,
+    "BM25 reads a long request's tails where the embedder reads them"), so only hybrid
+    search's BM25 reads them."""
+    c = Catalog()
+    c.add_tools(CONVERSATION_TOOLS)
+    for query in (TOLD, "Move the report. Then sort it. Then tell my followers."):
+        ranked = SearchIndex(c).explain(query, limit=14)
+        assert ranked == SearchIndex(c, long_request=0).explain(query, limit=14)
+        for e in ranked:
+            assert e.latest is None and e.score == pytest.approx(e.bm25 + (e.gain or 0.0))
+
+
+def test_tails_add_up_to_the_whole_request() -> None:
+    """Each tail scores the request's words its sentences hold, at the whole request's
+    weights; the longest reading is the whole request's BM25."""
+    c = Catalog()
+    c.add_tools(CONVERSATION_TOOLS)
+    index = SearchIndex(c)
+    index.refresh()
+    scope = index.scope(None)
+    matching, analyzer, postings = index._matching, index.analyzer, index._postings
+    matched = matching.weighted_terms(TOLD, analyzer, postings)
+    whole, tails = tail_scores(TOLD, analyzer, postings, scope, matched)
+    assert tails is not None and len(tails) == len(readings(TOLD)) - 1 == 4
+    assert whole == pytest.approx(postings.scores(matched[0], scope, matched[1]))
+    for tail, text in zip(tails, readings(TOLD)[1:], strict=True):
+        own = matching.weighted_terms(text, analyzer, postings)
+        assert tail == pytest.approx(postings.scores(own[0], scope, own[1]))
+    short = matching.weighted_terms("move a file", analyzer, postings)
+    alone, none = tail_scores("move a file", analyzer, postings, scope, short)
+    assert none is None and alone == pytest.approx(postings.scores(short[0], scope, short[1]))
 
 
 def test_readings_take_the_tails_of_the_last_sentences_only() -> None:

@@ -1,7 +1,8 @@
 """Tool search over a catalog: BM25F, optionally fused with embeddings, and RE2 regex.
 
 ``analysis`` turns text into terms; ``lexical`` keeps the BM25F index, ``semantic`` the
-tool vectors, ``regex`` the RE2 matcher, ``settings`` what an index is configured with;
+tool vectors, ``regex`` the RE2 matcher, ``settings`` what an index is configured with,
+``cover`` re-ranks whole tasks and ``latest`` reads long requests by their tails;
 ``index`` (``SearchIndex``) follows the catalog and ranks with them; ``allowed(name)``
 filters every result. Core: no MCP imports.
 """

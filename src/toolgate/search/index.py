@@ -1,8 +1,9 @@
 """``SearchIndex``: tool search over a catalog, following the catalog's version and
 re-analysing only the tools that changed; ranks within the caller's view, fuses BM25 with
 embedding similarity in hybrid mode, explains a ranking and runs regex search.
-The top of ``toolgate.search``: imports ``analysis``, ``lexical``, ``semantic`` and
-``regex``. numpy, of the ``search`` extra, is imported where it runs. No MCP imports.
+The top of ``toolgate.search``: imports ``analysis``, ``lexical``, ``semantic``,
+``latest``, ``cover`` and ``regex``. numpy, of the ``search`` extra, is imported where
+it runs. No MCP imports.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from toolgate.embedding import Embedder, VectorCache, load_embedder
 from toolgate.errors import ConfigError, InvalidArguments, short
 from toolgate.search.analysis import Analyzer
 from toolgate.search.cover import COVER_BELOW, COVER_WEIGHT, HYBRID_COVER_WEIGHT, Cover
+from toolgate.search.latest import LONG_REQUEST, fuse, readings, tail_scores
 from toolgate.search.lexical import (
     ARGUMENT_WEIGHT,
     FEEDBACK_COVERAGE,
@@ -35,16 +37,7 @@ from toolgate.search.lexical import (
     Scope,
 )
 from toolgate.search.regex import check_pattern, compile_linear
-from toolgate.search.semantic import (
-    LONG_REQUEST,
-    Vectors,
-    closest,
-    meaning,
-    readings,
-    standard,
-    trust,
-    unit,
-)
+from toolgate.search.semantic import Vectors, closest, meaning, standard, trust, unit
 from toolgate.search.settings import COVERAGE_POWER, SearchMode, SearchSettings
 
 if TYPE_CHECKING:
@@ -79,6 +72,9 @@ class Explanation:
     # and what the tool gained by it (score = bm25 + gain)
     feedback: tuple[str, ...] = ()
     gain: float | None = None
+    # a long request (``latest``): the z-score of the tail reading the tool's words stand
+    # best in, added to its lexical standing on the whole request (None: read whole)
+    latest: float | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +97,7 @@ class _Scored:
     gain: NDArray[np.float64] | None = None  # lexical: each slot's gain by feedback (None: none)
     groups: list[list[str]] = field(default_factory=list)  # each query term and its matches
     trusted: float = 0.0  # the share of the query the embedder read (0: lexical search)
+    latest: NDArray[np.float64] | None = None  # a long request: each slot's best tail z-score
 
 
 class SearchIndex:
@@ -272,7 +269,8 @@ class SearchIndex:
         or, then, a feedback word. Hybrid: ``w * z(BM25) + (1 - w) * z(cosine)``, each
         signal standardised over the searchable tools (z-scores put a model's cosine
         range and BM25's unbounded scale on one footing; a long request's similarity is
-        that of its reading a tool matches best, ``closest``); every such tool is a
+        that of its reading a tool matches best, ``closest``, and its BM25 standing adds
+        that of its best tail, ``latest.fuse``); every such tool is a
         candidate, so a query sharing no word with a tool can still find it. The scope
         (the tools the caller may see) confines the statistics as well as the
         candidates: tools outside it never move a score inside it.
@@ -287,7 +285,14 @@ class SearchIndex:
             terms, weights, groups = self._matching.weighted_terms(
                 query, self.analyzer, postings, population
             )
-            bm25 = postings.scores(terms, scope, weights)
+            # where the embedder reads the request, BM25 reads a long one's tails with it
+            tails = None
+            if hybrid and self._vectors is not None:
+                matched = (terms, weights, groups)
+                long = self._long_request
+                bm25, tails = tail_scores(query, self.analyzer, postings, scope, matched, long)
+            else:
+                bm25 = postings.scores(terms, scope, weights)
             covered = None
             if hybrid and self._coverage_power:
                 covered = postings.coverage(groups, scope)
@@ -317,6 +322,9 @@ class SearchIndex:
         cosine[shown], similarity[shown] = closest(rows[shown] @ qs.T)
         lexical = bm25 if covered is None else bm25 * covered**self._coverage_power
         w = self.settings.weight
+        latest = None  # a long request: each tool's best tail z-score (``latest.fuse``)
+        if tails is not None:
+            lexical, latest = fuse(lexical, tails, live)
         lex = standard(lexical, live)
         t = 1.0 if known is None else known[: len(names)]
         fused = w * lex + (1 - w) * (t * standard(similarity, live) + (1 - t) * lex)
@@ -328,7 +336,7 @@ class SearchIndex:
         scored = _Scored(
             scope, terms, weights, fused, bm25, cosine, hits, names, rank, covered, groups=groups
         )
-        return replace(scored, trusted=trusted)
+        return replace(scored, trusted=trusted, latest=latest)
 
     def _ranked(
         self, query: str, limit: int, allowed: Callable[[str], bool] | None
@@ -401,7 +409,8 @@ class SearchIndex:
         matches best, ``readings``) and the share of the query's idf
         its words reach (``coverage``; BM25 times its ``COVERAGE_POWER`` is fused); in
         lexical mode the words feedback searched with and the tool's gain by them
-        (``score = bm25 + gain``).
+        (``score = bm25 + gain``). In hybrid mode a long request's ``latest`` is the
+        z-score of its tail reading the tool's BM25 stands best in (``latest.fuse``).
 
         A field's share of a query term's BM25F score is its share of that term's
         weighted, length-normalised frequency in the tool, so the fields add up to
@@ -429,6 +438,7 @@ class SearchIndex:
                     coverage=None if covered is None else round(float(covered[slot]), 6),
                     feedback=scored.feedback,
                     gain=None if scored.gain is None else round(float(scored.gain[slot]), 6),
+                    latest=None if scored.latest is None else round(float(scored.latest[slot]), 6),
                 )
             )
         return out

@@ -16,8 +16,6 @@ from toolgate.search.analysis import (
     argument_values,
     name_parts,
     script_share,
-    sentences,
-    text_length,
     tool_fields,
     words,
 )
@@ -84,36 +82,9 @@ def meaning(query: str, argument_weight: float) -> str:
     return rest if values and words(rest) else query
 
 
-# A long request (a conversation so far, a task told in several sentences) is read by
-# its latest part too: one mean vector of a hundred words stands for all of them and
-# matches none well, while the tool the request now needs answers its last sentences.
-# From LONG_REQUEST words over several sentences, the embedder also reads the request's
-# tail from each of its last MAX_READINGS sentence starts, and a tool's similarity is
-# that of the reading it matches best (``closest``). Chosen on the development halves
-# of the evaluation sets (docs/decisions.md, "Long requests read by their latest part").
-LONG_REQUEST = 60.0
-MAX_READINGS = 8
-
-
-def readings(text: str, long_request: float = LONG_REQUEST) -> list[str]:
-    """What the query embedding reads: ``text``, then, when it is ``long_request``
-    words or longer (``text_length``; 0: never) and has several sentences, its tail
-    from each of its last ``MAX_READINGS`` sentence starts after the first, longest
-    first.
-
-    >>> readings("Find the report. Move it to temp.", long_request=5)
-    ['Find the report. Move it to temp.', 'Move it to temp.']
-    """
-    if not long_request or text_length(text) < long_request:
-        return [text]
-    said = sentences(text)
-    starts = range(max(1, len(said) - MAX_READINGS), len(said))
-    return [text, *(" ".join(said[i:]) for i in starts)]
-
-
 def closest(similarities: NDArray[np.float32]) -> tuple[NDArray[np.float32], NDArray[Any]]:
     """Each tool's similarity to a request read several ways: ``similarities`` holds a
-    row per tool and a column per reading (``readings``, the whole request first).
+    row per tool and a column per reading (``latest.readings``, the whole request first).
     Returns each tool's cosine to the reading it matches best and the score it is ranked
     by: with one reading, the cosine; with several, each reading's cosines as z-scores
     over the tools (a short tail's cosines spread wider than the whole request's), the

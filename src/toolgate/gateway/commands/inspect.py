@@ -86,7 +86,8 @@ async def report(
 def search_report(snap: Snapshot, principal: Principal, query: str) -> dict[str, Any]:
     """How ``search_tools`` ranks ``query`` for ``principal``: the first 10 tools it may
     access, each with its score, BM25 score, embedding similarity, the share of the
-    query it covers (hybrid), BM25 per field and what it gained by feedback (lexical);
+    query it covers (hybrid), BM25 per field, what it gained by feedback (lexical) and,
+    for a long request, its standing in the tail reading it stands best in (``latest``);
     and the words of lexical search's feedback query (``feedback``, empty when the
     request took none)."""
     toolset = snap.toolset
@@ -108,6 +109,7 @@ def search_report(snap: Snapshot, principal: Principal, query: str) -> dict[str,
                 "semantic": e.semantic,
                 "coverage": e.coverage,
                 "gain": e.gain,
+                "latest": e.latest,
                 "fields": dict(e.fields),
             }
             for e in ranked
@@ -286,6 +288,7 @@ def render_table(data: dict[str, Any], out: TextIO, *, explain: bool) -> None:
             "feedback",
             "semantic",
             "coverage",
+            "latest",
             "bm25 by field",
         )
         for col in columns:
@@ -295,6 +298,7 @@ def render_table(data: dict[str, Any], out: TextIO, *, explain: bool) -> None:
             semantic = "" if row["semantic"] is None else f"{row['semantic']:.3f}"
             coverage = "" if row.get("coverage") is None else f"{row['coverage']:.2f}"
             gain = "" if row.get("gain") is None else f"{row['gain']:.2f}"
+            latest = "" if row.get("latest") is None else f"{row['latest']:.2f}"
             ranking.add_row(
                 str(i),
                 row["name"],
@@ -303,6 +307,7 @@ def render_table(data: dict[str, Any], out: TextIO, *, explain: bool) -> None:
                 gain,
                 semantic,
                 coverage,
+                latest,
                 fields,
             )
         console.print(ranking)
