@@ -402,31 +402,45 @@ def test_lexical_search_reads_a_long_request_whole() -> None:
     search's BM25 reads them."""
     c = Catalog()
     c.add_tools(CONVERSATION_TOOLS)
-    for query in (TOLD, "Move the report. Then sort it. Then tell my followers."):
-        ranked = SearchIndex(c).explain(query, limit=14)
-        assert ranked == SearchIndex(c, long_request=0).explain(query, limit=14)
-        for e in ranked:
-            assert e.latest is None and e.score == pytest.approx(e.bm25 + (e.gain or 0.0))
+    ranked = SearchIndex(c).explain(TOLD, limit=14)
+    assert ranked == SearchIndex(c, long_request=0).explain(TOLD, limit=14)
+    for e in ranked:
+        assert e.latest is None and e.score == pytest.approx(e.bm25 + (e.gain or 0.0))
 
 
-def test_tails_add_up_to_the_whole_request() -> None:
-    """Each tail scores the request's words its sentences hold, at the whole request's
-    weights; the longest reading is the whole request's BM25."""
+def test_tails_score_as_each_tail_read_alone() -> None:
+    """Each tail weighs the words of its sentences as reading that tail alone would: a
+    word said early that a later term reaches only as a prefix counts at the prefix
+    weight there, and a word said plainly early but quoted late at the argument weight;
+    the longest reading is the whole request's BM25."""
     c = Catalog()
-    c.add_tools(CONVERSATION_TOOLS)
+    c.add_tools(
+        [
+            *CONVERSATION_TOOLS,
+            Tool("rename_files", "Rename filenames in a folder."),
+            Tool("send_report", "Send the report by mail."),
+        ]
+    )
     index = SearchIndex(c)
     index.refresh()
     scope = index.scope(None)
     matching, analyzer, postings = index._matching, index.analyzer, index._postings
-    matched = matching.weighted_terms(TOLD, analyzer, postings)
-    whole, tails = tail_scores(TOLD, analyzer, postings, scope, matched)
-    assert tails is not None and len(tails) == len(readings(TOLD)) - 1 == 4
-    assert whole == pytest.approx(postings.scores(matched[0], scope, matched[1]))
-    for tail, text in zip(tails, readings(TOLD)[1:], strict=True):
-        own = matching.weighted_terms(text, analyzer, postings)
-        assert tail == pytest.approx(postings.scores(own[0], scope, own[1]))
+    walk = " ".join(["The weather was nice and we walked along the river for a while."] * 5)
+    requests = (
+        TOLD,
+        f"Fix the filenames. {walk} Now open the file.",  # "filenam" begins with "file"
+        f"Write the report. {walk} Now print 'report' on a page.",  # quoted late
+    )
+    for request in requests:
+        matched = matching.weighted_terms(request, analyzer, postings)
+        whole, tails = tail_scores(request, analyzer, matching, postings, scope, matched)
+        assert tails is not None and len(tails) == len(readings(request)) - 1
+        assert whole == pytest.approx(postings.scores(matched[0], scope, matched[1]))
+        for tail, text in zip(tails, readings(request)[1:], strict=True):
+            own = matching.weighted_terms(text, analyzer, postings)
+            assert tail == pytest.approx(postings.scores(own[0], scope, own[1])), text
     short = matching.weighted_terms("move a file", analyzer, postings)
-    alone, none = tail_scores("move a file", analyzer, postings, scope, short)
+    alone, none = tail_scores("move a file", analyzer, matching, postings, scope, short)
     assert none is None and alone == pytest.approx(postings.scores(short[0], scope, short[1]))
 
 

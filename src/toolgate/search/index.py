@@ -72,8 +72,8 @@ class Explanation:
     # and what the tool gained by it (score = bm25 + gain)
     feedback: tuple[str, ...] = ()
     gain: float | None = None
-    # a long request (``latest``): the z-score of the tail reading the tool's words stand
-    # best in, added to its lexical standing on the whole request (None: read whole)
+    # hybrid, a long request (``latest``): the z-score of the tail reading the tool's BM25
+    # stands best in, added to its BM25 standing on the whole request (None: read whole)
     latest: float | None = None
 
 
@@ -290,7 +290,9 @@ class SearchIndex:
             if hybrid and self._vectors is not None:
                 matched = (terms, weights, groups)
                 long = self._long_request
-                bm25, tails = tail_scores(query, self.analyzer, postings, scope, matched, long)
+                bm25, tails = tail_scores(
+                    query, self.analyzer, self._matching, postings, scope, matched, long
+                )
             else:
                 bm25 = postings.scores(terms, scope, weights)
             covered = None
@@ -312,7 +314,9 @@ class SearchIndex:
             ranked = (fused, bm25, None, hits, names, rank, None, added, gain, groups)
             return _Scored(scope, terms, weights, *ranked)
         assert self.embedder is not None
-        read = readings(meaning(query, self._matching.argument_weight), self._long_request)
+        # the same readings as BM25's tails, each less its argument values
+        argument_weight = self._matching.argument_weight
+        read = [meaning(r, argument_weight) for r in readings(query, self._long_request)]
         qs = unit(np.asarray(self.embedder.embed(read), dtype=np.float32))
         # the caller's rows only: BLAS rounds a row by where it lies among the others,
         # and a long request's readings are compared over the tools the caller may see

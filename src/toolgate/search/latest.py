@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolgate.search.analysis import Analyzer, sentences, text_length
+from toolgate.search.analysis import Analyzer, argument_values, sentences, text_length
 from toolgate.search.semantic import standard
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from toolgate.search.lexical import Postings, Scope
+    from toolgate.search.lexical import Matching, Postings, Scope
 
 # From LONG_REQUEST words over several sentences, a request is also read as its tail from
 # each of its last MAX_READINGS sentence starts. Chosen on the development halves of the
@@ -55,6 +55,7 @@ def readings(text: str, long_request: float = LONG_REQUEST) -> list[str]:
 def tail_scores(
     query: str,
     analyzer: Analyzer,
+    matching: Matching,
     postings: Postings,
     scope: Scope,
     matched: tuple[list[str], list[float], list[list[str]]],
@@ -63,34 +64,62 @@ def tail_scores(
     """BM25F of every slot for the whole request and, for a long one, for each tail of
     ``starts`` (a row each, longest first; None for a request read whole).
 
-    ``matched`` is ``Matching.weighted_terms`` of the whole request: each query term and
-    the index words it reaches through (its group). A tail holds the query terms of its
-    sentences, each with its group at the whole request's weights, so the words are
-    matched and scored once: each term's scores go to the last sentence holding it, and
-    a tail sums its sentences' (the whole request sums them all)."""
+    ``matched`` is ``matching.weighted_terms`` of the whole request: its terms, their
+    weights and each query term's group (it and the index words it reaches). A tail
+    weighs each word as reading the tail alone would: a query term of its sentences at
+    1, or at the argument weight where those sentences hold it only in argument values,
+    and a word it reaches at that times the prefix, root or spelling weight (the most,
+    when several reach it). So the words are matched and scored once: a word's weight
+    in the tail from sentence s less its weight in the tail after it goes to sentence
+    s's row, the rest of its whole-request weight to the row before the tails, and a
+    tail sums its rows from its start (the whole request sums them all)."""
     import numpy as np
 
     terms, weights, groups = matched
     said, tails = starts(query, long_request)
     if not tails:
         return postings.scores(terms, scope, weights), None
-    first = tails[0]
-    last: dict[str, int] = {}  # query term -> the last sentence holding it, of the tails'
+    first, end = tails[0], len(said)
+    told: dict[str, int] = {}  # query term -> the last tail sentence saying it plainly
+    held: dict[str, int] = {}  # ... or in argument values only
     for i in tails:
-        last.update(dict.fromkeys(analyzer.query_terms(said[i]), i))
-    # index word -> the last sentence of a query term reaching it (first - 1: none of
-    # the tails', so the whole request alone holds it)
-    reach: dict[str, int] = {}
+        rest, values = argument_values(said[i])
+        plain = rest if values and matching.argument_weight != 1.0 else said[i]
+        held.update(dict.fromkeys(analyzer.query_terms(said[i]), i))
+        told.update(dict.fromkeys(analyzer.query_terms(plain), i))
+
+    def term_weight(term: str, start: int) -> float:
+        """A query term's weight in the tail from sentence ``start``."""
+        if told.get(term, -1) >= start:
+            return 1.0
+        return matching.argument_weight if held.get(term, -1) >= start else 0.0
+
+    def through(root: str, word: str) -> float:
+        """How far ``root`` reaches ``word``: itself, a longer word it begins, a shorter
+        word that begins it, or a word spelled like it."""
+        if word == root:
+            return 1.0
+        if word.startswith(root):
+            return matching.prefix_weight
+        return matching.root_weight if root.startswith(word) else matching.fuzzy_weight
+
+    reached: dict[str, list[tuple[str, float]]] = {}  # word -> (query term, how far)
     for group in groups:
-        held = last.get(group[0], first - 1)
-        for term in group:
-            reach[term] = max(reach.get(term, held), held)
-    rows: dict[int, list[int]] = {}  # row (0: before the tails) -> its terms' positions
-    for k, term in enumerate(terms):
-        rows.setdefault(reach.get(term, first - 1) - first + 1, []).append(k)
-    by_sentence = np.zeros((len(said) - first + 1, postings.capacity))
-    for row, picked in rows.items():
-        chosen, weighed = [terms[k] for k in picked], [weights[k] for k in picked]
+        for word in group:
+            reached.setdefault(word, []).append((group[0], through(group[0], word)))
+    rows: dict[int, tuple[list[str], list[float]]] = {}  # 0: before the tails
+    for term, whole in zip(terms, weights, strict=True):
+        tail = [
+            max((term_weight(q, start) * how for q, how in reached.get(term, ())), default=0.0)
+            for start in range(first, end)
+        ]
+        parts = [whole - tail[0], *(a - b for a, b in zip(tail, [*tail[1:], 0.0], strict=True))]
+        for row, part in enumerate(parts):
+            if part:
+                rows.setdefault(row, ([], []))[0].append(term)
+                rows[row][1].append(part)
+    by_sentence = np.zeros((end - first + 1, postings.capacity))
+    for row, (chosen, weighed) in rows.items():
         by_sentence[row] = postings.scores(chosen, scope, weighed)
     totals = np.cumsum(by_sentence[::-1], axis=0)[::-1]  # row r: its sentence and after
     return totals[0], totals[1:]

@@ -17,7 +17,8 @@ SearchMode = Literal["lexical", "hybrid"]
 
 # Hybrid score = q * (HYBRID_WEIGHT * L + (1 - HYBRID_WEIGHT) * (t * z(S) + (1 - t) * L))
 # + (1 - q) * z(lexical search's score), L = z(BM25 * coverage ** COVERAGE_POWER) (a long
-# request's L adds the z-score of the tail its BM25 stands best in, ``latest.fuse``), S the
+# request's L is z(that z-score + the z-score of the tail its BM25 stands best in),
+# ``latest.fuse``), S the
 # cosine to the request (to the reading of a long one a tool matches best,
 # ``semantic.closest``), q the share of the query and t the share of the tool written in
 # scripts the embedder reads
