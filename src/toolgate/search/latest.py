@@ -42,8 +42,8 @@ def starts(text: str, long_request: float = LONG_REQUEST) -> tuple[list[str], ra
 
 
 def readings(text: str, long_request: float = LONG_REQUEST) -> list[str]:
-    """What the query embedding reads: ``text``, then its tail from each sentence start
-    of ``starts``, longest first.
+    """How a request is read: ``text``, then its tail from each sentence start of
+    ``starts``, longest first (the embedder reads each; BM25 scores each, ``tail_scores``).
 
     >>> readings("Find the report. Move it to temp.", long_request=5)
     ['Find the report. Move it to temp.', 'Move it to temp.']
@@ -94,19 +94,10 @@ def tail_scores(
             return 1.0
         return matching.argument_weight if held.get(term, -1) >= start else 0.0
 
-    def through(root: str, word: str) -> float:
-        """How far ``root`` reaches ``word``: itself, a longer word it begins, a shorter
-        word that begins it, or a word spelled like it."""
-        if word == root:
-            return 1.0
-        if word.startswith(root):
-            return matching.prefix_weight
-        return matching.root_weight if root.startswith(word) else matching.fuzzy_weight
-
     reached: dict[str, list[tuple[str, float]]] = {}  # word -> (query term, how far)
     for group in groups:
         for word in group:
-            reached.setdefault(word, []).append((group[0], through(group[0], word)))
+            reached.setdefault(word, []).append((group[0], matching.reach(group[0], word)))
     rows: dict[int, tuple[list[str], list[float]]] = {}  # 0: before the tails
     for term, whole in zip(terms, weights, strict=True):
         tail = [

@@ -23,9 +23,8 @@ if TYPE_CHECKING:
 # A query word of at least MIN_PREFIX characters also matches the longer index words it
 # begins, at PREFIX_WEIGHT of a full match ("crypto" -> "cryptocurrencies", "auth" ->
 # "authentication"): compounds and derived forms the stemmer leaves apart. PREFIX_WEIGHT
-# was chosen on the development halves of the evaluation sets (benchmarks/search_eval.py
-# --tune sweeps it); MIN_PREFIX = 4 was set by hand (3-letter words prefix too much) and
-# is not swept.
+# was chosen on the development halves of the evaluation sets (search_eval.py --tune sweeps
+# it); MIN_PREFIX = 4 was set by hand (3-letter words prefix too much), not swept.
 MIN_PREFIX = 4
 PREFIX_WEIGHT = 0.4
 # The other way round: a query word also matches the shorter index words (of at least
@@ -64,10 +63,9 @@ FEEDBACK_COVERAGE = 0.35
 # sets (benchmarks/search_eval.py --tune sweeps it).
 ARGUMENT_WEIGHT = 0.3
 
-# What a term's (length-normalised) frequency in each field counts for in BM25F, and
-# BM25's saturation (K1) and length normalisation (B). Other weights, k1 from 0.9 to 2.0
-# and b from 0.5 to 0.9 were measured on the development halves of the evaluation sets
-# and none was better on all of them (docs/decisions.md, "Tool search").
+# A field's weight in BM25F, BM25's saturation (K1) and length normalisation (B). Other
+# weights, k1 0.9 to 2.0 and b 0.5 to 0.9 were measured on the development halves of the
+# evaluation sets: none was better on all of them (docs/decisions.md, "Tool search").
 FIELD_WEIGHTS: Mapping[str, float] = {
     "name": 3.0,
     "title": 2.0,
@@ -393,6 +391,15 @@ class Matching:
     argument_weight: float = ARGUMENT_WEIGHT
     fuzzy_weight: float = FUZZY_WEIGHT
     fuzzy_similarity: float = FUZZY_SIMILARITY
+
+    def reach(self, term: str, word: str) -> float:
+        """What a query term's weight counts for in a word of its group (``weighted_terms``):
+        all of it in itself, then as a prefix, a root, or else a spelling match."""
+        if word == term:
+            return 1.0
+        if word.startswith(term):
+            return self.prefix_weight
+        return self.root_weight if term.startswith(word) else self.fuzzy_weight
 
     def weighted_terms(
         self,

@@ -87,7 +87,8 @@ def search_report(snap: Snapshot, principal: Principal, query: str) -> dict[str,
     """How ``search_tools`` ranks ``query`` for ``principal``: the first 10 tools it may
     access, each with its score, BM25 score, embedding similarity, the share of the
     query it covers (hybrid), BM25 per field, what it gained by feedback (lexical) and,
-    for a long request, its standing in the tail reading it stands best in (``latest``);
+    in hybrid mode for a long request, the standing of its BM25 in the tail it stands
+    best in (``latest``);
     and the words of lexical search's feedback query (``feedback``, empty when the
     request took none)."""
     toolset = snap.toolset
