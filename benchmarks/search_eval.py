@@ -4,13 +4,16 @@ MCPToolBench++'s requests over that catalog, and the agent-task set (ACEBench's 
 and English requests, one-need and whole-task, over that catalog plus ACEBench's tools
 in both languages; ``acebench_set.py``) with its held-out dialogues, never tuned on,
 ToolLens (whole tasks in a user's own words over 464 tools of 314 APIs;
-``toollens_set.py``) and BFCL's multi-turn dialogues (each turn a request in the words
-of the conversation so far, over 128 functions of eight systems; ``bfcl_set.py``).
+``toollens_set.py``), BFCL's multi-turn dialogues (each turn a request in the words
+of the conversation so far, over 128 functions of eight systems; ``bfcl_set.py``) and
+UltraTool's whole tasks told in one to several sentences, in Chinese and in English,
+each language over its own 436 tools (``ultratool_set.py``).
 
 Compares toolgate's ``SearchIndex`` (lexical and hybrid) with FastMCP's
 ``BM25SearchTransform`` and plain ``bm25s`` over the same tools and queries in one
 run, and writes the tables to ``benchmarks/RESULTS.md`` between the ``search-eval``
-markers. Queries are split in halves by a hash of their text: ``dev`` (used to choose
+markers. Queries are split in halves by a hash of their text (a translation by its
+original's): ``dev`` (used to choose
 ``HYBRID_WEIGHT`` and ``COVERAGE_POWER`` with ``--tune``, to derive ``TASK_WORDS``) and ``test``. A
 benchmark, not a test: it may import fastmcp and bm25s; nothing in ``src/`` imports it.
 
@@ -102,6 +105,12 @@ class Dataset:
     servers: dict[str, str]  # server key -> title
     kinds: Mapping[str, str] = field(default_factory=dict)  # query -> its row's label
     tuned: bool = True  # False: never looked at by --tune (held out)
+    # query -> "dev" or "test" where the text's own hash must not decide (a translation
+    # takes its original's half); every other query: ``split``
+    halves: Mapping[str, str] = field(default_factory=dict)
+
+    def half(self, query: str) -> str:
+        return self.halves.get(query) or split(query)
 
 
 def write_section(path: Path, begin: str, end: str, body: str) -> None:
@@ -411,6 +420,56 @@ def load_bfcl(folder: Path | None, mirror: Path | None = None) -> Dataset:
     return Dataset("BFCL dialogues", list(tools.values()), queries, dict(SYSTEMS), kinds)
 
 
+def load_ultratool(folder: Path | None, mirror: Path | None = None) -> list[Dataset]:
+    """UltraTool's requests (``ultratool_set``), one set per language, each over its own
+    language's 436 tools on one server: a request's needs are the tools its plan calls.
+    A request and its translation share a half, the Chinese text's, so tuning on one
+    language's dev half never reads the other's test half in translation."""
+    from ultratool_set import (
+        LANGUAGES,
+        ULTRATOOL_COMMIT,
+        ULTRATOOL_FILES,
+        ULTRATOOL_REPO,
+        load,
+    )
+
+    root = folder or CACHE / f"ultratool-{ULTRATOOL_COMMIT[:12]}"
+    url = f"https://raw.githubusercontent.com/{ULTRATOOL_REPO}/{ULTRATOOL_COMMIT}/"
+    digests = dict(ULTRATOOL_FILES.values())
+
+    def read(path: str) -> bytes:
+        return pinned(root / path, url + path, digests[path], mirror).read_bytes()
+
+    loaded = load(read)
+    halves_of = {r.pair: split(r.text) for r in loaded["zh"][1]}
+    out = []
+    for lang, (functions, requests) in loaded.items():
+        server = f"ultratool-{lang}"
+        tools = {
+            f.name: Tool(
+                name=f"{server}.{f.name}",
+                description=f.description,
+                input_schema=f.input_schema,
+                source=server,
+            )
+            for f in functions
+        }
+        queries: Queries = []
+        kinds: dict[str, str] = {}
+        halves: dict[str, str] = {}
+        for r in requests:
+            if r.text in kinds:
+                raise ValueError(f"UltraTool {lang}: a request twice: {r.text!r}")
+            needs = tuple(frozenset({tools[n].name}) for n in r.names)
+            queries.append((r.text, needs[0] if len(needs) == 1 else needs))
+            kinds[r.text] = "one need" if len(needs) == 1 else "whole task"
+            halves[r.text] = halves_of.get(r.pair) or split(r.text)
+        servers = {server: f"UltraTool tools ({LANGUAGES[lang]})"}
+        name = f"UltraTool whole tasks, {LANGUAGES[lang]}"
+        out.append(Dataset(name, list(tools.values()), queries, servers, kinds, halves=halves))
+    return out
+
+
 def language_of(name: str) -> str:
     """The language a function of the agent-task set is described in: a fixed half each."""
     return "zh" if hashlib.sha256(name.encode()).digest()[0] % 2 == 0 else "en"
@@ -509,7 +568,7 @@ def evaluate(rank: Ranker, queries: Queries) -> dict[str, float]:
 
 
 def table(data: Dataset, rows: dict[str, dict[str, float]]) -> str:
-    n_dev = sum(split(q) == "dev" for q, _ in data.queries)
+    n_dev = sum(data.half(q) == "dev" for q, _ in data.queries)
     whole = sum(isinstance(g, tuple) for _, g in data.queries)
     kind = "a hit is any gold tool" + (
         f"; {whole:,} whole tasks score the share of their needs found (of at most k)"
@@ -589,8 +648,8 @@ def verdict(data: Dataset, rows: dict[str, dict[str, float]], hybrid: str) -> st
                 f"{label}: recall@5 {m['recall@5']:.3f} (test half {m['test recall@5']:.3f}); "
                 f"target ≥ {absolute:.2f}: {'met' if ok else 'missed'}."
             )
-    elif data.name.startswith(("Agent tasks", "ToolLens", "BFCL", "MCPToolBench")):
-        agent = data.name.startswith(("Agent tasks", "ToolLens", "BFCL"))
+    elif data.name.startswith(("Agent tasks", "ToolLens", "BFCL", "UltraTool", "MCPToolBench")):
+        agent = data.name.startswith(("Agent tasks", "ToolLens", "BFCL", "UltraTool"))
         gain, test = points(lexical, fastmcp)
         want = AGENT_TARGETS["lexical"] if agent else TARGETS["lexical"][1]
         ok = gain >= want and test >= want
@@ -665,7 +724,7 @@ def paired(rows: dict[str, dict[str, float]]) -> str:
     return "\n".join(f"- {line}" for line in lines)
 
 
-SETS = ("metatool", "mcp-manager", "mcptoolbench", "agent", "toollens", "bfcl")
+SETS = ("metatool", "mcp-manager", "mcptoolbench", "agent", "toollens", "bfcl", "ultratool")
 
 
 def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
@@ -686,7 +745,12 @@ def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
             out.append(load_bfcl(args.bfcl, args.git_mirror))
         except Unavailable as exc:
             skipped.append(str(exc))
-    if wanted - {"metatool", "toollens", "bfcl"}:
+    if "ultratool" in wanted:
+        try:
+            out.extend(load_ultratool(args.ultratool, args.git_mirror))
+        except Unavailable as exc:
+            skipped.append(str(exc))
+    if wanted - {"metatool", "toollens", "bfcl", "ultratool"}:
         try:
             manager = load_mcp_manager(args.mcp_manager, args.git_mirror)
             if "mcp-manager" in wanted:
@@ -700,7 +764,15 @@ def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
             skipped.append(f"{exc} (and the sets built on it)")
     if args.limit_queries:
         out = [
-            Dataset(d.name, d.tools, d.queries[: args.limit_queries], d.servers, d.kinds, d.tuned)
+            Dataset(
+                d.name,
+                d.tools,
+                d.queries[: args.limit_queries],
+                d.servers,
+                d.kinds,
+                d.tuned,
+                d.halves,
+            )
             for d in out
         ]
     for line in skipped:
@@ -724,7 +796,7 @@ def tune(sets: list[Dataset], sweeps: set[str]) -> None:
     use must also hold or beat it on every set.
     """
     sets = [d for d in sets if d.tuned]
-    devs = [[(q, g) for q, g in d.queries if split(q) == "dev"] for d in sets]
+    devs = [[(q, g) for q, g in d.queries if d.half(q) == "dev"] for d in sets]
     catalogs = []
     for d in sets:
         c = Catalog()
@@ -795,6 +867,10 @@ def tune(sets: list[Dataset], sweeps: set[str]) -> None:
                 f"{w:.2f}, {b:.2f}": run(lexical, cover_weight=w, cover_below=b)
                 for w, b in [
                     (0.0, 0.5),
+                    (0.1, 0.5),
+                    (0.2, 0.35),
+                    (0.2, 0.5),
+                    (0.25, 0.5),
                     (0.3, 0.35),
                     *itertools.product((0.3, 0.5, 0.7), (0.5, 0.7)),
                 ]
@@ -830,6 +906,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--bfcl", type=Path, default=None, help="a folder with local copies (repo paths)"
+    )
+    parser.add_argument(
+        "--ultratool", type=Path, default=None, help="a folder with local copies (repo paths)"
     )
     parser.add_argument(
         "--git-mirror",
@@ -905,10 +984,11 @@ def main() -> None:
             Dataset(
                 d.name,
                 d.tools,
-                [(q, g) for q, g in d.queries if split(q) == "dev"],
+                [(q, g) for q, g in d.queries if d.half(q) == "dev"],
                 d.servers,
                 d.kinds,
                 d.tuned,
+                d.halves,
             )
             for d in sets
             if d.tuned
@@ -949,7 +1029,9 @@ def main() -> None:
         for label, rank in rankers.items():
             judged, ms = measure(rank, data.queries)
             judgements[label] = judged
-            test = [j for (q, _), j in zip(data.queries, judged, strict=True) if split(q) == "test"]
+            test = [
+                j for (q, _), j in zip(data.queries, judged, strict=True) if data.half(q) == "test"
+            ]
             rows[label] = {**summary(judged), "ms/query": ms}
             rows[label]["test recall@5"] = summary(test)["recall@5"]
             for kind in set(data.kinds.values()):
@@ -959,9 +1041,9 @@ def main() -> None:
                     if data.kinds.get(q) == kind
                 ]
                 rows[label][kind] = summary([j for _, j in mine])["recall@5"]
-                rows[label]["test " + kind] = summary([j for q, j in mine if split(q) == "test"])[
-                    "recall@5"
-                ]
+                rows[label]["test " + kind] = summary(
+                    [j for q, j in mine if data.half(q) == "test"]
+                )["recall@5"]
             print(f"  {data.name}: {label} done", file=sys.stderr, flush=True)
         for label in HYBRIDS:
             if label in judgements:

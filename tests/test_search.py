@@ -504,6 +504,41 @@ def test_words_of_argument_values_count_for_less_than_the_request() -> None:
     assert argument_values("I'd like it's fine") == ("I'd like it's fine", "")
 
 
+@pytest.mark.parametrize(
+    ("query", "value"),
+    [
+        # a value's own apostrophes stay in it: the whole note is the value
+        (
+            "write 'Notes: today's plan and Bob's part.' then save",
+            "'Notes: today's plan and Bob's part.'",
+        ),
+        ("open “Q3 report” now", "“Q3 report”"),  # typographic quotes, as phones type them
+        ("rename \u2018Today\u2019s notes\u2019 please", "\u2018Today\u2019s notes\u2019"),
+        # CJK text quotes a value with no space before it, in either kind of mark
+        ("创建一个叫“工作任务”的文件", "“工作任务”"),
+        ('写入"明日会议准备"的内容', '"明日会议准备"'),
+        ("打开「设置」页面", "「设置」"),
+        ("查找《三体》的作者", "《三体》"),
+        ("ouvrir «rapport final» maintenant", "«rapport final»"),
+    ],
+)
+def test_quoted_argument_values_in_every_kind_of_quote(query: str, value: str) -> None:
+    """A request's quoted value is found whatever marks quote it, with its own
+    apostrophes inside; the rest of the request is what the tool is found by."""
+    rest, values = argument_values(query)
+    assert values == value
+    assert value not in rest
+
+
+def test_marks_that_are_no_quotes_quote_nothing() -> None:
+    """An inch mark, a plural's apostrophe and an unclosed quote are not values, and a
+    long unclosed quote full of apostrophes finds no value."""
+    for query in ["a 5'10\" shelf", "the users' files and the admins' keys", "it's 'open"]:
+        assert argument_values(query) == (query, "")
+    said = "'" + "it's " * 20_000
+    assert argument_values(said) == (said, "")
+
+
 def test_a_word_that_reaches_no_tool_matches_words_spelled_like_it() -> None:
     """British and American spellings, which the stemmer keeps apart ("analys",
     "analyz"), meet through shared character trigrams; a word that matches a tool

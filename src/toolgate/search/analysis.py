@@ -56,8 +56,17 @@ _UNSPACED_RUN = re.compile(f"[{_UNSPACED}]+")
 # './src/app.py'", "open https://example.com"). They are what the tool is to be called
 # with, not what it does: lexical search weighs their words down (``ARGUMENT_WEIGHT``)
 # and the query's embedding leaves them out.
+_LATIN = "A-Za-z0-9\u00c0-\u024f"  # where an apostrophe is part of a word (it's, O'Neil)
 _ARGUMENT = re.compile(
-    r"""(?<![\w'"`])(['"`])(?:(?!\1).)+\1(?![\w'"`])"""  # 'quoted', "quoted", `quoted`
+    # 'quoted' (a value's own apostrophes in it: 'Today's notes'), "quoted", `quoted`; a
+    # mark with a Latin letter or digit outside it is an apostrophe or an inch, not a
+    # quote (a CJK letter is: 叫"报告"的)
+    rf"""(?<![{_LATIN}'"`])'(?:[^']|(?<=[{_LATIN}])'(?=[{_LATIN}]))+'(?![{_LATIN}'"`])"""
+    rf"""|(?<![{_LATIN}'"`])(["`])(?:(?!\1).)+\1(?![{_LATIN}'"`])"""
+    # typographic pairs: “quoted”, single curly quotes (the closing mark inside a word is
+    # its apostrophe), 「」, 『』, «», 《》
+    rf"|“[^“”]+”|\u2018(?:[^\u2018\u2019]|(?<=[{_LATIN}])\u2019(?=[{_LATIN}]))+\u2019"
+    r"|「[^「」]+」|『[^『』]+』|«[^«»]+»|《[^《》]+》"
     r"|\S*://\S*"  # URLs
     r"|\S*[/\\]\S*"  # paths
     r"|\b[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}\b"  # file and host names: app.py, example.com
