@@ -430,6 +430,9 @@ def test_tails_score_as_each_tail_read_alone() -> None:
         TOLD,
         f"Fix the filenames. {walk} Now open the file.",  # "filenam" begins with "file"
         f"Write the report. {walk} Now print 'report' on a page.",  # quoted late
+        # a quoted value of two sentences is one value: no tail starts inside it
+        f"Write the report. {walk} Now print 'Notes: today's report. It is done.' on it.",
+        f'Write the report. {walk} Now print "Notes. The report is done." on a page.',
     )
     for request in requests:
         matched = matching.weighted_terms(request, analyzer, postings)
@@ -456,6 +459,11 @@ def test_readings_take_the_tails_of_the_last_sentences_only() -> None:
     # Chinese counts a character as half a word, and ends sentences at its full stops
     chinese = "请把报告移到归档目录。" * 14 + "然后发一条推文告诉大家\uff01"
     assert readings(chinese)[-1] == "然后发一条推文告诉大家\uff01"
+    # a sentence end inside a quoted value ends no sentence: no reading starts mid-value
+    quoted = many + " Then post 'Done. Moved it all.' on the board."
+    assert readings(quoted)[-1] == "Then post 'Done. Moved it all.' on the board."
+    told = chinese + "再发一条“报告已归档。明天见。”的消息。"
+    assert readings(told)[-1] == "再发一条“报告已归档。明天见。”的消息。"
 
 
 def test_closest_ranks_by_the_reading_each_tool_matches_best() -> None:

@@ -118,12 +118,20 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])\s*|\n+")
 
 
 def sentences(text: str) -> list[str]:
-    """``text``'s sentences in order, each with at least one word.
+    """``text``'s sentences in order, each with at least one word. A sentence end inside
+    an argument value (``argument_values``: a quoted note of two sentences) ends none.
 
-    >>> sentences("Move the report to temp. Then post a tweet about it!")
-    ['Move the report to temp.', 'Then post a tweet about it!']
+    >>> sentences("Move the report to temp. Then post 'Done. Bye.' on it!")
+    ['Move the report to temp.', "Then post 'Done. Bye.' on it!"]
     """
-    return [s.strip() for s in _SENTENCE_END.split(text) if _UNIT.search(s)]
+    values = [m.span() for m in _ARGUMENT.finditer(text)]
+    pieces, start = [], 0
+    for end in _SENTENCE_END.finditer(text):
+        if not any(a < end.start() < b for a, b in values):
+            pieces.append(text[start : end.start()])
+            start = end.end()
+    pieces.append(text[start:])
+    return [s.strip() for s in pieces if _UNIT.search(s)]
 
 
 def text_length(text: str) -> float:
