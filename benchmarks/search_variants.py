@@ -5,7 +5,7 @@ once by lexical search and by hybrid search with each embedder; the variants are
 built from those rankings: hybrid's first five keeping lexical search's first ``a``
 results (``keep lexical top a``), and reciprocal-rank fusion of the two lists (``rrf``).
 A second table splits hybrid's wins and losses over lexical by how much of the request
-lexical search's best match covers (``Postings.coverage``), the signal a confidence
+lexical search's best match covers (``Holders.coverage``), the signal a confidence
 gate would read, and a third by the embedder's own confidence (how far its best cosine
 stands above the catalog's, as a z-score), in five bands of equal size. Dev halves by
 default; ``--half test`` and ``--half heldout`` read the others once a variant is

@@ -539,6 +539,30 @@ def test_marks_that_are_no_quotes_quote_nothing() -> None:
     assert argument_values(said) == (said, "")
 
 
+def test_values_are_found_alike_whichever_pattern_a_text_takes() -> None:
+    """A text without a slash or without a dot before a letter is read with a pattern
+    that leaves out the URL, path or file-name alternatives (``analysis._values``): on
+    any text it finds exactly what the whole pattern finds, values and sentences."""
+    import random
+
+    from toolgate.search import analysis
+
+    whole = analysis._ARGUMENTS[True, True]
+    rng = random.Random(7)
+    marks = list("abXY z  ..//\\:'\"`“”\u2018\u2019「」«»叫报。!?\n-_7")
+    texts = ["see x.md", "open a/b", "it's 'a/b' now", "“x.y”", "C:\\dir", "v1.2", "a. b"]
+    texts += ["".join(rng.choice(marks) for _ in range(rng.randint(0, 30))) for _ in range(5000)]
+    for text in texts:
+        spans = [m.span() for m in whole.finditer(text)]
+        assert [m.span() for m in analysis._values(text)] == spans, text
+        assert argument_values(text) == (
+            whole.sub(" ", text),
+            " ".join(m.group(0) for m in whole.finditer(text)),
+        ), text
+    # the choice matters: the pattern without them finds no value in such a text
+    assert analysis._ARGUMENTS[False, False].findall("open a/b and x.md") == []
+
+
 def test_a_word_that_reaches_no_tool_matches_words_spelled_like_it() -> None:
     """British and American spellings, which the stemmer keeps apart ("analys",
     "analyz"), meet through shared character trigrams; a word that matches a tool
@@ -569,6 +593,9 @@ def test_a_word_that_reaches_no_tool_matches_words_spelled_like_it() -> None:
     catalog.remove_tool("colour_mixer")
     catalog.remove_tool("color_picker")
     assert index.search("colour", limit=3) == []  # removed tools are found no more
+    # the spelling matches found then are not kept once the index's words change
+    catalog.add_tools([Tool("palette", "Choose a color.")])
+    assert names(index.search("colour", limit=3)) == ["palette"]
 
 
 def test_spelling_matches_depend_only_on_the_callers_tools() -> None:
@@ -702,3 +729,17 @@ def test_feedback_keeps_the_best_matches_in_their_order() -> None:
     assert [e.name for e in ranked] == ["zip_zip", "digest", "weekly_numbers"]
     assert ranked[0].gain == ranked[1].gain == max(e.gain or 0.0 for e in ranked)
     assert ranked[2].bm25 == 0 < (ranked[2].gain or 0.0)
+
+
+def test_spelling_matches_are_remembered_within_a_bound() -> None:
+    """``Postings.similar`` remembers its answers for a conversation's words sent again,
+    and never more than ``SIMILAR_MEMO`` of them."""
+    from toolgate.search.postings import SIMILAR_MEMO, Postings
+
+    postings = Postings()
+    postings.add({"name": ["colour", "analyz"]})
+    assert postings.similar("color", 0.4) == ["colour"]
+    for i in range(SIMILAR_MEMO + 10):
+        postings.similar(f"word{i:05d}", 0.4)
+        assert len(postings._similar) <= SIMILAR_MEMO
+    assert postings.similar("color", 0.4) == ["colour"]

@@ -1,7 +1,7 @@
 """Whole-task queries: when no single tool covers much of a request ("find the cheapest
 flight to Tokyo and add it to my calendar"), the top results are re-ranked so that
 together they cover the request's words (xQuAD over the query's terms). Imports
-``lexical`` of ``toolgate.search`` for the postings' types only; numpy where it runs.
+``postings`` of ``toolgate.search`` for its types only; numpy where it runs.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from toolgate.search.lexical import Postings, Scope
+    from toolgate.search.postings import Holders
 
 # A query whose best result reaches less than COVER_BELOW of the query's idf
-# (``Postings.coverage``) is taken for several needs in one sentence: the best
+# (``Holders.coverage``) is taken for several needs in one sentence: the best
 # COVER_POOL results are re-ranked, each next pick scoring (1 - COVER_WEIGHT) of its
 # relevance (share of the pool's best) plus COVER_WEIGHT of the idf share of the query
 # words it covers that no pick above it covers. A request one tool answers well is left
@@ -48,29 +48,23 @@ class Cover:
         self,
         ranked: Sequence[int],
         relevance: NDArray[np.float64],
-        postings: Postings,
-        groups: Sequence[Sequence[str]],
-        scope: Scope,
+        holders: Holders,
     ) -> list[int]:
         """``ranked`` (best first), unchanged when its first slot covers at least
         ``below`` of the query's idf, else with its first ``pool`` slots re-ordered greedily
         after the first: each pick maximises ``(1 - weight) * relevance / best + weight * novelty``,
         novelty being the idf share of the query groups (a query term with the words
-        it matches through) the slot holds and no earlier pick holds. Call with the
-        index's lock held (postings are read)."""
+        it matches through) the slot holds and no earlier pick holds (``holders``)."""
         import numpy as np
 
         pool = np.asarray(ranked[: self.pool], dtype=np.int64)
-        if self.weight <= 0 or len(pool) < 2 or not groups:
+        if self.weight <= 0 or len(pool) < 2 or not len(holders.held):
             return list(ranked)
-        covers = np.zeros((len(pool), len(groups)), dtype=bool)
-        idf = np.zeros(len(groups))
-        for j, group in enumerate(groups):
-            held = postings.scores(list(group), scope) > 0
-            covers[:, j] = held[pool]
-            df = int(held.sum())  # a word no tool holds is no need any tool can meet
-            n = max(scope.documents, 1)
-            idf[j] = np.log(1 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
+        covers = np.ascontiguousarray(holders.held[:, pool].T)  # a row per pick
+        # a word no tool holds is no need any tool can meet
+        idf = np.asarray(
+            [w if df else 0.0 for w, df in zip(holders.idf(), holders.documents, strict=True)]
+        )
         if idf.sum() <= 0:
             return list(ranked)
         share = idf / idf.sum()

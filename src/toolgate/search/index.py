@@ -1,9 +1,9 @@
 """``SearchIndex``: tool search over a catalog, following the catalog's version and
 re-analysing only the tools that changed; ranks within the caller's view, fuses BM25 with
 embedding similarity in hybrid mode, explains a ranking and runs regex search.
-The top of ``toolgate.search``: imports ``analysis``, ``lexical``, ``semantic``,
-``latest``, ``cover`` and ``regex``. numpy, of the ``search`` extra, is imported where
-it runs. No MCP imports.
+The top of ``toolgate.search``: imports ``analysis``, ``postings``, ``lexical``,
+``semantic``, ``latest``, ``cover`` and ``regex``. numpy, of the ``search`` extra, is
+imported where it runs. No MCP imports.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,9 +33,8 @@ from toolgate.search.lexical import (
     ROOT_WEIGHT,
     Feedback,
     Matching,
-    Postings,
-    Scope,
 )
+from toolgate.search.postings import Holders, Postings, Scope
 from toolgate.search.regex import check_pattern, compile_linear
 from toolgate.search.semantic import Vectors, closest, meaning, standard, trust, unit
 from toolgate.search.settings import COVERAGE_POWER, SearchMode, SearchSettings
@@ -95,7 +94,7 @@ class _Scored:
     coverage: NDArray[np.float64] | None = None  # hybrid: the share of the query's idf reached
     feedback: tuple[str, ...] = ()  # lexical: the words of feedback's second query
     gain: NDArray[np.float64] | None = None  # lexical: each slot's gain by feedback (None: none)
-    groups: list[list[str]] = field(default_factory=list)  # each query term and its matches
+    holders: Holders | None = None  # which tools hold each query term or its matches
     trusted: float = 0.0  # the share of the query the embedder read (0: lexical search)
     latest: NDArray[np.float64] | None = None  # a long request: each slot's best tail z-score
 
@@ -295,23 +294,24 @@ class SearchIndex:
                 )
             else:
                 bm25 = postings.scores(terms, scope, weights)
+            holders = postings.holders(groups, scope)  # coverage, feedback and ``Cover``
             covered = None
             if hybrid and self._coverage_power:
-                covered = postings.coverage(groups, scope)
+                covered = holders.coverage()
             names, rank = self._slot_names, self._name_rank
             vectors = None if self._vectors is None else self._vectors.matrix
             known = None if self._vectors is None else self._vectors.known
             live = self._live
             fed = None  # lexical search's own feedback: lexical mode, or a query read in part
             if trusted < 1:
-                fed = self._feedback.gain(postings, scope, terms, groups, bm25, rank)
+                fed = self._feedback.gain(postings, scope, terms, holders, bm25, rank)
         if population is not None:
             live = live & population[: len(live)]
         if not hybrid or vectors is None or not live.any():
             added, gain = fed if fed is not None else ((), None)
             fused = bm25 if gain is None else bm25 + gain
             hits = np.flatnonzero(fused > 0)
-            ranked = (fused, bm25, None, hits, names, rank, None, added, gain, groups)
+            ranked = (fused, bm25, None, hits, names, rank, None, added, gain, holders)
             return _Scored(scope, terms, weights, *ranked)
         assert self.embedder is not None
         # the same readings as BM25's tails, each less its argument values
@@ -338,7 +338,7 @@ class SearchIndex:
             fused = trusted * fused + (1 - trusted) * alone
         hits = np.flatnonzero(live)
         scored = _Scored(
-            scope, terms, weights, fused, bm25, cosine, hits, names, rank, covered, groups=groups
+            scope, terms, weights, fused, bm25, cosine, hits, names, rank, covered, holders=holders
         )
         return replace(scored, trusted=trusted, latest=latest)
 
@@ -381,9 +381,8 @@ class SearchIndex:
             if len(batch) == len(hits):
                 break
             want *= 4
-        if len(out) > 1 and cover.weight:
-            with self._lock:  # a request of several needs: cover them (``Cover``)
-                out = cover.rerank(out, fused, self._postings, scored.groups, scored.scope)
+        if len(out) > 1 and cover.weight and scored.holders is not None:
+            out = cover.rerank(out, fused, scored.holders)  # several needs: cover them
         return out[:wanted], scored
 
     def search(

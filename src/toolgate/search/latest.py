@@ -5,8 +5,8 @@ of a hundred words stands for all of them. The readings (``readings``); in hybri
 the embedder reads each (``semantic.closest`` keeps, per tool, the one it matches best),
 and the BM25 fused with it scores each tail by the request's words it holds
 (``tail_scores``) and adds the best tail's standing to the whole request's (``fuse``).
-Lexical search reads a request whole. Imports ``analysis``, ``lexical`` and ``semantic``
-of ``toolgate.search``; numpy where it runs. No MCP imports.
+Lexical search reads a request whole. Imports ``analysis``, ``lexical``, ``postings`` and
+``semantic`` of ``toolgate.search``; numpy where it runs. No MCP imports.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from toolgate.search.lexical import Matching, Postings, Scope
+    from toolgate.search.lexical import Matching
+    from toolgate.search.postings import Postings, Scope
 
 # From LONG_REQUEST words over several sentences, a request is also read as its tail from
 # each of its last MAX_READINGS sentence starts. Chosen on the development halves of the

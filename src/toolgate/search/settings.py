@@ -25,7 +25,7 @@ SearchMode = Literal["lexical", "hybrid"]
 # (``Embedder.scripts``): where it cannot read the text, the lexical score stands in for
 # its similarity (noise there), and the query's unread share ranks as lexical search
 # does, feedback included (a Chinese request with a Latin word moves by its share). Coverage is
-# the share of the query's idf a tool's words reach (``Postings.coverage``), so the
+# the share of the query's idf a tool's words reach (``Holders.coverage``), so the
 # lexical signal favours the tools that cover the request over one that shares a
 # single rare word with it. Both chosen on the development halves of the evaluation sets
 # (benchmarks/search_eval.py --tune), among the settings that beat lexical search and the
