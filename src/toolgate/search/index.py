@@ -187,7 +187,8 @@ class SearchIndex:
                 return
             version = self.catalog.version
             tools = self.catalog.tools
-            group_of, unseen = self.catalog.groups, self.unseen_groups
+            group_of = self.catalog.groups
+            searched = group_of.keys() - self.unseen_groups  # groups whose texts a tool holds
             postings = self._postings
             for name in [n for n in self._docs if n not in tools]:
                 slot = self._docs.pop(name)[2]
@@ -195,7 +196,7 @@ class SearchIndex:
             reanalysed = 0
             changed: list[tuple[int, Tool]] = []
             for name, tool in tools.items():
-                groups = tuple(group_of[g] for g in tool.groups if g in group_of.keys() - unseen)
+                groups = tuple(group_of[g] for g in tool.groups if g in searched)
                 old = self._docs.get(name)
                 if old is not None:
                     if old[0] is tool and _same(old[1], groups):
