@@ -743,3 +743,31 @@ def test_spelling_matches_are_remembered_within_a_bound() -> None:
         postings.similar(f"word{i:05d}", 0.4)
         assert len(postings._similar) <= SIMILAR_MEMO
     assert postings.similar("color", 0.4) == ["colour"]
+
+
+def test_the_rerank_picks_only_the_places_asked_for_and_keeps_the_rest_in_order() -> None:
+    """``Cover.rerank`` with ``places`` picks those first places exactly as the whole
+    re-rank does, and the rest of the pool follows in its ranked order."""
+    import numpy as np
+
+    from toolgate.search.cover import Cover
+    from toolgate.search.postings import Holders
+
+    rng = np.random.default_rng(3)
+    cover = Cover(below=0.9, weight=0.5)
+    reordered = 0
+    for _ in range(300):
+        slots, groups = 40, int(rng.integers(2, 8))
+        held = rng.random((groups, slots)) < 0.3
+        holders = Holders(held, [int(x) for x in held.sum(axis=1)], slots)
+        relevance = rng.random(slots)
+        ranked = [int(x) for x in np.argsort(-relevance)]
+        whole = cover.rerank(ranked, relevance, holders)
+        reordered += whole != ranked
+        for places in (1, 3, 5):
+            part = cover.rerank(ranked, relevance, holders, places)
+            assert part[:places] == whole[:places]
+            pool = ranked[: cover.pool]
+            rest = [s for s in pool if s not in part[:places]]
+            assert part[places:] == rest + ranked[cover.pool :]
+    assert reordered > 100  # the re-rank did run on most of them

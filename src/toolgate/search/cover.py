@@ -49,12 +49,15 @@ class Cover:
         ranked: Sequence[int],
         relevance: NDArray[np.float64],
         holders: Holders,
+        places: int | None = None,
     ) -> list[int]:
         """``ranked`` (best first), unchanged when its first slot covers at least
         ``below`` of the query's idf, else with its first ``pool`` slots re-ordered greedily
         after the first: each pick maximises ``(1 - weight) * relevance / best + weight * novelty``,
         novelty being the idf share of the query groups (a query term with the words
-        it matches through) the slot holds and no earlier pick holds (``holders``)."""
+        it matches through) the slot holds and no earlier pick holds (``holders``). With
+        ``places``, only that many are picked so; the rest of the pool follows in its
+        order (for a caller that reads no further)."""
         import numpy as np
 
         pool = np.asarray(ranked[: self.pool], dtype=np.int64)
@@ -76,11 +79,11 @@ class Cover:
         open_ = ~covers[0]  # the best result keeps its place
         left = list(range(1, len(pool)))
         order = [0]
-        while left:
+        while left and (places is None or len(order) < places):
             novelty = (covers[left] & open_) @ share
             value = (1 - self.weight) * rel[left] + self.weight * novelty
             pick = left[int(np.argmax(value))]  # first of equals: the earlier rank
             order.append(pick)
             open_ &= ~covers[pick]
             left.remove(pick)
-        return [int(pool[i]) for i in order] + list(ranked[self.pool :])
+        return [int(pool[i]) for i in order + left] + list(ranked[self.pool :])

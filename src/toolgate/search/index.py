@@ -383,7 +383,7 @@ class SearchIndex:
                 break
             want *= 4
         if len(out) > 1 and cover.weight and scored.holders is not None:
-            out = cover.rerank(out, fused, scored.holders)  # several needs: cover them
+            out = cover.rerank(out, fused, scored.holders, wanted)  # several needs: cover them
         return out[:wanted], scored
 
     def search(
