@@ -64,7 +64,7 @@ class Scope:
     of slots; None: every tool), their number and the field x slot factor on a raw
     term frequency (field weight over length normalisation). Made once per view while
     the index is unchanged. ``frequencies`` keeps the document frequencies in the
-    scope that feedback has counted (``Postings.related``)."""
+    scope counted so far (``Postings.frequency``)."""
 
     population: NDArray[np.bool_] | None
     documents: int
@@ -237,13 +237,13 @@ class Postings:
         posting = self._postings.get(term)
         if not posting or slot not in posting:
             return {}
-        n, population = scope.documents, scope.population
-        df = len(posting) if population is None else sum(1 for s in posting if population[s])
         scaled = np.asarray(posting[slot]) * scope.scale[:, slot]
         tf = float(scaled.sum())
         if tf <= 0:
             return {}
-        score = idf(n, df) * tf * (self.k1 + 1) / (tf + self.k1)
+        score = (
+            idf(scope.documents, self.frequency(term, scope)) * tf * (self.k1 + 1) / (tf + self.k1)
+        )
         return {f: score * float(x) / tf for f, x in zip(self.fields, scaled, strict=True) if x}
 
     def scores(
@@ -267,10 +267,10 @@ class Postings:
             if arrays is None:
                 continue
             slots, columns = arrays
-            inside = None if population is None else population[slots]
-            df = len(slots) if inside is None else int(np.count_nonzero(inside))
+            df = self.frequency(term, scope)
             if not df:
                 continue
+            inside = None if population is None else population[slots]
             # the fields in order, those without the term left out (adding 0 is exact)
             f, tfs = columns[0]
             tf = tfs * scale[f].take(slots)
@@ -301,6 +301,22 @@ class Postings:
             held &= visible
         return Holders(held, [int(x) for x in held.sum(axis=1)], scope.documents)
 
+    def frequency(self, term: str, scope: Scope) -> int:
+        """How many tools of ``scope`` hold ``term`` (remembered in the scope, which
+        lives as long as the index is unchanged)."""
+        import numpy as np
+
+        population = scope.population
+        if population is None:
+            return len(self._postings.get(term, ()))
+        df = scope.frequencies.get(term)
+        if df is None:
+            arrays = self._arrays_of(term)
+            if arrays is None:
+                return 0
+            df = scope.frequencies[term] = int(np.count_nonzero(population[arrays[0]]))
+        return df
+
     def related(
         self,
         slots: Sequence[int],
@@ -325,17 +341,9 @@ class Postings:
             for term in self._terms.get(slot, ()):
                 if term not in skip:
                     held[term] = held.get(term, 0.0) + share
-        weights: dict[str, float] = {}
-        for term, share in held.items():
-            if population is None:
-                df = len(self._postings[term])
-            elif (df := scope.frequencies.get(term, -1)) < 0:
-                arrays = self._arrays_of(term)
-                assert arrays is not None  # a word of an indexed document
-                holders = arrays[0]
-                df = int(population[holders[holders < len(population)]].sum())
-                scope.frequencies[term] = df
-            weights[term] = share * idf(n, df)
+        weights = {
+            term: share * idf(n, self.frequency(term, scope)) for term, share in held.items()
+        }
         ranked = sorted(weights.items(), key=lambda item: (-item[1], item[0]))
         return ranked[:count]
 
