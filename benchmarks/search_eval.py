@@ -7,7 +7,7 @@ ToolLens (whole tasks in a user's own words over 464 tools of 314 APIs;
 ``toollens_set.py``), BFCL's multi-turn dialogues (each turn a request in the words
 of the conversation so far, over 128 functions of eight systems; ``bfcl_set.py``) and
 UltraTool's whole tasks told in one to several sentences, in Chinese and in English,
-each language over its own 436 tools (``ultratool_set.py``).
+each language over its own 436 tools and over the other language's (``ultratool_set.py``).
 
 Compares toolgate's ``SearchIndex`` (lexical and hybrid) with FastMCP's
 ``BM25SearchTransform`` and plain ``bm25s`` over the same tools and queries in one
@@ -37,7 +37,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 # One BLAS thread unless the caller sets it, as in bench_search.py: on a busy machine the
@@ -423,8 +423,11 @@ def load_bfcl(folder: Path | None, mirror: Path | None = None) -> Dataset:
 def load_ultratool(folder: Path | None, mirror: Path | None = None) -> list[Dataset]:
     """UltraTool's requests (``ultratool_set``), one set per language, each over its own
     language's 436 tools on one server: a request's needs are the tools its plan calls.
-    A request and its translation share a half, the Chinese text's, so tuning on one
-    language's dev half never reads the other's test half in translation."""
+    Then each language's requests over the other language's tools (the same names,
+    described in the other language): a user who writes in one language meeting a
+    server described in the other. A request and its translation share a half, the
+    Chinese text's, so tuning on one language's dev half never reads the other's test
+    half in translation."""
     from ultratool_set import (
         LANGUAGES,
         ULTRATOOL_COMMIT,
@@ -467,7 +470,27 @@ def load_ultratool(folder: Path | None, mirror: Path | None = None) -> list[Data
         servers = {server: f"UltraTool tools ({LANGUAGES[lang]})"}
         name = f"UltraTool whole tasks, {LANGUAGES[lang]}"
         out.append(Dataset(name, list(tools.values()), queries, servers, kinds, halves=halves))
-    return out
+    return out + [across(asked, told) for asked, told in itertools.permutations(out)]
+
+
+def across(asked: Dataset, told: Dataset) -> Dataset:
+    """``asked``'s requests over ``told``'s tools: the same functions under the same
+    names on another server, described in another language."""
+    prefix, other = (f"{next(iter(d.servers))}." for d in (asked, told))
+    named = {t.name for t in told.tools}
+
+    def there(need: frozenset[str]) -> frozenset[str]:
+        found = frozenset(other + n.removeprefix(prefix) for n in need)
+        if not found <= named:
+            raise ValueError(f"UltraTool: {sorted(found - named)} not among {other}*")
+        return found
+
+    moved: Queries = [
+        (q, tuple(map(there, g)) if isinstance(g, tuple) else there(g)) for q, g in asked.queries
+    ]
+    languages = asked.name.rsplit(", ", 1)[1], told.name.rsplit(", ", 1)[1]
+    name = "UltraTool across languages, {} requests, {} tools".format(*languages)
+    return replace(told, name=name, queries=moved, kinds=asked.kinds, halves=asked.halves)
 
 
 def language_of(name: str) -> str:
@@ -626,10 +649,12 @@ BEFORE = {
 
 
 def points(m: Mapping[str, float], base: Mapping[str, float]) -> tuple[float, float]:
-    """recall@5 points of ``m`` over ``base``: whole set, test half."""
+    """recall@5 points of ``m`` over ``base``: whole set, test half. Rounded to a
+    millionth, so two means of the same judgements summed in another order are a tie
+    (+0.0), not a float's crumb below it."""
     return (
-        100 * (m["recall@5"] - base["recall@5"]),
-        100 * (m["test recall@5"] - base["test recall@5"]),
+        round(100 * (m["recall@5"] - base["recall@5"]), 6) + 0.0,
+        round(100 * (m["test recall@5"] - base["test recall@5"]), 6) + 0.0,
     )
 
 

@@ -15,6 +15,8 @@ from toolgate.catalog import Catalog, Tool
 from toolgate.embedding import Embedder, MultilingualEmbedder, WordLlamaEmbedder, load_embedder
 from toolgate.search import SearchIndex, SearchSettings
 from toolgate.search.analysis import script_share
+from toolgate.search.lexical import ARGUMENT_WEIGHT
+from toolgate.search.semantic import meaning
 
 TRAVEL = [
     Tool("flights.search_flights", "Search flights for next week, cheapest first."),
@@ -225,3 +227,44 @@ def test_a_whole_task_the_embedder_reads_in_part_is_re_ranked_as_lexical_search_
     hybrid = SearchIndex(c, SearchSettings("hybrid", embedder=wordllama), hybrid_cover_weight=0.0)
     assert 0 < script_share(query, wordllama.scripts) < 0.1
     assert names(hybrid, query, 2) == ["jipiao.book", "rili.create_event"]
+
+
+def test_a_request_whose_only_latin_words_are_a_value_ranks_as_lexical_search(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    # the file name is an argument value, which the embedder is not given to read: what
+    # it reads is Chinese only, so none of its words is taken, however many Latin letters
+    # the value holds
+    query = "删除 weather_report.txt 文件"
+    tools = [
+        *CHINESE,
+        Tool("fs.write_file", "把内容写入磁盘上的文件。"),
+        Tool("fs.delete_file", "删除磁盘上的一个文件。"),
+        Tool("weather.save_forecast", "Save a forecast report to disk."),
+    ]
+    backwards = Backwards(wordllama, frozenset({"Latin"}))
+    backwards.queries.update({query, meaning(query, ARGUMENT_WEIGHT)})
+    c = catalog(tools)
+    lexical = names(SearchIndex(c), query, 7)
+    assert script_share(query, backwards.scripts) > 0.4
+    assert script_share(meaning(query, ARGUMENT_WEIGHT), backwards.scripts) == 0.0
+    assert names(SearchIndex(c, SearchSettings("hybrid", embedder=backwards)), query, 7) == lexical
+
+
+def test_a_tool_is_embedded_from_the_parts_its_embedder_reads(
+    wordllama: WordLlamaEmbedder,
+) -> None:
+    # an English name over a Chinese description, which this model misreads as the
+    # other tool's: the tool's vector is made of its name alone, as if it had no
+    # description, and a part in English counts in full
+    swapped = Misreading(wordllama, {"规划": "weather forecast", "天气": "driving route"})
+    bare = [
+        Tool(t.name, "" if script_share(t.description, {"Latin"}) < 1 else t.description)
+        for t in CHINESE
+    ]
+
+    def cosines(tools: Sequence[Tool], embedder: Embedder) -> dict[str, float | None]:
+        index = SearchIndex(catalog(tools), SearchSettings("hybrid", embedder=embedder))
+        return {e.name: e.semantic for e in index.explain("weather forecast", len(tools))}
+
+    assert cosines(CHINESE, swapped) == cosines(bare, wordllama)

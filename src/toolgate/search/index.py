@@ -95,7 +95,7 @@ class _Scored:
     feedback: tuple[str, ...] = ()  # lexical: the words of feedback's second query
     gain: NDArray[np.float64] | None = None  # lexical: each slot's gain by feedback (None: none)
     holders: Holders | None = None  # which tools hold each query term or its matches
-    trusted: float = 0.0  # the share of the query the embedder read (0: lexical search)
+    trusted: float = 0.0  # the share of the query the embedder read (``trust``; 0: lexical)
     latest: NDArray[np.float64] | None = None  # a long request: each slot's best tail z-score
 
 
@@ -278,7 +278,8 @@ class SearchIndex:
         import numpy as np
 
         population = scope.population
-        trusted = 0.0 if self.embedder is None else trust(query, self.embedder)
+        argument_weight = self._matching.argument_weight
+        trusted = 0.0 if self.embedder is None else trust(query, self.embedder, argument_weight)
         hybrid = trusted > 0
         postings = self._postings
         with self._lock:
@@ -316,7 +317,6 @@ class SearchIndex:
             return _Scored(scope, terms, weights, *ranked)
         assert self.embedder is not None
         # the same readings as BM25's tails, each less its argument values
-        argument_weight = self._matching.argument_weight
         read = [meaning(r, argument_weight) for r in readings(query, self._long_request)]
         qs = unit(np.asarray(self.embedder.embed(read), dtype=np.float32))
         # the caller's rows only: BLAS rounds a row by where it lies among the others,

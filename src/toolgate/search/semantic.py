@@ -67,10 +67,12 @@ def embedding_texts(tool: Tool, server_title: str = "", max_chars: int = 2000) -
     return out
 
 
-def trust(query: str, embedder: Embedder) -> float:
-    """How far hybrid search takes the embedder's word on ``query``: the share of the
-    query written in the scripts it reads (``Embedder.scripts``)."""
-    return script_share(query, embedder.scripts)
+def trust(query: str, embedder: Embedder, argument_weight: float) -> float:
+    """How far hybrid search takes the embedder's word on ``query``: the share of what
+    it is given to read (``meaning``: the query less its argument values) written in
+    the scripts it reads (``Embedder.scripts``). A Chinese request naming a file
+    ``notes.txt`` gives it Chinese words only: it is trusted with none of them."""
+    return script_share(meaning(query, argument_weight), embedder.scripts)
 
 
 def meaning(query: str, argument_weight: float) -> str:
@@ -103,9 +105,10 @@ def closest(similarities: NDArray[np.float32]) -> tuple[NDArray[np.float32], NDA
 
 
 class Vectors:
-    """Each slot's unit vector: the weighted sum of its parts' unit vectors
-    (``EMBEDDING_PARTS``), a part's vector from the cache, else from the embedder; and
-    how much of the tool's text is in scripts the embedder reads (``known``)."""
+    """Each slot's unit vector: the sum of its parts' unit vectors, each at its weight
+    (``EMBEDDING_PARTS``) times the share of it in scripts the embedder reads, a part's
+    vector from the cache, else from the embedder; and how much of the tool's text is
+    in those scripts (``known``)."""
 
     def __init__(self, embedder: Embedder, cache: VectorCache | None = None) -> None:
         self.embedder = embedder
@@ -148,18 +151,20 @@ class Vectors:
             known = np.concatenate([known, np.ones(capacity - len(known))])
         for slot, by_part in parts.items():
             weights = {p: EMBEDDING_PARTS.get(p, 1.0) for p in by_part}
+            read = {p: script_share(text, scripts) for p, text in by_part.items()}
             known[slot] = (
-                sum(w * script_share(by_part[p], scripts) for p, w in weights.items())
-                / sum(weights.values())
+                sum(w * read[p] for p, w in weights.items()) / sum(weights.values())
                 if by_part
                 else 1.0
             )
             if not by_part:  # a tool with no text at all: the zero vector matches nothing
                 vectors[slot] = None
                 continue
-            total = sum(
-                EMBEDDING_PARTS.get(part, 1.0) * found[text] for part, text in by_part.items()
-            )
+            # a part counts by the share of it the embedder reads: a Chinese description
+            # is noise to an English model, the tool's English name is not
+            if not any(read.values()):
+                read = dict.fromkeys(read, 1.0)  # none of it read: ``known`` 0 drops it
+            total = sum(weights[part] * read[part] * found[text] for part, text in by_part.items())
             vectors[slot] = unit(np.asarray([total], dtype=np.float32))[0]
         matrix = self.matrix
         dims = [v.shape[0] for v in vectors.values() if v is not None]
