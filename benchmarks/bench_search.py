@@ -1,12 +1,13 @@
 """Search latency, index build time and memory on a synthetic 10,000-tool, 1,000-group
-catalog, for the lexical and the hybrid mode.
+catalog, for the lexical and the hybrid mode (``--embedder multilingual``: hybrid mode
+with the multilingual model instead, in a section of its own).
 
 The catalog is generated deterministically (fixed seed): 50 services x 20 resources
 make the 1,000 groups, 10 verbs per resource the tools, with sentence descriptions and
 2-4 documented arguments. Writes to ``benchmarks/RESULTS.md`` between the
 ``search-latency`` markers. A benchmark, not a test; imports only toolgate.
 
-Run: ``.venv/bin/python benchmarks/bench_search.py``
+Run: ``.venv/bin/python benchmarks/bench_search.py [--embedder multilingual]``
 """
 
 from __future__ import annotations
@@ -41,6 +42,14 @@ from toolgate.search.analysis import text_length  # noqa: E402
 from toolgate.search.latest import readings  # noqa: E402
 
 BEGIN, END = "<!-- search-latency:begin -->", "<!-- search-latency:end -->"
+SECTIONS = {  # --embedder -> its section's markers and the model's name in the table
+    None: (BEGIN, END, "the WordLlama 256-d model"),
+    "multilingual": (
+        "<!-- search-latency-multilingual:begin -->",
+        "<!-- search-latency-multilingual:end -->",
+        'the multilingual model (`embedder: "multilingual"`)',
+    ),
+}
 TARGET_MS = {"lexical": 5.0, "hybrid": 30.0}
 
 SERVICES = """github gitlab bitbucket jira linear asana trello notion confluence slack discord
@@ -178,12 +187,14 @@ def measure(
     *,
     long_text: bool = False,
     conversation: bool = False,
+    embedder: str | None = None,
 ) -> dict[str, float]:
     """One column: ``long_text`` measures ~60-word descriptions and requests half of
-    which the catalog covers poorly; ``conversation`` requests of 70 words and more."""
+    which the catalog covers poorly; ``conversation`` requests of 70 words and more;
+    ``embedder`` the hybrid mode's model (None: the default)."""
     sentences = 6 if long_text else 1
     catalog = synthetic_catalog(extra_sentences=sentences)
-    settings = SearchSettings(mode, cache=cache)
+    settings = SearchSettings(mode, cache=cache, embedder=embedder)
     index = SearchIndex(catalog, settings)
     started = time.perf_counter()
     index.refresh()
@@ -223,26 +234,33 @@ def measure(
         out["restart_s"] = time.perf_counter() - started
     # memory apart: tracing slows the build it measures
     tracemalloc.start()
-    SearchIndex(synthetic_catalog(extra_sentences=sentences), SearchSettings(mode)).refresh()
+    fresh = SearchSettings(mode, embedder=embedder)  # no vector cache: every text embedded
+    SearchIndex(synthetic_catalog(extra_sentences=sentences), fresh).refresh()
     out["peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     return out
 
 
-def table(rows: dict[str, dict[str, Any]]) -> str:
+def table(
+    rows: dict[str, dict[str, Any]], model: str = SECTIONS[None][2], command: str = ""
+) -> str:
     first = next(iter(rows.values()))
+    columns = {  # what a column's label names, said once if any column is such
+        "long text": ' "Long text": the same catalog with ~60-word descriptions (six '
+        "sentences more per tool), and half the requests mostly in words the catalog "
+        "lacks, so lexical search's feedback runs on them.",
+        "long requests": ' "Long requests": each a conversation of requests (70 words and '
+        "more), which hybrid search also reads by its last eight sentences' tails "
+        "(`toolgate.search.latest.readings`).",
+    }
     lines = [
         f"`SearchIndex.search()` on a synthetic catalog of {first['tools']:,} tools in "
         f"{first['groups']:,} groups (limit 5, an `allowed` check admitting 80% of tools), "
-        f"{first['rounds']:,} queries per mode; hybrid uses the WordLlama 256-d model and a "
+        f"{first['rounds']:,} queries per mode; hybrid uses {model} and a "
         "vector cache file; one BLAS thread. Memory: peak traced allocation while building "
         f"the index (catalog included). Load average when measured: {os.getloadavg()[0]:.1f} "
-        "on this shared 2-CPU machine. `python benchmarks/bench_search.py`. The last "
-        "column: the same catalog with ~60-word descriptions (six sentences more per tool), "
-        "and half the requests mostly in words the catalog lacks, so lexical search's "
-        'feedback runs on them. "Long requests": each a conversation of requests '
-        "(70 words and more), which hybrid search also reads by its last eight sentences' "
-        "tails (`toolgate.search.latest.readings`).",
+        f"on this shared 2-CPU machine. `python benchmarks/bench_search.py{command}`."
+        + "".join(text for key, text in columns.items() if any(key in label for label in rows)),
         "",
         "| measure | " + " | ".join(rows) + " |",
         "|---|" + "---:|" * len(rows),
@@ -272,21 +290,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--embedder",
+        choices=[k for k in SECTIONS if k],
+        default=None,
+        help="hybrid mode with this model only, in a section of its own",
+    )
     args = parser.parse_args()
+    begin, end, model = SECTIONS[args.embedder]
     with tempfile.TemporaryDirectory() as tmp:
-        rows = {
-            "lexical": measure(args.rounds, "lexical"),
-            "hybrid": measure(args.rounds, "hybrid", Path(tmp) / "vectors.sqlite"),
-            "lexical, long text": measure(args.rounds, "lexical", long_text=True),
-            "lexical, long requests": measure(args.rounds, "lexical", conversation=True),
-            "hybrid, long requests": measure(
-                args.rounds, "hybrid", Path(tmp) / "vectors.sqlite", conversation=True
-            ),
-        }
-    md = table(rows)
+        vectors = Path(tmp) / "vectors.sqlite"
+        if args.embedder:
+            label = f"hybrid ({args.embedder})"
+            rows = {
+                label: measure(args.rounds, "hybrid", vectors, embedder=args.embedder),
+                f"{label}, long requests": measure(
+                    args.rounds, "hybrid", vectors, conversation=True, embedder=args.embedder
+                ),
+            }
+        else:
+            rows = {
+                "lexical": measure(args.rounds, "lexical"),
+                "hybrid": measure(args.rounds, "hybrid", vectors),
+                "lexical, long text": measure(args.rounds, "lexical", long_text=True),
+                "lexical, long requests": measure(args.rounds, "lexical", conversation=True),
+                "hybrid, long requests": measure(args.rounds, "hybrid", vectors, conversation=True),
+            }
+    md = table(rows, model, f" --embedder {args.embedder}" if args.embedder else "")
     print(md)
     if not args.no_write:
-        write_section(RESULTS, BEGIN, END, md)
+        write_section(RESULTS, begin, end, md)
         print(f"wrote {RESULTS.relative_to(ROOT)}")
 
 
