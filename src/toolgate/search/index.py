@@ -279,7 +279,10 @@ class SearchIndex:
 
         population = scope.population
         argument_weight = self._matching.argument_weight
-        trusted = 0.0 if self.embedder is None else trust(query, self.embedder, argument_weight)
+        told, trusted = None, 0.0
+        if self.embedder is not None:  # what it is given of the request, so how far it counts
+            told = meaning(query, argument_weight)
+            trusted = trust(told, self.embedder)
         hybrid = trusted > 0
         postings = self._postings
         with self._lock:
@@ -315,9 +318,11 @@ class SearchIndex:
             hits = np.flatnonzero(fused > 0)
             ranked = (fused, bm25, None, hits, names, rank, None, added, gain, holders)
             return _Scored(scope, terms, weights, *ranked)
-        assert self.embedder is not None
-        # the same readings as BM25's tails, each less its argument values
-        read = [meaning(r, argument_weight) for r in readings(query, self._long_request)]
+        assert self.embedder is not None and told is not None
+        # the same readings as BM25's tails, each less its argument values (the whole
+        # request's first: ``told``)
+        later = readings(query, self._long_request)[1:]
+        read = [told, *(meaning(r, argument_weight) for r in later)]
         qs = unit(np.asarray(self.embedder.embed(read), dtype=np.float32))
         # the caller's rows only: BLAS rounds a row by where it lies among the others,
         # and a long request's readings are compared over the tools the caller may see

@@ -67,12 +67,12 @@ def embedding_texts(tool: Tool, server_title: str = "", max_chars: int = 2000) -
     return out
 
 
-def trust(query: str, embedder: Embedder, argument_weight: float) -> float:
-    """How far hybrid search takes the embedder's word on ``query``: the share of what
-    it is given to read (``meaning``: the query less its argument values) written in
-    the scripts it reads (``Embedder.scripts``). A Chinese request naming a file
-    ``notes.txt`` gives it Chinese words only: it is trusted with none of them."""
-    return script_share(meaning(query, argument_weight), embedder.scripts)
+def trust(told: str, embedder: Embedder) -> float:
+    """How far hybrid search takes the embedder's word on a query: the share of what it
+    is given to read of it (``told``, the query's ``meaning``: less its argument values)
+    written in the scripts it reads (``Embedder.scripts``). A Chinese request naming a
+    file ``notes.txt`` gives it Chinese words only: it is trusted with none of them."""
+    return script_share(told, embedder.scripts)
 
 
 def meaning(query: str, argument_weight: float) -> str:
