@@ -292,9 +292,10 @@ def test_serve_refuses_a_broken_config_with_exit_code_1(tmp_path: Path) -> None:
 
 
 async def test_search_strategy_finds_backend_tools_and_runs_them_through_call_tool(
-    tmp_path: Path,
+    tmp_path: Path, shared_backends: dict[str, Any]
 ) -> None:
-    async with stdio_gateway(gateway_config(tmp_path, strategy="search")) as session:
+    config = gateway_config(tmp_path, servers=shared_backends, strategy="search")
+    async with stdio_gateway(config) as session:
         assert await tool_names(session) == sorted(
             [
                 "call_tool",
@@ -324,10 +325,11 @@ async def test_search_strategy_finds_backend_tools_and_runs_them_through_call_to
 
 
 async def test_search_flag_adds_search_tools_that_reveal_results_in_the_session(
-    tmp_path: Path,
+    tmp_path: Path, shared_backends: dict[str, Any]
 ) -> None:
     heard = Notifications()
-    async with stdio_gateway(gateway_config(tmp_path, search=True), heard) as session:
+    config = gateway_config(tmp_path, servers=shared_backends, search=True)
+    async with stdio_gateway(config, heard) as session:
         assert await tool_names(session) == sorted(
             [*META, "crash", "grow", "search_tools", "search_tools_regex"]
         )
@@ -344,10 +346,11 @@ async def _true(value: bool) -> bool:
     return value
 
 
-async def test_renamed_meta_tools_are_served_under_their_configured_names(tmp_path: Path) -> None:
-    config = gateway_config(
-        tmp_path, meta_tool_names={"enable_tools": "open_groups", "list_groups": "groups"}
-    )
+async def test_renamed_meta_tools_are_served_under_their_configured_names(
+    tmp_path: Path, shared_backends: dict[str, Any]
+) -> None:
+    names = {"enable_tools": "open_groups", "list_groups": "groups"}
+    config = gateway_config(tmp_path, servers=shared_backends, meta_tool_names=names)
     async with stdio_gateway(config) as session:
         assert await tool_names(session) == sorted(
             [

@@ -134,6 +134,15 @@ def http_backends(log: Path) -> Iterator[dict[str, Any]]:
             proc.wait(timeout=10)
 
 
+@pytest.fixture(scope="module")
+def shared_backends(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """``http_backends`` for a module's gateways to share (``gateway_config(servers=...)``):
+    two backend processes for the module instead of two for each gateway. Their state is
+    shared too (a note's id counts up across tests)."""
+    with http_backends(tmp_path_factory.mktemp("shared-backends") / "backends.log") as servers:
+        yield servers
+
+
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
