@@ -3,14 +3,17 @@
 Each request of the evaluation sets (``search_eval.py``'s, read the same way) is ranked
 once by lexical search and by hybrid search with each embedder; the variants are then
 built from those rankings: hybrid's first five keeping lexical search's first ``a``
-results (``keep lexical top a``), and reciprocal-rank fusion of the two lists (``rrf``).
+results (``keep lexical top a``), reciprocal-rank fusion of the two lists (``rrf``), and
+the two lists taken in turn when no tool covers half the request's idf (``in turn``: a
+request of several needs, each list finding some of them).
 A second table splits hybrid's wins and losses over lexical by how much of the request
 lexical search's best match covers (``Holders.coverage``), the signal a confidence
 gate would read, and a third by the embedder's own confidence (how far its best cosine
 stands above the catalog's, as a z-score), in five bands of equal size. Dev halves by
 default; ``--half test`` and ``--half heldout`` read the others once a variant is
 chosen. Prints only (``docs/decisions.md``: "Hybrid against lexical, and the re-rank";
-"Hybrid against lexical: two more signals looked at").
+"Hybrid against lexical: two more signals looked at"; "Whole tasks: hybrid's and
+lexical search's lists taken in turn").
 Run: ``.venv/bin/python benchmarks/search_variants.py --git-mirror DIR [--half dev]``
 """
 
@@ -22,21 +25,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from search_eval import VECTORS, Dataset, Gold, datasets, judge, split
+from search_eval import VECTORS, Dataset, Gold, datasets, judge
 
 from toolgate.catalog import Catalog
 from toolgate.search import SearchIndex, SearchSettings
+from toolgate.search.cover import COVER_BELOW
 
 DEPTH = 20
 K = 5
 BANDS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.7, 1.01)
-Merge = Callable[[Sequence[str], Sequence[str]], list[str]]
+# hybrid's ranking, lexical search's, and the share of the request's idf the tool covering
+# most of it reaches (``best_coverage``)
+Merge = Callable[[Sequence[str], Sequence[str], float], list[str]]
 
 
 def keep_lexical(a: int) -> Merge:
     """Hybrid's first ``K - a``, then lexical search's first ``a``, then hybrid's rest."""
 
-    def merge(fused: Sequence[str], lexical: Sequence[str]) -> list[str]:
+    def merge(fused: Sequence[str], lexical: Sequence[str], _covered: float) -> list[str]:
         out = list(fused[: K - a])
         out += [n for n in lexical[:a] if n not in out]
         out += [n for n in fused if n not in out]
@@ -48,7 +54,7 @@ def keep_lexical(a: int) -> Merge:
 def rrf(lexical_weight: float, c: int) -> Merge:
     """Reciprocal-rank fusion of the two rankings, lexical search at ``lexical_weight``."""
 
-    def merge(fused: Sequence[str], lexical: Sequence[str]) -> list[str]:
+    def merge(fused: Sequence[str], lexical: Sequence[str], _covered: float) -> list[str]:
         score: dict[str, float] = defaultdict(float)
         for i, n in enumerate(fused):
             score[n] += (1 - lexical_weight) / (c + i + 1)
@@ -59,10 +65,31 @@ def rrf(lexical_weight: float, c: int) -> Merge:
     return merge
 
 
+def in_turn(lexical_first: bool) -> Merge:
+    """Where no tool covers ``COVER_BELOW`` of the request (several needs), the two
+    rankings' results in turn, each once (lexical search's first if ``lexical_first``);
+    else hybrid's."""
+
+    def merge(fused: Sequence[str], lexical: Sequence[str], covered: float) -> list[str]:
+        if covered >= COVER_BELOW:
+            return list(fused[:K])
+        first, second = (lexical, fused) if lexical_first else (fused, lexical)
+        out: list[str] = []
+        for name in [n for pair in zip(first, second, strict=False) for n in pair]:
+            if name not in out:  # one place each, when both lists hold it at the same rank
+                out.append(name)
+        out += [n for n in [*first, *second] if n not in out]
+        return out[:K]
+
+    return merge
+
+
 MERGES: dict[str, Merge] = {
-    "hybrid (as shipped)": lambda fused, lexical: list(fused[:K]),
+    "hybrid (as shipped)": lambda fused, lexical, _covered: list(fused[:K]),
     **{f"keep lexical top {a}": keep_lexical(a) for a in (1, 2, 3)},
     **{f"rrf, lexical {w:g}, c {c}": rrf(w, c) for w in (0.3, 0.5) for c in (5, 60)},
+    "in turn, hybrid first": in_turn(False),
+    "in turn, lexical first": in_turn(True),
 }
 
 
@@ -121,9 +148,10 @@ def run(data: Dataset, queries: list[tuple[str, Gold]], embedders: list[str]) ->
         settings = SearchSettings("hybrid", servers=data.servers, embedder=embedder, cache=VECTORS)
         hybrid = SearchIndex(catalog, settings)
         fused = {q: [h.name for h in hybrid.search(q, limit=DEPTH)] for q, _ in queries}
+        covered = {q: best_coverage(hybrid, q) for q, _ in queries}
         print(f"\n{embedder} | recall@5 | against lexical | requests better / worse | by row")
         for label, merge in MERGES.items():
-            got = [recall(merge(fused[q], lex[q]), g) for q, g in queries]
+            got = [recall(merge(fused[q], lex[q], covered[q]), g) for q, g in queries]
             rows = []
             for kind in kinds:
                 at = [i for i, (q, _) in enumerate(queries) if data.kinds.get(q, "all") == kind]
@@ -137,7 +165,7 @@ def run(data: Dataset, queries: list[tuple[str, Gold]], embedders: list[str]) ->
             )
         bands: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
         for (q, g), b in zip(queries, base, strict=True):
-            c = best_coverage(hybrid, q)
+            c = covered[q]
             band = next(i for i in range(len(BANDS) - 1) if c < BANDS[i + 1])
             d = recall(fused[q], g) - b
             bands[band][0] += 1
@@ -160,13 +188,14 @@ def main() -> None:
     parser.add_argument("--half", choices=("dev", "test", "heldout"), default="dev")
     args = parser.parse_args()
     args.mcp_manager = args.mcptoolbench = args.acebench = args.toollens = None
+    args.bfcl = args.ultratool = None
     args.limit_queries = None
     sets, _ = datasets(args)
     for data in sets:
         if data.tuned == (args.half == "heldout"):
             continue
         queries = [
-            (q, g) for q, g in data.queries if args.half == "heldout" or split(q) == args.half
+            (q, g) for q, g in data.queries if args.half == "heldout" or data.half(q) == args.half
         ]
         # MetaTool is English and 20,000 requests: the multilingual embedder is not run on it
         embedders = ["wordllama"] if data.name == "MetaTool" else ["wordllama", "multilingual"]
