@@ -5,7 +5,8 @@ once by lexical search and by hybrid search with each embedder; the variants are
 built from those rankings: hybrid's first five keeping lexical search's first ``a``
 results (``keep lexical top a``), reciprocal-rank fusion of the two lists (``rrf``), and
 the two lists taken in turn when no tool covers half the request's idf (``in turn``: a
-request of several needs, each list finding some of them).
+request of several needs, each list finding some of them), and reciprocal-rank fusion
+for long requests only (``rrf ... from N words``: a task told in several steps).
 A second table splits hybrid's wins and losses over lexical by how much of the request
 lexical search's best match covers (``Holders.coverage``), the signal a confidence
 gate would read, and a third by the embedder's own confidence (how far its best cosine
@@ -13,7 +14,7 @@ stands above the catalog's, as a z-score), in five bands of equal size. Dev halv
 default; ``--half test`` and ``--half heldout`` read the others once a variant is
 chosen. Prints only (``docs/decisions.md``: "Hybrid against lexical, and the re-rank";
 "Hybrid against lexical: two more signals looked at"; "Whole tasks: hybrid's and
-lexical search's lists taken in turn").
+lexical search's lists in turn, or fused for long requests").
 Run: ``.venv/bin/python benchmarks/search_variants.py --git-mirror DIR [--half dev]``
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,20 +31,30 @@ from search_eval import VECTORS, Dataset, Gold, datasets, judge
 
 from toolgate.catalog import Catalog
 from toolgate.search import SearchIndex, SearchSettings
+from toolgate.search.analysis import text_length
 from toolgate.search.cover import COVER_BELOW
 
 DEPTH = 20
 K = 5
 BANDS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.7, 1.01)
-# hybrid's ranking, lexical search's, and the share of the request's idf the tool covering
-# most of it reaches (``best_coverage``)
-Merge = Callable[[Sequence[str], Sequence[str], float], list[str]]
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a variant may read of a request besides the two rankings."""
+
+    covered: float  # the share of its idf the tool covering most of it reaches (best_coverage)
+    words: float  # its length in words (``text_length``)
+
+
+# hybrid's ranking, lexical search's, and the request
+Merge = Callable[[Sequence[str], Sequence[str], Request], list[str]]
 
 
 def keep_lexical(a: int) -> Merge:
     """Hybrid's first ``K - a``, then lexical search's first ``a``, then hybrid's rest."""
 
-    def merge(fused: Sequence[str], lexical: Sequence[str], _covered: float) -> list[str]:
+    def merge(fused: Sequence[str], lexical: Sequence[str], _request: Request) -> list[str]:
         out = list(fused[: K - a])
         out += [n for n in lexical[:a] if n not in out]
         out += [n for n in fused if n not in out]
@@ -51,10 +63,13 @@ def keep_lexical(a: int) -> Merge:
     return merge
 
 
-def rrf(lexical_weight: float, c: int) -> Merge:
-    """Reciprocal-rank fusion of the two rankings, lexical search at ``lexical_weight``."""
+def rrf(lexical_weight: float, c: int, from_words: float = 0.0) -> Merge:
+    """Reciprocal-rank fusion of the two rankings, lexical search at ``lexical_weight``,
+    for requests of ``from_words`` words or more (hybrid's ranking for the others)."""
 
-    def merge(fused: Sequence[str], lexical: Sequence[str], _covered: float) -> list[str]:
+    def merge(fused: Sequence[str], lexical: Sequence[str], request: Request) -> list[str]:
+        if request.words < from_words:
+            return list(fused[:K])
         score: dict[str, float] = defaultdict(float)
         for i, n in enumerate(fused):
             score[n] += (1 - lexical_weight) / (c + i + 1)
@@ -70,8 +85,8 @@ def in_turn(lexical_first: bool) -> Merge:
     rankings' results in turn, each once (lexical search's first if ``lexical_first``);
     else hybrid's."""
 
-    def merge(fused: Sequence[str], lexical: Sequence[str], covered: float) -> list[str]:
-        if covered >= COVER_BELOW:
+    def merge(fused: Sequence[str], lexical: Sequence[str], request: Request) -> list[str]:
+        if request.covered >= COVER_BELOW:
             return list(fused[:K])
         first, second = (lexical, fused) if lexical_first else (fused, lexical)
         out: list[str] = []
@@ -85,11 +100,12 @@ def in_turn(lexical_first: bool) -> Merge:
 
 
 MERGES: dict[str, Merge] = {
-    "hybrid (as shipped)": lambda fused, lexical, _covered: list(fused[:K]),
+    "hybrid (as shipped)": lambda fused, lexical, _request: list(fused[:K]),
     **{f"keep lexical top {a}": keep_lexical(a) for a in (1, 2, 3)},
     **{f"rrf, lexical {w:g}, c {c}": rrf(w, c) for w in (0.3, 0.5) for c in (5, 60)},
     "in turn, hybrid first": in_turn(False),
     "in turn, lexical first": in_turn(True),
+    **{f"rrf, lexical 0.5, c 60, from {n} words": rrf(0.5, 60, n) for n in (20, 30)},
 }
 
 
@@ -148,10 +164,10 @@ def run(data: Dataset, queries: list[tuple[str, Gold]], embedders: list[str]) ->
         settings = SearchSettings("hybrid", servers=data.servers, embedder=embedder, cache=VECTORS)
         hybrid = SearchIndex(catalog, settings)
         fused = {q: [h.name for h in hybrid.search(q, limit=DEPTH)] for q, _ in queries}
-        covered = {q: best_coverage(hybrid, q) for q, _ in queries}
+        facts = {q: Request(best_coverage(hybrid, q), text_length(q)) for q, _ in queries}
         print(f"\n{embedder} | recall@5 | against lexical | requests better / worse | by row")
         for label, merge in MERGES.items():
-            got = [recall(merge(fused[q], lex[q], covered[q]), g) for q, g in queries]
+            got = [recall(merge(fused[q], lex[q], facts[q]), g) for q, g in queries]
             rows = []
             for kind in kinds:
                 at = [i for i, (q, _) in enumerate(queries) if data.kinds.get(q, "all") == kind]
@@ -165,7 +181,7 @@ def run(data: Dataset, queries: list[tuple[str, Gold]], embedders: list[str]) ->
             )
         bands: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
         for (q, g), b in zip(queries, base, strict=True):
-            c = covered[q]
+            c = facts[q].covered
             band = next(i for i in range(len(BANDS) - 1) if c < BANDS[i + 1])
             d = recall(fused[q], g) - b
             bands[band][0] += 1
