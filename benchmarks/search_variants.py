@@ -3,7 +3,7 @@
 Each request of the evaluation sets (``search_eval.py``'s, read the same way) is ranked
 once by lexical search and by hybrid search with each embedder; the variants are then
 built from those rankings: hybrid's first five keeping lexical search's first ``a``
-results (``keep lexical top a``), reciprocal-rank fusion of the two lists (``rrf``), and
+results (``keep lexical top a``), reciprocal-rank fusion of the two lists (``rrf``),
 the two lists taken in turn when no tool covers half the request's idf (``in turn``: a
 request of several needs, each list finding some of them), and reciprocal-rank fusion
 for long requests only (``rrf ... from N words``: a task told in several steps).

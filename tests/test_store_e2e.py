@@ -120,15 +120,13 @@ async def enter_checkout(state: SessionState) -> tuple[SessionState, None]:
 
 
 MULTIPLIED = (False, {"result": 6})
+ADDED = (False, {"result": 5})
 
 
 def note_added(outcome: tuple[bool, dict[str, Any]]) -> bool:
     """A successful ``note_add``: its id is the backend's next (the backends are shared)."""
     is_error, data = outcome
     return not is_error and list(data) == ["id"] and isinstance(data["id"], int)
-
-
-ADDED = (False, {"result": 5})
 
 
 def rate_limited(outcome: tuple[bool, dict[str, Any]]) -> float:
