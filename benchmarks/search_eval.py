@@ -12,8 +12,11 @@ each language over its own 436 tools and over the other language's (``ultratool_
 Compares toolgate's ``SearchIndex`` (lexical and hybrid) with FastMCP's
 ``BM25SearchTransform`` and plain ``bm25s`` over the same tools and queries in one
 run, and writes the tables to ``benchmarks/RESULTS.md`` between the ``search-eval``
-markers. Queries are split in halves by a hash of their text (a translation by its
-original's): ``dev`` (used to choose
+markers. Each set's verdict lines check its targets, each hybrid mode against lexical
+search, and lexical search, the default, against FastMCP's BM25 and ``bm25s``: on the
+whole set, the test half and each kind of request ("never worse" or WORSE), and request
+by request with a sign test. Queries are split in halves by a hash of their text (a
+translation by its original's): ``dev`` (used to choose
 ``HYBRID_WEIGHT`` and ``COVERAGE_POWER`` with ``--tune``, to derive ``TASK_WORDS``) and ``test``. A
 benchmark, not a test: it may import fastmcp and bm25s; nothing in ``src/`` imports it.
 
@@ -633,6 +636,8 @@ HYBRIDS = {  # row label -> the embedder spec (SearchSettings.embedder)
     "toolgate hybrid (multilingual)": "multilingual",
 }
 FASTMCP = "FastMCP BM25SearchTransform"
+# the simple BM25 rankers lexical search, the default, must never fall below
+SIMPLE = {FASTMCP: "FastMCP's BM25", "bm25s": "bm25s"}
 DEFAULT_HYBRID = "toolgate hybrid (WordLlama 256)"  # what SearchSettings("hybrid") loads
 # recall@5 targets: absolute on MetaTool, points over FastMCP's BM25 on MCPToolBench++,
 # points over FastMCP (lexical) and over lexical (hybrid) on the agent-task sets (the
@@ -702,19 +707,11 @@ def verdict(data: Dataset, rows: dict[str, dict[str, float]], hybrid: str) -> st
     kinds = sorted(set(data.kinds.values()))
     for label in HYBRIDS:
         if label in rows:
-            m = rows[label]
-            gain, test = points(m, lexical)
-            below = [
-                f"{k} ({m[k]:.3f} against {lexical[k]:.3f})"
-                for k in kinds
-                if m[k] < lexical[k] - 0.0005
-            ]
-            ok = gain >= 0 and test >= 0 and not below
-            where = f"; below lexical on {', '.join(below)}" if below else ""
-            lines.append(
-                f"{label} against lexical: {gain:+.1f} points (test half {test:+.1f}){where}: "
-                f"{'never worse' if ok else 'WORSE'}."
-            )
+            lines.append(never_worse(label, rows[label], "lexical", lexical, kinds))
+    # the default (lexical search) against the simple BM25 a user would try first
+    for label, name in SIMPLE.items():
+        if label in rows:
+            lines.append(never_worse(LEXICAL, lexical, name, rows[label], kinds))
     for label, m in rows.items():
         before = BEFORE.get((data.name, label))
         if before is not None:
@@ -723,6 +720,21 @@ def verdict(data: Dataset, rows: dict[str, dict[str, float]], hybrid: str) -> st
                 f"{'no lower' if m['recall@5'] >= before - 0.0005 else 'LOWER'}."
             )
     return "\n".join(f"- {line}" for line in lines)
+
+
+def never_worse(
+    label: str, m: Mapping[str, float], name: str, base: Mapping[str, float], kinds: list[str]
+) -> str:
+    """``label``'s recall@5 against ``name``'s (``base``): whole set, test half and each
+    kind of request; WORSE when any of them is lower."""
+    gain, test = points(m, base)
+    below = [f"{k} ({m[k]:.3f} against {base[k]:.3f})" for k in kinds if m[k] < base[k] - 0.0005]
+    ok = gain >= 0 and test >= 0 and not below
+    where = f"; below {name} on {', '.join(below)}" if below else ""
+    return (
+        f"{label} against {name}: {gain:+.1f} points (test half {test:+.1f}){where}: "
+        f"{'never worse' if ok else 'WORSE'}."
+    )
 
 
 def sign_test(better: int, worse: int) -> float:
@@ -736,14 +748,17 @@ def sign_test(better: int, worse: int) -> float:
 
 
 def paired(rows: dict[str, dict[str, float]]) -> str:
-    """Each hybrid row against lexical search, request by request: how many requests
-    it ranks better and worse at recall@5, and the sign test's p."""
+    """Each hybrid row against lexical search, and lexical search against each simple
+    BM25, request by request: how many requests it ranks better and worse at recall@5,
+    and the sign test's p."""
     lines = []
-    for label in HYBRIDS:
-        if label in rows and "better" in rows[label]:
-            better, worse = int(rows[label]["better"]), int(rows[label]["worse"])
+    pairs = [(label, "lexical", label) for label in HYBRIDS]
+    pairs += [(LEXICAL, name, label) for label, name in SIMPLE.items()]
+    for label, name, key in pairs:
+        if key in rows and "better" in rows[key]:
+            better, worse = int(rows[key]["better"]), int(rows[key]["worse"])
             lines.append(
-                f"{label} against lexical, request by request: {better} better, {worse} worse "
+                f"{label} against {name}, request by request: {better} better, {worse} worse "
                 f"at recall@5 (sign test p = {sign_test(better, worse):.2f})."
             )
     return "\n".join(f"- {line}" for line in lines)
@@ -1070,11 +1085,15 @@ def main() -> None:
                     [j for q, j in mine if data.half(q) == "test"]
                 )["recall@5"]
             print(f"  {data.name}: {label} done", file=sys.stderr, flush=True)
-        for label in HYBRIDS:
-            if label in judgements:
-                pairs = list(zip(judgements[label], judgements[LEXICAL], strict=True))
-                rows[label]["better"] = sum(h[2] > lex[2] for h, lex in pairs)
-                rows[label]["worse"] = sum(h[2] < lex[2] for h, lex in pairs)
+        # better / worse: a hybrid row's requests against lexical search's, and lexical
+        # search's against a simple BM25's (kept in the simple one's row)
+        compared = [(label, label, LEXICAL) for label in HYBRIDS]
+        compared += [(label, LEXICAL, label) for label in SIMPLE]
+        for key, mine, theirs in compared:
+            if mine in judgements and theirs in judgements:
+                pairs = list(zip(judgements[mine], judgements[theirs], strict=True))
+                rows[key]["better"] = sum(a[2] > b[2] for a, b in pairs)
+                rows[key]["worse"] = sum(a[2] < b[2] for a, b in pairs)
         md = table(data, rows)
         if LEXICAL in rows and FASTMCP in rows:
             md += "\n\n" + verdict(data, rows, DEFAULT_HYBRID)
