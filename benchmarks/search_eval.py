@@ -638,6 +638,11 @@ HYBRIDS = {  # row label -> the embedder spec (SearchSettings.embedder)
 FASTMCP = "FastMCP BM25SearchTransform"
 # the simple BM25 rankers lexical search, the default, must never fall below
 SIMPLE = {FASTMCP: "FastMCP's BM25", "bm25s": "bm25s"}
+SHORT = {LEXICAL: "lexical", **SIMPLE}  # a baseline row as the verdict lines name it
+# what must never rank below what: each hybrid row below lexical search, lexical search
+# below a simple BM25; as (the row its request-by-request counts are kept in, the
+# ranking, its baseline)
+COMPARED = [(h, h, LEXICAL) for h in HYBRIDS] + [(s, LEXICAL, s) for s in SIMPLE]
 DEFAULT_HYBRID = "toolgate hybrid (WordLlama 256)"  # what SearchSettings("hybrid") loads
 # recall@5 targets: absolute on MetaTool, points over FastMCP's BM25 on MCPToolBench++,
 # points over FastMCP (lexical) and over lexical (hybrid) on the agent-task sets (the
@@ -705,13 +710,9 @@ def verdict(data: Dataset, rows: dict[str, dict[str, float]], hybrid: str) -> st
             f"{test:+.1f}); no target: every engine is near the ceiling here."
         )
     kinds = sorted(set(data.kinds.values()))
-    for label in HYBRIDS:
-        if label in rows:
-            lines.append(never_worse(label, rows[label], "lexical", lexical, kinds))
-    # the default (lexical search) against the simple BM25 a user would try first
-    for label, name in SIMPLE.items():
-        if label in rows:
-            lines.append(never_worse(LEXICAL, lexical, name, rows[label], kinds))
+    for _, mine, theirs in COMPARED:
+        if mine in rows and theirs in rows:
+            lines.append(never_worse(mine, rows[mine], SHORT[theirs], rows[theirs], kinds))
     for label, m in rows.items():
         before = BEFORE.get((data.name, label))
         if before is not None:
@@ -752,14 +753,12 @@ def paired(rows: dict[str, dict[str, float]]) -> str:
     BM25, request by request: how many requests it ranks better and worse at recall@5,
     and the sign test's p."""
     lines = []
-    pairs = [(label, "lexical", label) for label in HYBRIDS]
-    pairs += [(LEXICAL, name, label) for label, name in SIMPLE.items()]
-    for label, name, key in pairs:
+    for key, mine, theirs in COMPARED:
         if key in rows and "better" in rows[key]:
             better, worse = int(rows[key]["better"]), int(rows[key]["worse"])
             lines.append(
-                f"{label} against {name}, request by request: {better} better, {worse} worse "
-                f"at recall@5 (sign test p = {sign_test(better, worse):.2f})."
+                f"{mine} against {SHORT[theirs]}, request by request: {better} better, "
+                f"{worse} worse at recall@5 (sign test p = {sign_test(better, worse):.2f})."
             )
     return "\n".join(f"- {line}" for line in lines)
 
@@ -1085,11 +1084,7 @@ def main() -> None:
                     [j for q, j in mine if data.half(q) == "test"]
                 )["recall@5"]
             print(f"  {data.name}: {label} done", file=sys.stderr, flush=True)
-        # better / worse: a hybrid row's requests against lexical search's, and lexical
-        # search's against a simple BM25's (kept in the simple one's row)
-        compared = [(label, label, LEXICAL) for label in HYBRIDS]
-        compared += [(label, LEXICAL, label) for label in SIMPLE]
-        for key, mine, theirs in compared:
+        for key, mine, theirs in COMPARED:
             if mine in judgements and theirs in judgements:
                 pairs = list(zip(judgements[mine], judgements[theirs], strict=True))
                 rows[key]["better"] = sum(a[2] > b[2] for a, b in pairs)
