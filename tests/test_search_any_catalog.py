@@ -149,6 +149,46 @@ def test_an_embedder_that_cannot_read_chinese_tools_does_not_rank_them_by_its_si
     assert names(hybrid, "amap weather forecast", 1) == ["amap.weather"]
 
 
+class Alike(Embedder):
+    """An embedder that finds every text alike: its similarity tells no tool from
+    another, so it adds nothing to what the lexical signals rank."""
+
+    scripts = frozenset({"Latin"})
+    model_id = "alike"
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return np.ones((len(texts), 8), dtype=np.float32)
+
+
+def arguments(*names: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {n: {"type": "string"} for n in names}}
+
+
+# English names and arguments over Chinese descriptions, as many Chinese servers write
+# their tools: an English model reads a third of each
+TRAVEL_NAMED = [
+    Tool("flight_search", "搜索航班。", input_schema=arguments("departure_city", "date")),
+    Tool("book_flight", "预订机票。", input_schema=arguments("flight_number", "passenger_name")),
+    Tool("flight_status_query", "查询航班状态。", input_schema=arguments("flight_number")),
+    Tool("hotel_search", "按城市和日期搜索酒店。", input_schema=arguments("city", "date")),
+    Tool("weather_query", "查询城市天气。", input_schema=arguments("city", "date")),
+    Tool("travel_insurance", "购买旅行保险。", input_schema=arguments("passenger_name", "dates")),
+]
+
+
+def test_what_an_embedder_cannot_read_of_a_tool_ranks_as_lexical_search_ranks_it() -> None:
+    # The similarity stands for the part of a tool the model reads; for the rest,
+    # lexical search's own score does. Hybrid's BM25 (times the square of a tool's
+    # coverage of the request) put the insurance tool, which shares one argument word
+    # with the request, above a flight tool that lexical search ranks third.
+    c = catalog(TRAVEL_NAMED)
+    query = "book a flight for a passenger"
+    assert all(script_share(t.description or "", {"Latin"}) == 0 for t in TRAVEL_NAMED)
+    lexical = names(SearchIndex(c), query, 3)
+    assert lexical == ["book_flight", "flight_status_query", "flight_search"]
+    assert names(SearchIndex(c, SearchSettings("hybrid", embedder=Alike())), query, 3) == lexical
+
+
 def test_script_share_counts_words_and_unspaced_characters() -> None:
     assert script_share("搜索 web pages", {"Latin"}) == 0.5
     assert script_share("天气预报", {"Latin"}) == 0.0

@@ -271,7 +271,10 @@ class SearchIndex:
         range and BM25's unbounded scale on one footing; a long request's similarity is
         that of its reading a tool matches best, ``closest``, and its BM25 standing adds
         that of its best tail, ``latest.fuse``); every such tool is a
-        candidate, so a query sharing no word with a tool can still find it. The scope
+        candidate, so a query sharing no word with a tool can still find it. What the
+        embedder cannot read, the share of a tool's text (``Vectors.known``) in place of
+        its similarity and the share of the request (``trust``) in place of all, lexical
+        search's own score ranks, feedback included (``settings.HYBRID_WEIGHT``). The scope
         (the tools the caller may see) confines the statistics as well as the
         candidates: tools outside it never move a score inside it.
         """
@@ -307,8 +310,10 @@ class SearchIndex:
             vectors = None if self._vectors is None else self._vectors.matrix
             known = None if self._vectors is None else self._vectors.known
             live = self._live
-            fed = None  # lexical search's own feedback: lexical mode, or a query read in part
-            if trusted < 1:
+            # what the embedder cannot read of the request or a tool, lexical search ranks
+            unread = trusted < 1 or (known is not None and float(known[: len(names)].min()) < 1)
+            fed = None  # lexical search's own feedback: lexical mode, or a part unread
+            if unread:
                 fed = self._feedback.gain(postings, scope, terms, holders, bm25, rank)
         if population is not None:
             live = live & population[: len(live)]
@@ -336,11 +341,14 @@ class SearchIndex:
         if tails is not None:
             lexical, latest = fuse(lexical, tails, live)
         lex = standard(lexical, live)
-        t = 1.0 if known is None else known[: len(names)]
-        fused = w * lex + (1 - w) * (t * standard(similarity, live) + (1 - t) * lex)
-        if trusted < 1:  # the share of the query the embedder cannot read: lexical search
+        meant = standard(similarity, live)
+        if not unread:
+            fused = w * lex + (1 - w) * meant
+        else:
+            t = 1.0 if known is None else known[: len(names)]
             gain = None if fed is None else fed[1]
             alone = standard(bm25 if gain is None else bm25 + gain, live)
+            fused = w * lex + (1 - w) * (t * meant + (1 - t) * alone)
             fused = trusted * fused + (1 - trusted) * alone
         hits = np.flatnonzero(live)
         scored = _Scored(

@@ -15,16 +15,17 @@ from toolgate.errors import ConfigError
 
 SearchMode = Literal["lexical", "hybrid"]
 
-# Hybrid score = q * (HYBRID_WEIGHT * L + (1 - HYBRID_WEIGHT) * (t * z(S) + (1 - t) * L))
-# + (1 - q) * z(lexical search's score), L = z(BM25 * coverage ** COVERAGE_POWER) (a long
-# request's L is z(that z-score + the z-score of the tail its BM25 stands best in),
-# ``latest.fuse``), S the cosine to the request (to the reading of a long one a tool
-# matches best, ``semantic.closest``), q the share of what the embedder is given of the
-# query (the query less its argument values, ``semantic.trust``) and t the share of the
-# tool written in scripts the embedder reads (``Embedder.scripts``): where it cannot read
-# the text, the lexical score stands in for its similarity (noise there), and the query's
-# unread share ranks as lexical search does, feedback included (a Chinese request with a
-# Latin word moves by its share). Coverage is the share of the query's idf a tool's words
+# Hybrid score = q * (HYBRID_WEIGHT * L + (1 - HYBRID_WEIGHT) * (t * z(S) + (1 - t) * F))
+# + (1 - q) * F, L = z(BM25 * coverage ** COVERAGE_POWER) (a long request's L is z(that
+# z-score + the z-score of the tail its BM25 stands best in), ``latest.fuse``), F =
+# z(lexical search's score, feedback included), S the cosine to the request (to the
+# reading of a long one a tool matches best, ``semantic.closest``), q the share of what
+# the embedder is given of the query (the query less its argument values,
+# ``semantic.trust``) and t the share of the tool written in scripts the embedder reads
+# (``Embedder.scripts``): what it cannot read, lexical search ranks. Where it cannot read
+# a tool's text, lexical search's score stands in for the similarity (noise there), and
+# the query's unread share ranks as lexical search does (a Chinese request with a Latin
+# word moves by its share). Coverage is the share of the query's idf a tool's words
 # reach (``Holders.coverage``), so the lexical signal favours the tools that cover the
 # request over one that shares a single rare word with it. Both chosen on the
 # development halves of the evaluation sets (benchmarks/search_eval.py --tune), among the
