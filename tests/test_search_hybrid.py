@@ -87,6 +87,17 @@ def test_hybrid_never_returns_what_the_caller_may_not_access(
     assert index.explain("weather", limit=4, allowed=lambda n: False) == []
 
 
+def test_hybrid_search_over_no_tools_finds_nothing(wordllama: WordLlamaEmbedder) -> None:
+    # an empty catalog, and one whose only tool was removed: no tool, read or unread
+    c = Catalog()
+    index = hybrid(c, wordllama)
+    assert index.search("send an email") == [] and index.explain("send an email") == []
+    c.add_tool(Tool("weather_cn", "查询指定城市的天气预报。"))
+    assert [h.name for h in index.search("天气预报 for Beijing")] == ["weather_cn"]
+    c.remove_tool("weather_cn")
+    assert index.search("天气预报 for Beijing") == []
+
+
 def test_explain_gives_each_signal(wordllama: WordLlamaEmbedder) -> None:
     [first, *_] = hybrid(catalog(), wordllama).explain("send an email", limit=3)
     assert first.name == "send_email"

@@ -311,7 +311,7 @@ class SearchIndex:
             known = None if self._vectors is None else self._vectors.known
             live = self._live
             # what the embedder cannot read of the request or a tool, lexical search ranks
-            unread = trusted < 1 or (known is not None and float(known[: len(names)].min()) < 1)
+            unread = trusted < 1 or (known is not None and bool((known[: len(names)] < 1).any()))
             fed = None  # lexical search's own feedback: lexical mode, or a part unread
             if unread:
                 fed = self._feedback.gain(postings, scope, terms, holders, bm25, rank)
