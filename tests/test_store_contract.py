@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from _fixtures.core import asked_again
 from _fixtures.redis_server import RedisServer
 from toolgate import Group, Tool, ToolSet
 from toolgate.errors import ConfigError, StoreUnavailable
@@ -434,26 +435,13 @@ async def test_a_stopped_redis_fails_closed_promptly_and_the_store_recovers(
         await store.close()
 
 
-async def answered(call: Callable[[], Awaitable[Any]], seconds: float = 15.0) -> Any:
-    """``call``'s answer, asked again while the store answers StoreUnavailable, for at
-    most ``seconds``: a step around the timing under test, where a loaded machine may
-    take longer than a short store timeout to connect."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            return await call()
-        except StoreUnavailable:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)
-
-
 async def test_a_frozen_redis_fails_closed_within_the_timeout_and_the_store_recovers(
     redis_server: RedisServer, redis_url: str
 ) -> None:
     store = RedisStore(url=redis_url, timeout=0.5)
     try:
-        await answered(lambda: store.mutate("k", adding("a")))
+        # set-up, not the timing under test: a loaded machine may take longer to connect
+        await asked_again(lambda: store.mutate("k", adding("a")), StoreUnavailable, 15.0)
         redis_server.freeze()
         started = time.monotonic()
         timed_out = r"^Session store unavailable: no answer within 0\.5s \(timed out\)$"
@@ -464,7 +452,7 @@ async def test_a_frozen_redis_fails_closed_within_the_timeout_and_the_store_reco
         assert time.monotonic() - started < 1.5
 
         redis_server.thaw()
-        assert (await answered(lambda: store.load("k"))).active == {"a"}
+        assert (await asked_again(lambda: store.load("k"), StoreUnavailable, 15.0)).active == {"a"}
         assert await store.mutate("k", adding("b")) == "added"
         assert (await store.load("k")).active == {"a", "b"}
     finally:

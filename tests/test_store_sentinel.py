@@ -12,23 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp.shared.exceptions import MCPError
 
+from _fixtures.core import asked_again
 from _fixtures.gateway import BOB_TOKEN, HttpGateway, gateway_config, toolgate_argv
 from _fixtures.redis_sentinel import SentinelGroup
 from toolgate.errors import ConfigError
 from toolgate.state import SessionState, open_store
 from toolgate.state.redis import SentinelTarget
-
-T = TypeVar("T")
 
 # ``note_add`` moves a principal from "browse" to "checkout"; ``note_list`` runs only there
 STAGES = {
@@ -107,18 +104,6 @@ async def test_a_write_no_replica_confirms_in_time_fails_closed(
         await store.close()
 
 
-async def served_again(request: Callable[[], Awaitable[T]], timeout: float = 30.0) -> T:
-    """``request``'s answer once the gateway serves it again (the new primary found)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return await request()
-        except MCPError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
-
-
 def store_down(raised: pytest.ExceptionInfo[MCPError]) -> dict[str, Any]:
     data = raised.value.error.data
     assert isinstance(data, dict)
@@ -156,7 +141,7 @@ async def test_a_failover_fails_requests_closed_then_serves_the_acknowledged_sta
                 lambda: sentinel_group.primary_port() not in (None, before),
                 "the sentinels to promote the replica",
             )
-            tools = await served_again(old.list_tools)
+            tools = await asked_again(old.list_tools, MCPError, 30.0, 0.2)
             # what was acknowledged before the kill is all there on the promoted replica
             assert "note_add" in [t.name for t in tools]
             listed = await new.call_tool_mcp("note_list", {})
