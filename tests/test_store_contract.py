@@ -452,7 +452,7 @@ async def test_a_frozen_redis_fails_closed_within_the_timeout_and_the_store_reco
         assert time.monotonic() - started < 1.5
 
         redis_server.thaw()
-        assert (await asked_again(lambda: store.load("k"), StoreUnavailable, 15.0)).active == {"a"}
+        assert (await store.load("k")).active == {"a"}  # the first call after the thaw answers
         assert await store.mutate("k", adding("b")) == "added"
         assert (await store.load("k")).active == {"a", "b"}
     finally:

@@ -1,4 +1,5 @@
-"""Small helpers the core tests share: a trivial handler, a tool factory, visible names.
+"""Small helpers the core tests share: a trivial handler, a tool factory, visible names,
+a call asked again while a store or gateway is not answering.
 
 Imports only toolgate's core; no MCP.
 """
