@@ -271,10 +271,10 @@ class SearchIndex:
         range and BM25's unbounded scale on one footing; a long request's similarity is
         that of its reading a tool matches best, ``closest``, and its BM25 standing adds
         that of its best tail, ``latest.fuse``); every such tool is a
-        candidate, so a query sharing no word with a tool can still find it. What the
-        embedder cannot read, the share of a tool's text (``Vectors.known``) in place of
-        its similarity and the share of the request (``trust``) in place of all, lexical
-        search's own score ranks, feedback included (``settings.HYBRID_WEIGHT``). The scope
+        candidate, so a query sharing no word with a tool can still find it. Lexical
+        search's own score (feedback included) ranks what the embedder cannot read: a
+        tool's unread share (``Vectors.known``) in place of its similarity, the request's
+        unread share (``trust``) in place of the whole (``settings.HYBRID_WEIGHT``). The scope
         (the tools the caller may see) confines the statistics as well as the
         candidates: tools outside it never move a score inside it.
         """
