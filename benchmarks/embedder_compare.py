@@ -174,6 +174,8 @@ def main() -> None:
             sets=["metatool", "mcp-manager"],
             limit_queries=None,
             mcp_manager=None,
+            mcptoolbench=None,
+            acebench=None,
             git_mirror=args.git_mirror,
         )
     )
