@@ -61,7 +61,7 @@ class NumpyMiniLM(Embedder):
             self.w[k] = np.ascontiguousarray(self.w[k].T)
         self.tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tok.enable_truncation(256)
-        self.tok.enable_padding()
+        self.tok.no_padding()  # the file pads every text to 128; a batch pads to its longest
         self.cfg = json.loads((folder / "config.json").read_text())
         self.model_id = "all-MiniLM-L6-v2-numpy"
 
@@ -77,17 +77,18 @@ class NumpyMiniLM(Embedder):
     def embed(self, texts: Sequence[str]) -> Any:
         """Texts of like length batched together (little padding), rows in order."""
         out = np.zeros((len(texts), 384), dtype=np.float32)
-        lengths = [len(e.ids) for e in self.tok.encode_batch(list(texts))]
-        order = sorted(range(len(texts)), key=lambda i: lengths[i])
+        encoded = self.tok.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
         for start in range(0, len(order), 32):
             chosen = order[start : start + 32]
-            out[chosen] = self._batch([texts[i] for i in chosen])
+            out[chosen] = self._batch([encoded[i] for i in chosen])
         return out
 
-    def _batch(self, texts: list[str]) -> Any:
-        enc = self.tok.encode_batch(texts)
-        ids = np.array([e.ids for e in enc])
-        mask = np.array([e.attention_mask for e in enc], dtype=np.float32)
+    def _batch(self, enc: list[Any]) -> Any:
+        """One batch of encodings, padded here to its longest."""
+        n = max(len(e.ids) for e in enc)
+        ids = np.array([e.ids + [0] * (n - len(e.ids)) for e in enc])
+        mask = np.array([e.attention_mask + [0] * (n - len(e.ids)) for e in enc], dtype=np.float32)
         b, n = ids.shape
         w = self.w
         x = (

@@ -1020,7 +1020,13 @@ def main() -> None:
         module, _, factory = spec.partition(":")
         if not label or not module or not factory:
             parser.error(f"--embedder wants LABEL=MODULE:FACTORY, got {extra!r}")
-        made = getattr(importlib.import_module(module), factory)()  # loaded once, every set
+        try:
+            make = getattr(importlib.import_module(module), factory)
+        except (ImportError, AttributeError) as exc:
+            parser.error(f"--embedder {extra!r}: cannot import {spec!r} ({exc})")
+        made = make()  # loaded once, for every set
+        if not isinstance(made, Embedder):
+            parser.error(f"--embedder {extra!r} made {type(made).__name__}, not an Embedder")
         row = f"toolgate hybrid ({label})"
         HYBRIDS[row] = made
         EXTRA.append(row)
