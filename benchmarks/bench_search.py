@@ -1,13 +1,13 @@
 """Search latency, index build time and memory on a synthetic 10,000-tool, 1,000-group
-catalog, for the lexical and the hybrid mode (``--embedder multilingual``: hybrid mode
-with the multilingual model instead, in a section of its own).
+catalog, for the lexical and the hybrid mode (``--embedder multilingual`` or ``--embedder
+bert:FOLDER``: hybrid mode with that model instead, in a section of its own).
 
 The catalog is generated deterministically (fixed seed): 50 services x 20 resources
 make the 1,000 groups, 10 verbs per resource the tools, with sentence descriptions and
 2-4 documented arguments. Writes to ``benchmarks/RESULTS.md`` between the
 ``search-latency`` markers. A benchmark, not a test; imports only toolgate.
 
-Run: ``.venv/bin/python benchmarks/bench_search.py [--embedder multilingual]``
+Run: ``.venv/bin/python benchmarks/bench_search.py [--embedder multilingual|bert:FOLDER]``
 """
 
 from __future__ import annotations
@@ -48,6 +48,12 @@ SECTIONS = {  # --embedder -> its section's markers and the model's name in the 
         "<!-- search-latency-multilingual:begin -->",
         "<!-- search-latency-multilingual:end -->",
         'the multilingual model (`embedder: "multilingual"`)',
+    ),
+    "bert": (
+        "<!-- search-latency-bert:begin -->",
+        "<!-- search-latency-bert:end -->",
+        'all-MiniLM-L6-v2 in toolgate\'s numpy BERT encoder (`embedder: "bert:FOLDER"`, the '
+        "folder `scripts/minilm.sh` fetches)",
     ),
 }
 TARGET_MS = {"lexical": 5.0, "hybrid": 30.0}
@@ -292,16 +298,20 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
         "--embedder",
-        choices=[k for k in SECTIONS if k],
         default=None,
-        help="hybrid mode with this model only, in a section of its own",
+        help="hybrid mode with this model only, in a section of its own: 'multilingual' or "
+        "'bert:FOLDER' (all-MiniLM-L6-v2's folder, as scripts/minilm.sh fetches it)",
     )
     args = parser.parse_args()
-    begin, end, model = SECTIONS[args.embedder]
+    kind = args.embedder.partition(":")[0] if args.embedder else None
+    if kind not in SECTIONS or (kind == "bert") != (args.embedder or "").startswith("bert:"):
+        parser.error(f"--embedder {args.embedder!r}: use 'multilingual' or 'bert:FOLDER'")
+    begin, end, model = SECTIONS[kind]
+    shown = "bert:FOLDER" if kind == "bert" else args.embedder
     with tempfile.TemporaryDirectory() as tmp:
         vectors = Path(tmp) / "vectors.sqlite"
         if args.embedder:
-            label = f"hybrid ({args.embedder})"
+            label = f"hybrid ({'all-MiniLM-L6-v2' if kind == 'bert' else args.embedder})"
             rows = {
                 label: measure(args.rounds, "hybrid", vectors, embedder=args.embedder),
                 f"{label}, long requests": measure(
@@ -316,7 +326,7 @@ def main() -> None:
                 "lexical, long requests": measure(args.rounds, "lexical", conversation=True),
                 "hybrid, long requests": measure(args.rounds, "hybrid", vectors, conversation=True),
             }
-    md = table(rows, model, f" --embedder {args.embedder}" if args.embedder else "")
+    md = table(rows, model, f" --embedder {shown}" if args.embedder else "")
     print(md)
     if not args.no_write:
         write_section(RESULTS, begin, end, md)

@@ -91,7 +91,7 @@ TOOLBENCH_FILES = {  # path under data/ -> sha256
 sys.path.insert(0, str(ROOT / "src"))
 
 from toolgate.catalog import Catalog, Tool  # noqa: E402
-from toolgate.embedding import Embedder  # noqa: E402
+from toolgate.embedding import Embedder, load_embedder  # noqa: E402
 from toolgate.errors import ConfigError  # noqa: E402
 from toolgate.search import SearchIndex, SearchSettings  # noqa: E402
 
@@ -1010,21 +1010,29 @@ def main() -> None:
         "--embedder",
         action="append",
         default=[],
-        metavar="LABEL=MODULE:FACTORY",
-        help="one more hybrid row, its embedder made by MODULE:FACTORY (an Embedder), e.g. "
-        "'all-MiniLM-L6-v2=embedder_compare:minilm' (print only; repeatable)",
+        metavar="LABEL=SPEC",
+        help="one more hybrid row, its embedder a config spec ('bert:FOLDER', 'multilingual', "
+        "...) or MODULE:FACTORY (an Embedder), e.g. 'all-MiniLM-L6-v2=bert:.tools/models/"
+        "all-MiniLM-L6-v2' (print only; repeatable)",
     )
     args = parser.parse_args()
     for extra in args.embedder:
         label, _, spec = extra.partition("=")
         module, _, factory = spec.partition(":")
         if not label or not module or not factory:
-            parser.error(f"--embedder wants LABEL=MODULE:FACTORY, got {extra!r}")
-        try:
-            make = getattr(importlib.import_module(module), factory)
-        except (ImportError, AttributeError) as exc:
-            parser.error(f"--embedder {extra!r}: cannot import {spec!r} ({exc})")
-        made = make()  # loaded once, for every set
+            parser.error(f"--embedder wants LABEL=SPEC or LABEL=MODULE:FACTORY, got {extra!r}")
+        made: object
+        if module in ("bert", "wordllama"):
+            try:
+                made = load_embedder(spec)
+            except ConfigError as exc:
+                parser.error(f"--embedder {extra!r}: {exc}")
+        else:
+            try:
+                make = getattr(importlib.import_module(module), factory)
+            except (ImportError, AttributeError) as exc:
+                parser.error(f"--embedder {extra!r}: cannot import {spec!r} ({exc})")
+            made = make()  # loaded once, for every set
         if not isinstance(made, Embedder):
             parser.error(f"--embedder {extra!r} made {type(made).__name__}, not an Embedder")
         row = f"toolgate hybrid ({label})"

@@ -125,10 +125,38 @@ class MultilingualEmbedder(Embedder):
         return out
 
 
+class BertEmbedder(Embedder):
+    """A BERT sentence-transformers model from a folder, run in numpy (no torch): for
+    example all-MiniLM-L6-v2 (Apache-2.0, 384-d), the folder the Hugging Face hub holds
+    (``config.json``, ``tokenizer.json``, ``model.safetensors``, ``1_Pooling``). The
+    ``bert`` extra brings the tokenizer library; nothing is downloaded.
+
+    ``scripts`` are those the model was trained to read: Latin for an English model
+    (the default); name others for a model that reads them.
+
+    >>> BertEmbedder("models/all-MiniLM-L6-v2").embed(["open a pull request"]).shape
+    ... # doctest: +SKIP
+    (1, 384)
+    """
+
+    def __init__(
+        self, folder: str | Path, scripts: frozenset[str] | None = frozenset({"Latin"})
+    ) -> None:
+        from toolgate.bert import BertModel
+
+        self._model = BertModel(folder)
+        self.scripts = scripts
+        self.model_id = f"bert:{self._model.digest[:16]}"
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return self._model.encode(texts)
+
+
 def load_embedder(spec: str | Embedder | None) -> Embedder:
     """An embedder from config: an instance, ``"wordllama"``, ``"wordllama:DIM"``,
-    ``"wordllama:DIM:FOLDER"``, ``"multilingual"`` (``MultilingualEmbedder``) or
-    ``"package.module:factory"`` (called with no arguments, returning an ``Embedder``).
+    ``"wordllama:DIM:FOLDER"``, ``"multilingual"`` (``MultilingualEmbedder``),
+    ``"bert:FOLDER"`` (``BertEmbedder``) or ``"package.module:factory"`` (called with
+    no arguments, returning an ``Embedder``).
     """
     if spec is None:
         return WordLlamaEmbedder()
@@ -139,6 +167,10 @@ def load_embedder(spec: str | Embedder | None) -> Embedder:
     name, _, rest = spec.strip().partition(":")
     if name == "multilingual" and not rest:
         return MultilingualEmbedder()
+    if name == "bert":
+        if not rest.strip():
+            raise ConfigError(f"embedder {spec!r}: name the model folder, as 'bert:FOLDER'")
+        return BertEmbedder(rest.strip())
     if name == "wordllama":
         dim_text, _, folder = rest.partition(":")
         try:
@@ -157,7 +189,7 @@ def load_embedder(spec: str | Embedder | None) -> Embedder:
         return made
     raise ConfigError(
         f"unknown embedder {spec!r}; use 'wordllama', 'wordllama:DIM[:FOLDER]', "
-        "'multilingual' or 'package.module:factory'"
+        "'multilingual', 'bert:FOLDER' or 'package.module:factory'"
     )
 
 
@@ -215,6 +247,7 @@ class VectorCache:
 
 
 __all__ = [
+    "BertEmbedder",
     "Embedder",
     "MultilingualEmbedder",
     "VectorCache",
