@@ -1011,9 +1011,9 @@ def main() -> None:
         action="append",
         default=[],
         metavar="LABEL=SPEC",
-        help="one more hybrid row, its embedder a config spec ('bert:FOLDER', 'multilingual', "
-        "...) or MODULE:FACTORY (an Embedder), e.g. 'all-MiniLM-L6-v2=bert:.tools/models/"
-        "all-MiniLM-L6-v2' (print only; repeatable)",
+        help="one more hybrid row, its embedder a config spec ('bert:FOLDER' or "
+        "'wordllama:DIM') or MODULE:FACTORY (an Embedder), e.g. 'all-MiniLM-L6-v2=bert:"
+        ".tools/models/all-MiniLM-L6-v2' (print only; repeatable)",
     )
     args = parser.parse_args()
     for extra in args.embedder:
