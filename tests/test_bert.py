@@ -83,6 +83,21 @@ def _linked(source: Path, into: Path, *, skip: tuple[str, ...] = ()) -> Path:
     return into
 
 
+def test_a_folder_that_pools_by_cls_embeds_the_first_token_in_a_batch_or_alone(
+    minilm: BertEmbedder, minilm_folder: Path, tmp_path: Path
+) -> None:
+    folder = _linked(minilm_folder, tmp_path / "cls", skip=("1_Pooling",))
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}')
+    cls = BertEmbedder(folder)
+    texts = ["open a pull request", "close the issue that reports the crash on start-up"]
+    together = cls.embed(texts)
+    alone = np.vstack([cls.embed([t]) for t in texts])
+    assert np.abs(together - alone).max() < 1e-5
+    assert np.abs(together - minilm.embed(texts)).max() > 1e-2  # not the mean of tokens
+    assert cls.model_id != minilm.model_id
+
+
 def test_the_vectors_key_follows_every_file_and_the_spec_names_the_folder(
     minilm: BertEmbedder, minilm_folder: Path, tmp_path: Path
 ) -> None:
@@ -172,10 +187,11 @@ def _broken(minilm_folder: Path, tmp: Path, change: str) -> Path:
         config = json.loads((minilm_folder / "config.json").read_text())
         (folder / "config.json").write_text(json.dumps({**config, "model_type": "roberta"}))
         return folder
-    if change == "no layers":
+    if change in ("no layers", "relu"):
         folder = _linked(minilm_folder, tmp / "m", skip=("config.json",))
         config = json.loads((minilm_folder / "config.json").read_text())
-        (folder / "config.json").write_text(json.dumps({**config, "num_hidden_layers": "six"}))
+        changed = {"num_hidden_layers": "six"} if change == "no layers" else {"hidden_act": "relu"}
+        (folder / "config.json").write_text(json.dumps({**config, **changed}))
         return folder
     if change == "two poolings":
         folder = _linked(minilm_folder, tmp / "m", skip=("1_Pooling",))
@@ -209,7 +225,11 @@ def _broken(minilm_folder: Path, tmp: Path, change: str) -> Path:
         ("no weights", "has no model.safetensors \\(its weights\\)"),
         ("roberta", "model_type 'roberta'; toolgate runs BERT models"),
         ("no layers", "num_hidden_layers is 'six', not a positive integer"),
-        ("two poolings", "pools by exactly one of .* it names \\['cls_token', 'mean_tokens'\\]"),
+        (
+            "two poolings",
+            "pools by cls_token or by mean_tokens alone; it names \\['cls_token', 'mean_tokens'\\]",
+        ),
+        ("relu", "hidden_act 'relu'; toolgate runs 'gelu' only"),
         ("a tensor missing", "has no tensor 'embeddings.word_embeddings.weight'"),
         ("a tensor of the wrong shape", "model.safetensors' does not fit .*config.json'"),
     ],

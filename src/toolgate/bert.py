@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,23 +117,6 @@ def _gelu(x: Any) -> Any:
     return x
 
 
-def _gelu_tanh(x: Any) -> Any:
-    inner = np.float32(math.sqrt(2 / math.pi)) * (x + np.float32(0.044715) * x * x * x)
-    return np.float32(0.5) * x * (np.float32(1.0) + np.tanh(inner))
-
-
-def _relu(x: Any) -> Any:
-    return np.maximum(x, np.float32(0))
-
-
-_ACTIVATIONS: dict[str, Callable[[Any], Any]] = {
-    "gelu": _gelu,
-    "gelu_new": _gelu_tanh,
-    "gelu_pytorch_tanh": _gelu_tanh,
-    "relu": _relu,
-}
-
-
 def _json(path: Path, default: dict[str, Any] | None = None) -> dict[str, Any]:
     if not path.exists() and default is not None:
         return default
@@ -172,8 +155,8 @@ class BertModel:
 
     ``encode`` tokenizes (truncating to the model's ``max_seq_length``), runs the
     encoder over batches of texts of like length, pools the last layer as the folder's
-    pooling config says (mean of tokens by default; ``[CLS]`` or max where it says so)
-    and returns unit-length float32 rows. ``digest`` fingerprints every file read, so a
+    pooling config says (the mean of its tokens by default, or its ``[CLS]`` token where
+    it says so) and returns unit-length float32 rows. ``digest`` fingerprints every file read, so a
     changed model never reuses vectors cached for the old one.
     """
 
@@ -205,12 +188,11 @@ class BertModel:
                 f"{str(files['config'])!r}: position_embedding_type "
                 f"{config['position_embedding_type']!r}; toolgate runs 'absolute' only"
             )
-        act = config.get("hidden_act", "gelu")
-        if act not in _ACTIVATIONS:
+        if config.get("hidden_act", "gelu") != "gelu":
             raise ConfigError(
-                f"{str(files['config'])!r}: hidden_act {act!r} is not one of {sorted(_ACTIVATIONS)}"
+                f"{str(files['config'])!r}: hidden_act {config['hidden_act']!r}; "
+                "toolgate runs 'gelu' only"
             )
-        self._act = _ACTIVATIONS[act]
         numbers: dict[str, int] = {}
         for key in ("num_hidden_layers", "num_attention_heads", "hidden_size"):
             value = config.get(key)
@@ -238,13 +220,13 @@ class BertModel:
         pooling = _json(root / "1_Pooling" / "config.json", {"pooling_mode_mean_tokens": True})
         modes = [
             m
-            for m in ("cls_token", "max_tokens", "mean_tokens")
+            for m in ("cls_token", "max_tokens", "mean_tokens", "mean_sqrt_len_tokens")
             if pooling.get(f"pooling_mode_{m}")
         ]
-        if len(modes) != 1:
+        if modes not in (["cls_token"], ["mean_tokens"]):
             raise ConfigError(
-                f"{str(root / '1_Pooling' / 'config.json')!r}: toolgate pools by exactly one "
-                f"of cls_token, max_tokens, mean_tokens; it names {modes or 'none'}"
+                f"{str(root / '1_Pooling' / 'config.json')!r}: toolgate pools by cls_token "
+                f"or by mean_tokens alone; it names {modes or 'none'}"
             )
         self.pooling = modes[0]
         sbert = _json(root / "sentence_bert_config.json", {})
@@ -353,13 +335,11 @@ class BertModel:
             scores /= scores.sum(-1, keepdims=True)
             ctx = (scores @ qkv[2]).transpose(0, 2, 1, 3).reshape(b * n, self.dim)
             x = self._norm(x + ctx @ layer.out + layer.out_bias, layer.ln1)
-            up = self._act(x @ layer.up + layer.up_bias)
+            up = _gelu(x @ layer.up + layer.up_bias)
             x = self._norm(x + up @ layer.down + layer.down_bias, layer.ln2)
         tokens = x.reshape(b, n, self.dim)
         if self.pooling == "cls_token":
             pooled = tokens[:, 0]
-        elif self.pooling == "max_tokens":
-            pooled = np.where(mask[..., None] > 0, tokens, np.float32(-1e9)).max(1)
         else:
             pooled = (tokens * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
