@@ -303,9 +303,10 @@ def main() -> None:
         "'bert:FOLDER' (all-MiniLM-L6-v2's folder, as scripts/minilm.sh fetches it)",
     )
     args = parser.parse_args()
-    kind = args.embedder.partition(":")[0] if args.embedder else None
-    if kind not in SECTIONS or (kind == "bert") != (args.embedder or "").startswith("bert:"):
-        parser.error(f"--embedder {args.embedder!r}: use 'multilingual' or 'bert:FOLDER'")
+    spec = args.embedder
+    kind = "bert" if spec and spec.startswith("bert:") and spec[5:] else spec
+    if kind not in SECTIONS or spec == "bert":
+        parser.error(f"--embedder {spec!r}: use 'multilingual' or 'bert:FOLDER'")
     begin, end, model = SECTIONS[kind]
     shown = "bert:FOLDER" if kind == "bert" else args.embedder
     with tempfile.TemporaryDirectory() as tmp:

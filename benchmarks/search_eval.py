@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import importlib
 import itertools
 import json
 import logging
@@ -1011,30 +1010,19 @@ def main() -> None:
         action="append",
         default=[],
         metavar="LABEL=SPEC",
-        help="one more hybrid row, its embedder a config spec ('bert:FOLDER' or "
-        "'wordllama:DIM') or MODULE:FACTORY (an Embedder), e.g. 'all-MiniLM-L6-v2=bert:"
-        ".tools/models/all-MiniLM-L6-v2' (print only; repeatable)",
+        help="one more hybrid row, its embedder a config spec ('bert:FOLDER', "
+        "'multilingual', 'wordllama:DIM', 'package.module:factory'), e.g. "
+        "'all-MiniLM-L6-v2=bert:.tools/models/all-MiniLM-L6-v2' (print only; repeatable)",
     )
     args = parser.parse_args()
     for extra in args.embedder:
         label, _, spec = extra.partition("=")
-        module, _, factory = spec.partition(":")
-        if not label or not module or not factory:
-            parser.error(f"--embedder wants LABEL=SPEC or LABEL=MODULE:FACTORY, got {extra!r}")
-        made: object
-        if module in ("bert", "wordllama"):
-            try:
-                made = load_embedder(spec)
-            except ConfigError as exc:
-                parser.error(f"--embedder {extra!r}: {exc}")
-        else:
-            try:
-                make = getattr(importlib.import_module(module), factory)
-            except (ImportError, AttributeError) as exc:
-                parser.error(f"--embedder {extra!r}: cannot import {spec!r} ({exc})")
-            made = make()  # loaded once, for every set
-        if not isinstance(made, Embedder):
-            parser.error(f"--embedder {extra!r} made {type(made).__name__}, not an Embedder")
+        if not label or not spec:
+            parser.error(f"--embedder wants LABEL=SPEC, got {extra!r}")
+        try:
+            made = load_embedder(spec)  # loaded once, for every set
+        except ConfigError as exc:
+            parser.error(f"--embedder {extra!r}: {exc}")
         row = f"toolgate hybrid ({label})"
         HYBRIDS[row] = made
         EXTRA.append(row)
