@@ -58,8 +58,9 @@ def _npm_install(prefix: Path, *packages: str) -> None:
 
 
 @contextmanager
-def _install_lock(prefix: Path) -> Iterator[None]:
-    """Held while npm installs into ``prefix``: one process at a time, others wait."""
+def install_lock(prefix: Path) -> Iterator[None]:
+    """Held while an install (npm, a model fetch) writes ``prefix``: one process at a time,
+    others wait."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
     with (prefix.parent / f".{prefix.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -76,7 +77,7 @@ def npm_installed(prefix: Path, ready: Callable[[], bool], *packages: str) -> No
     install reuses it; FAILS when npm fails or ``ready()`` is still false afterwards."""
     if ready():
         return
-    with _install_lock(prefix):
+    with install_lock(prefix):
         if not ready():
             _npm_install(prefix, *packages)
     if not ready():

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from _fixtures.npm_servers import ROOT, TOOLS, _install_lock, run_or_fail
+from _fixtures.npm_servers import ROOT, TOOLS, install_lock, run_or_fail
 
 MINILM = TOOLS / "models" / "all-MiniLM-L6-v2"
 
 
 @pytest.fixture(scope="session")
 def minilm_folder() -> Path:
-    with _install_lock(MINILM):
+    with install_lock(MINILM):
         run_or_fail(
             ["bash", str(ROOT / "scripts" / "minilm.sh"), str(MINILM)],
             "scripts/minilm.sh (all-MiniLM-L6-v2)",
