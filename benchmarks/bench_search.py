@@ -53,7 +53,7 @@ SECTIONS = {  # --embedder -> its section's markers and the model's name in the 
         "<!-- search-latency-bert:begin -->",
         "<!-- search-latency-bert:end -->",
         'all-MiniLM-L6-v2 in toolgate\'s numpy BERT encoder (`embedder: "bert:FOLDER"`, the '
-        "folder `scripts/minilm.sh` fetches)",
+        "folder `toolgate fetch minilm` fetches)",
     ),
 }
 TARGET_MS = {"lexical": 5.0, "hybrid": 30.0}
@@ -300,7 +300,7 @@ def main() -> None:
         "--embedder",
         default=None,
         help="hybrid mode with this model only, in a section of its own: 'multilingual' or "
-        "'bert:FOLDER' (all-MiniLM-L6-v2's folder, as scripts/minilm.sh fetches it)",
+        "'bert:FOLDER' (all-MiniLM-L6-v2's folder, as toolgate fetch minilm fetches it)",
     )
     args = parser.parse_args()
     spec = args.embedder

