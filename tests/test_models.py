@@ -46,7 +46,8 @@ def test_a_changed_file_is_fetched_again_and_the_folders_other_files_stay(
     (folder / "notes.txt").write_text("mine")
     assert differences(MINILM, folder) == [
         "model.safetensors is missing",
-        "tokenizer.json has sha256 44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a, "
+        "tokenizer.json has sha256 "
+        "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a, "
         f"not {MINILM.sha256['tokenizer.json']}",
         "config.json is missing",
     ]
