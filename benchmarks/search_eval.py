@@ -12,13 +12,16 @@ each language over its own 436 tools and over the other language's (``ultratool_
 Compares toolgate's ``SearchIndex`` (lexical and hybrid) with FastMCP's
 ``BM25SearchTransform`` and plain ``bm25s`` over the same tools and queries in one
 run, and writes the tables to ``benchmarks/RESULTS.md`` between the ``search-eval``
-markers. Each set's verdict lines check its targets, each hybrid mode against lexical
-search, and lexical search, the default, against FastMCP's BM25 and ``bm25s``: on the
-whole set, the test half and each kind of request ("never worse" or WORSE), and request
-by request with a sign test. Queries are split in halves by a hash of their text (a
-translation by its original's): ``dev`` (used to choose
-``HYBRID_WEIGHT`` and ``COVERAGE_POWER`` with ``--tune``, to derive ``TASK_WORDS``) and ``test``. A
-benchmark, not a test: it may import fastmcp and bm25s; nothing in ``src/`` imports it.
+markers. The hybrid rows: WordLlama (the default embedder), the multilingual model and
+all-MiniLM-L6-v2 (``embedder: "bert:FOLDER"``, fetched into ``.tools/models/`` on first
+use as ``toolgate fetch minilm`` does). Each set's verdict lines check its targets,
+each hybrid mode against lexical search, and lexical search, the default, against
+FastMCP's BM25 and ``bm25s``: on the whole set, the test half and each kind of request
+("never worse" or WORSE), and request by request with a sign test. Queries are split in
+halves by a hash of their text (a translation by its original's): ``dev`` (used to
+choose ``HYBRID_WEIGHT`` and ``COVERAGE_POWER`` with ``--tune``, to derive
+``TASK_WORDS``) and ``test``. A benchmark, not a test: it may import fastmcp and bm25s;
+nothing in ``src/`` imports it.
 
 Run: ``python benchmarks/search_eval.py [--limit-queries N] [--tune] [--no-write]
 [--weight W] [--coverage-power P]`` (the last two try another hybrid setting; print only)
@@ -92,6 +95,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from toolgate.catalog import Catalog, Tool  # noqa: E402
 from toolgate.embedding import Embedder, load_embedder  # noqa: E402
 from toolgate.errors import ConfigError  # noqa: E402
+from toolgate.models import MINILM, fetch  # noqa: E402
 from toolgate.search import SearchIndex, SearchSettings  # noqa: E402
 
 Ranker = Callable[[str], Sequence[str]]
@@ -632,10 +636,18 @@ def table(data: Dataset, rows: dict[str, dict[str, float]]) -> str:
 
 
 LEXICAL = "toolgate lexical"
+# all-MiniLM-L6-v2 in toolgate's BERT encoder: the folder ``toolgate fetch minilm`` makes,
+# fetched here on first use (``toolgate.models``)
+MINILM_FOLDER = ROOT / ".tools" / "models" / MINILM.name
+MINILM_ROW = f"toolgate hybrid ({MINILM.name})"
+MINILM_SPEC = f"bert:{MINILM_FOLDER}"
 HYBRIDS: dict[str, str | Embedder] = {  # row label -> SearchSettings.embedder
     "toolgate hybrid (WordLlama 256)": "wordllama",
     "toolgate hybrid (multilingual)": "multilingual",
+    MINILM_ROW: MINILM_SPEC,
 }
+# the rows ``--tune`` sweeps (MiniLM ranks with the settings chosen for them)
+TUNED = ("toolgate hybrid (WordLlama 256)", "toolgate hybrid (multilingual)")
 FASTMCP = "FastMCP BM25SearchTransform"
 # the simple BM25 rankers lexical search, the default, must never fall below
 SIMPLE = {FASTMCP: "FastMCP's BM25", "bm25s": "bm25s"}
@@ -645,7 +657,8 @@ SHORT = {LEXICAL: "lexical", **SIMPLE}  # a baseline row as the verdict lines na
 # ranking, its baseline)
 COMPARED = [(h, h, LEXICAL) for h in HYBRIDS] + [(s, LEXICAL, s) for s in SIMPLE]
 DEFAULT_HYBRID = "toolgate hybrid (WordLlama 256)"  # what SearchSettings("hybrid") loads
-EXTRA: list[str] = []  # hybrid rows of ``--embedder``: their targets are checked too
+# the other hybrid rows whose targets are checked: MiniLM's and those of ``--embedder``
+EXTRA: list[str] = [MINILM_ROW]
 # recall@5 targets: absolute on MetaTool, points over FastMCP's BM25 on MCPToolBench++,
 # points over FastMCP (lexical) and over lexical (hybrid) on the agent-task sets (the
 # agent tasks, ToolLens's whole tasks and BFCL's dialogues)
@@ -922,7 +935,8 @@ def tune(sets: list[Dataset], sweeps: set[str]) -> None:
             },
         )
     if "hybrid" in sweeps:
-        for label, embedder in HYBRIDS.items():
+        for label in TUNED:
+            embedder = HYBRIDS[label]
             rows = {"lexical": run(lexical)}
             for power in (1.0, 2.0, 4.0):
                 for w in (0.1, 0.2, 0.3, 0.4):
@@ -1003,7 +1017,7 @@ def main() -> None:
         "--engines",
         type=lambda v: set(v.split(",")),
         default={"lexical", *HYBRIDS.values(), "fastmcp", "bm25s"},
-        help="rows to run: lexical,wordllama,multilingual,fastmcp,bm25s (print only)",
+        help="rows to run: lexical,wordllama,multilingual,minilm,fastmcp,bm25s (print only)",
     )
     parser.add_argument(
         "--embedder",
@@ -1015,6 +1029,14 @@ def main() -> None:
         "'all-MiniLM-L6-v2=bert:.tools/models/all-MiniLM-L6-v2' (print only; repeatable)",
     )
     args = parser.parse_args()
+    args.engines = {MINILM_SPEC if e == "minilm" else e for e in args.engines}
+    if MINILM_SPEC in args.engines and args.tune is None:
+        try:
+            if fetch(MINILM, MINILM_FOLDER):
+                print(f"fetched {MINILM.name} into {MINILM_FOLDER}", file=sys.stderr)
+        except ConfigError as exc:  # no row, and so no RESULTS.md (``shipped``)
+            print(f"SKIPPED {MINILM_ROW}: {exc}", file=sys.stderr)
+            args.engines.discard(MINILM_SPEC)
     for extra in args.embedder:
         label, _, spec = extra.partition("=")
         if not label or not spec:
