@@ -161,3 +161,31 @@ def test_a_folder_that_is_a_file_is_refused_and_the_default_is_under_the_cache(
     assert default_folder(MINILM) == tmp_path / "cache" / "toolgate" / "models" / MINILM.name
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert default_folder(MINILM) == Path.home() / ".cache" / "toolgate" / "models" / MINILM.name
+
+
+def test_a_folder_where_the_model_has_a_file_is_refused_and_nothing_written(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "minilm"
+    (folder / "tokenizer.json").mkdir(parents=True)  # a model's mark, but a folder
+    with pytest.raises(ConfigError) as caught:
+        fetch(MINILM, folder)
+    assert caught.value.message == (
+        f"{str(folder / 'tokenizer.json')!r} is a folder where all-MiniLM-L6-v2 has a file; "
+        f"nothing was written to {str(folder)!r}"
+    )
+    assert [p.name for p in folder.iterdir()] == ["tokenizer.json"]
+
+
+def test_a_folder_it_may_not_read_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "minilm"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+
+    def refused(self: Path) -> object:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", refused)
+    with pytest.raises(ConfigError) as caught:
+        fetch(MINILM, folder)
+    assert caught.value.message == f"cannot read {str(folder)!r}: Permission denied"

