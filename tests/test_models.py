@@ -17,6 +17,7 @@ import pytest
 
 import toolgate.models
 from toolgate.cli import main
+from toolgate.embedding import load_embedder
 from toolgate.errors import ConfigError
 from toolgate.models import MINILM, default_folder, differences, fetch
 
@@ -193,3 +194,24 @@ def test_a_folder_it_may_not_read_is_named(tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(ConfigError) as caught:
         fetch(MINILM, folder)
     assert caught.value.message == f"cannot read {str(folder)!r}: Permission denied"
+
+
+def test_the_default_folder_is_read_by_the_models_name(
+    minilm_folder: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with pytest.raises(ConfigError) as caught:
+        load_embedder("minilm")
+    folder = tmp_path / "toolgate" / "models" / MINILM.name
+    assert caught.value.message == (
+        f"embedder 'minilm': no all-MiniLM-L6-v2 in {folder}; run `toolgate fetch minilm`"
+    )
+    folder.parent.mkdir(parents=True)
+    folder.symlink_to(minilm_folder)  # as if fetched there
+    assert main(["fetch", "minilm"]) == 0
+    assert capsys.readouterr().out.endswith('; search with "embedder": "minilm"\n')
+    named = load_embedder("minilm")
+    assert named.model_id == load_embedder(f"bert:{minilm_folder}").model_id

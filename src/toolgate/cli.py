@@ -240,7 +240,8 @@ def _check_tour(args: argparse.Namespace) -> None:
 
 def _fetch(name: str, folder_arg: str | None) -> int:
     """``toolgate fetch``: the model's files into the folder, unless they are there; says
-    on stdout the ``embedder`` spec that reads them."""
+    on stdout the ``embedder`` spec that reads them (the model's name for the default
+    folder, which ``load_embedder`` finds by that name)."""
     from pathlib import Path
 
     from toolgate.models import MODELS, default_folder, fetch
@@ -260,7 +261,8 @@ def _fetch(name: str, folder_arg: str | None) -> int:
     fetched = fetch(model, folder, downloading)
     where = folder.resolve()
     said = "fetched into" if fetched else "already in"
-    print(f'{model.name} {said} {where}; search with "embedder": "bert:{where}"')
+    spec = name if where == default_folder(model).resolve() else f"bert:{where}"
+    print(f'{model.name} {said} {where}; search with "embedder": "{spec}"')
     return 0
 
 

@@ -155,8 +155,9 @@ class BertEmbedder(Embedder):
 def load_embedder(spec: str | Embedder | None) -> Embedder:
     """An embedder from config: an instance, ``"wordllama"``, ``"wordllama:DIM"``,
     ``"wordllama:DIM:FOLDER"``, ``"multilingual"`` (``MultilingualEmbedder``),
-    ``"bert:FOLDER"`` (``BertEmbedder``) or ``"package.module:factory"`` (called with
-    no arguments, returning an ``Embedder``).
+    ``"bert:FOLDER"`` (``BertEmbedder``), ``"minilm"`` (``BertEmbedder`` over the
+    folder ``toolgate fetch minilm`` fills by default, ``toolgate.models``) or
+    ``"package.module:factory"`` (called with no arguments, returning an ``Embedder``).
     """
     if spec is None:
         return WordLlamaEmbedder()
@@ -167,6 +168,15 @@ def load_embedder(spec: str | Embedder | None) -> Embedder:
     name, _, rest = spec.strip().partition(":")
     if name == "multilingual" and not rest:
         return MultilingualEmbedder()
+    if name == "minilm" and not rest:
+        from toolgate.models import MINILM, default_folder
+
+        fetched = default_folder(MINILM)
+        if not fetched.is_dir():
+            raise ConfigError(
+                f"embedder 'minilm': no {MINILM.name} in {fetched}; run `toolgate fetch minilm`"
+            )
+        return BertEmbedder(fetched)
     if name == "bert":
         if not rest.strip():
             raise ConfigError(f"embedder {spec!r}: name the model folder, as 'bert:FOLDER'")
@@ -189,7 +199,7 @@ def load_embedder(spec: str | Embedder | None) -> Embedder:
         return made
     raise ConfigError(
         f"unknown embedder {spec!r}; use 'wordllama', 'wordllama:DIM[:FOLDER]', "
-        "'multilingual', 'bert:FOLDER' or 'package.module:factory'"
+        "'multilingual', 'bert:FOLDER', 'minilm' or 'package.module:factory'"
     )
 
 

@@ -248,7 +248,7 @@ class SearchConfig(_Model):
     """The ``search`` key: ``search_tools`` for every strategy, and how it ranks.
 
     ``true`` is ``{mode: "lexical"}``. ``embedder`` names the hybrid mode's model
-    (``wordllama``, ``wordllama:DIM[:FOLDER]``, ``multilingual``, ``bert:FOLDER`` or
+    (``wordllama``, ``wordllama:DIM[:FOLDER]``, ``multilingual``, ``bert:FOLDER``, ``minilm`` or
     ``package.module:factory``);
     ``cache`` is a file for tool vectors, so a restart re-embeds nothing unchanged.
     """
