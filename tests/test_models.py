@@ -215,3 +215,20 @@ def test_the_default_folder_is_read_by_the_models_name(
     assert capsys.readouterr().out.endswith('; search with "embedder": "minilm"\n')
     named = load_embedder("minilm")
     assert named.model_id == load_embedder(f"bert:{minilm_folder}").model_id
+
+
+def test_check_names_a_config_whose_minilm_was_never_fetched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    config = tmp_path / "toolgate.json"
+    config.write_text(
+        '{"mcpServers": {"calc": {"command": "python", "args": ["calc.py"]}}, '
+        '"toolgate": {"search": {"mode": "hybrid", "embedder": "minilm"}}}'
+    )
+    assert main(["check", "--offline", str(config)]) == 1
+    folder = tmp_path / "cache" / "toolgate" / "models" / MINILM.name
+    assert (
+        f"toolgate.search.embedder: embedder 'minilm': no all-MiniLM-L6-v2 in {folder}; "
+        "run `toolgate fetch minilm`"
+    ) in capsys.readouterr().err
