@@ -37,6 +37,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from search_eval import RESULTS, write_section  # noqa: E402
 
 from toolgate.catalog import Catalog, Group, Tool  # noqa: E402
+from toolgate.embedding import load_embedder  # noqa: E402
+from toolgate.errors import ConfigError  # noqa: E402
 from toolgate.search import SearchIndex, SearchMode, SearchSettings  # noqa: E402
 from toolgate.search.analysis import text_length  # noqa: E402
 from toolgate.search.latest import readings  # noqa: E402
@@ -49,7 +51,7 @@ SECTIONS = {  # --embedder -> its section's markers and the model's name in the 
         "<!-- search-latency-multilingual:end -->",
         'the multilingual model (`embedder: "multilingual"`)',
     ),
-    "bert": (
+    "minilm": (
         "<!-- search-latency-bert:begin -->",
         "<!-- search-latency-bert:end -->",
         'all-MiniLM-L6-v2 in toolgate\'s numpy BERT encoder (`embedder: "bert:FOLDER"`, the '
@@ -299,20 +301,26 @@ def main() -> None:
     parser.add_argument(
         "--embedder",
         default=None,
-        help="hybrid mode with this model only, in a section of its own: 'multilingual' or "
-        "'bert:FOLDER' (all-MiniLM-L6-v2's folder, as toolgate fetch minilm fetches it)",
+        help="hybrid mode with this model only, in a section of its own: 'multilingual', "
+        "'minilm' (after toolgate fetch minilm) or 'bert:FOLDER' (all-MiniLM-L6-v2's folder)",
     )
     args = parser.parse_args()
     spec = args.embedder
-    kind = "bert" if spec and spec.startswith("bert:") and spec[5:] else spec
-    if kind not in SECTIONS or spec == "bert":
-        parser.error(f"--embedder {spec!r}: use 'multilingual' or 'bert:FOLDER'")
+    # a folder of all-MiniLM-L6-v2 given by path measures in the minilm section
+    kind = "minilm" if spec and spec.startswith("bert:") and spec[5:].strip() else spec
+    if kind not in SECTIONS:
+        parser.error(f"--embedder {spec!r}: use 'multilingual', 'minilm' or 'bert:FOLDER'")
+    if spec:
+        try:  # a model that cannot load is named here, not in a traceback mid-measure
+            load_embedder(spec)
+        except ConfigError as exc:
+            parser.error(f"--embedder {spec!r}: {exc.message}")
     begin, end, model = SECTIONS[kind]
-    shown = "bert:FOLDER" if kind == "bert" else args.embedder
+    shown = "bert:FOLDER" if spec and spec.startswith("bert:") else args.embedder
     with tempfile.TemporaryDirectory() as tmp:
         vectors = Path(tmp) / "vectors.sqlite"
         if args.embedder:
-            label = f"hybrid ({'all-MiniLM-L6-v2' if kind == 'bert' else args.embedder})"
+            label = f"hybrid ({'all-MiniLM-L6-v2' if kind == 'minilm' else args.embedder})"
             rows = {
                 label: measure(args.rounds, "hybrid", vectors, embedder=args.embedder),
                 f"{label}, long requests": measure(
