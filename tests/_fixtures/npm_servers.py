@@ -39,22 +39,23 @@ PACKAGES = {
 }
 
 
-def run_or_fail(argv: list[str], what: str, timeout: float = 600) -> None:
-    """Run an install step; the test FAILS (never skips) with its output if it fails."""
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    if done.returncode != 0:
-        output = (done.stdout + done.stderr)[-2000:]
-        pytest.fail(f"{what} failed ({done.returncode}): {output}", pytrace=False)
-
-
 def _npm_install(prefix: Path, *packages: str) -> None:
     npm = shutil.which("npm")
     if npm is None:
         pytest.fail("npm is needed to install Node 22 and the npm MCP servers", pytrace=False)
-    run_or_fail(
+    done = subprocess.run(
         [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", *packages],
-        f"npm install {' '.join(packages)}",
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
+    if done.returncode != 0:  # the test FAILS (never skips) with npm's output
+        output = (done.stdout + done.stderr)[-2000:]
+        pytest.fail(
+            f"npm install {' '.join(packages)} failed ({done.returncode}): {output}",
+            pytrace=False,
+        )
 
 
 @contextmanager
