@@ -21,7 +21,7 @@ from fastmcp import Client
 
 from _fixtures.gateway import HttpGateway, gateway_config, toolgate_argv
 from test_gateway_serve import stdio_gateway
-from toolgate.bert import read_safetensors
+from toolgate.bert import BertModel, read_safetensors
 from toolgate.catalog import Catalog, Tool
 from toolgate.embedding import BertEmbedder, load_embedder
 from toolgate.errors import ConfigError
@@ -63,6 +63,31 @@ def test_a_text_embeds_the_same_alone_and_in_a_batch_of_other_lengths(
     assert np.abs(together - alone).max() < 1e-5
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
     assert minilm.embed([]).shape == (0, 384)
+
+
+def test_a_long_text_is_not_batched_with_short_ones_it_would_pad(
+    minilm_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long request and its short readings go to the encoder in one call; padding each
+    reading to the request's 256 tokens made that call cost seven times its texts."""
+    model = BertModel(minilm_folder)
+    passes: list[tuple[int, int, int]] = []  # rows, longest, tokens
+    batch = model._batch
+
+    def spy(ids_list: list[list[int]]) -> Any:
+        passes.append((len(ids_list), max(map(len, ids_list)), sum(map(len, ids_list))))
+        return batch(ids_list)
+
+    monkeypatch.setattr(model, "_batch", spy)
+    request = " ".join(["book a flight to Tokyo next week and add it to my calendar"] * 30)
+    readings = [f"then add trip {i} to my calendar" for i in range(8)]
+    vectors = model.encode([request, *readings])
+    assert sorted(rows for rows, _, _ in passes) == [1, 8]  # the readings together
+    assert sum(rows * longest for rows, longest, _ in passes) <= 1.25 * sum(
+        tokens for _, _, tokens in passes
+    )
+    alone = np.vstack([model.encode([t]) for t in [request, *readings]])
+    assert np.abs(vectors - alone).max() < 1e-5
 
 
 def test_text_past_the_models_length_is_cut_at_its_max_seq_length(minilm: BertEmbedder) -> None:

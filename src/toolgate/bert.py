@@ -27,6 +27,11 @@ from toolgate.errors import ConfigError
 # floats (batch x heads x length x length): memory stays bounded whatever the texts.
 _BATCH_TOKENS = 4096
 _BATCH_SCORES = 1 << 23
+# Every text of a batch is padded to its longest, and padding costs what text costs. A
+# text joins a batch while the batch's padding stays within this share of its tokens,
+# or the whole batch is this small (where a pass's fixed cost outweighs its padding).
+_BATCH_PADDING = 0.25
+_BATCH_SMALL = 128
 
 _DTYPES: dict[str, np.dtype[Any]] = {
     "F32": np.dtype("<f4"),
@@ -296,12 +301,15 @@ class BertModel:
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
         start = 0
         while start < len(order):
-            # the longest text of a batch is its last (sorted): grow while it fits
-            end = start + 1
+            # the longest text of a batch is its last (sorted): grow while it fits and
+            # pads little (a request beside its short readings would pad each of them)
+            end, tokens = start + 1, len(encoded[order[start]].ids)
             while end < len(order):
                 n = len(encoded[order[end]].ids)
-                rows = end + 1 - start
+                rows, tokens = end + 1 - start, tokens + n
                 if rows * n > _BATCH_TOKENS or rows * self.heads * n * n > _BATCH_SCORES:
+                    break
+                if rows * n > max(tokens * (1 + _BATCH_PADDING), _BATCH_SMALL):
                     break
                 end += 1
             chosen = order[start:end]
