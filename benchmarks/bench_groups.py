@@ -33,7 +33,7 @@ from toolgate.grouping import GroupingSettings, propose_groups
 from toolgate.strategies import Delivery
 from toolgate.strategies.base import GROUPS_EXTENSION
 from toolgate.strategies.groups import GroupsStrategy
-from toolgate.tokens import TokenCounter, best_counter, model_text, wire_text
+from toolgate.tokens import TokenCounter, best_counter, model_text, result_texts
 from toolgate.toolset import ToolSet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,20 +102,6 @@ def load_toolset() -> ToolSet:
     return ts
 
 
-def split_tools(result: Mapping[str, Any]) -> tuple[dict[str, Any], list[Mapping[str, Any]]]:
-    """``result`` without the tool definitions in it (``tools``, a ``groups/get``'s
-    ``contents.tools``), and those definitions."""
-    rest = dict(result)
-    tools: list[Mapping[str, Any]] = []
-    if isinstance(rest.get("tools"), list):
-        tools += rest.pop("tools")
-    contents = rest.get("contents")
-    if isinstance(contents, Mapping) and isinstance(contents.get("tools"), list):
-        tools += contents["tools"]
-        rest["contents"] = {k: v for k, v in contents.items() if k != "tools"}
-    return rest, tools
-
-
 def size(
     result: Mapping[str, Any],
     counter: TokenCounter,
@@ -125,12 +111,11 @@ def size(
     counted apart, as a host hands it on (``toolgate.tokens.model_text``: the rule of
     ``estimate_tokens``, ``toolgate inspect`` and every count of the project); the rest
     of the result, if any (a ``groups/get``'s instructions and child groups, a
-    ``groups/list``), in the one serialization (``wire_text``). ``form=wire_text``
-    counts every wire field instead (icons too), for the size a model never reads."""
-    rest, tools = split_tools(result)
-    texts = [form(t) for t in tools]
-    if any(v not in ({}, [], None) for v in rest.values()):
-        texts.append(wire_text(rest))
+    ``groups/list``), in the one serialization (``wire_text``): the texts of
+    ``toolgate.tokens.result_texts``, which ``groups/get``'s ``tool.selection`` counts
+    too. ``form=wire_text`` counts every wire field instead (icons too), for the size a
+    model never reads."""
+    texts = result_texts(result, form)
     return sum(len(t.encode()) for t in texts), sum(counter.count(t) for t in texts)
 
 

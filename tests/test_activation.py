@@ -18,6 +18,7 @@ from toolgate import (
     ToolSet,
 )
 from toolgate.errors import InvalidArguments, ToolHidden
+from toolgate.tokens import TokenCounter
 
 
 async def active(session: Any) -> list[str]:
@@ -627,7 +628,8 @@ async def test_max_tools_refuses_an_activation_with_the_numbers() -> None:
 
 
 async def test_max_tokens_refuses_an_activation_with_the_numbers() -> None:
-    ts = ToolSet(max_tokens=60)
+    # counted by characters whatever vocabulary the machine holds (best_counter's default)
+    ts = ToolSet(max_tokens=60, token_counter=TokenCounter())
     ts.add_group(Group("big"))
     ts.add_tools([T("ping"), T("b1", "big"), T("b2", "big")])
     one = ts.tool_tokens(ts.catalog.tools["ping"])

@@ -188,3 +188,25 @@ def test_demo_tour_with_a_serving_option_names_it_and_runs_nothing(
         "apply; run `toolgate demo` without --tour to serve the demo\n"
     )
     assert not db.exists()  # the demo's backends never started
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["inspect", "{config}", "--group-size", "8"], "--group-size goes with --suggest-groups"),
+        (
+            ["init", "--from", "{config}", "--one-group-per-server", "--group-size", "8"],
+            "--group-size proposes groups; --one-group-per-server proposes none",
+        ),
+    ],
+    ids=["inspect without --suggest-groups", "init with one group per server"],
+)
+def test_a_group_size_where_no_groups_are_proposed_is_refused(
+    empty_config: Path, tmp_path: Path, argv: list[str], message: str
+) -> None:
+    output = tmp_path / "out.json"
+    filled = [a.replace("{config}", str(empty_config)) for a in argv]
+    done = command_in_process(*filled, *(["-o", str(output)] if argv[0] == "init" else []))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"toolgate: {message}\n"
+    assert not output.exists()

@@ -91,7 +91,30 @@ async def test_arguments_that_are_not_an_object_are_an_error_result() -> None:
     ts = ToolSet()
     ts.add_tool(Tool("read", "Read.", handler=handler, input_schema=SCHEMA))
     out = await ts.session("s").call("read", ["a"])  # type: ignore[arg-type]
-    assert out.result == ToolResult.error("Arguments must be a JSON object")
+    assert out.result == ToolResult.error(
+        "Invalid arguments for tool 'read': they must be a JSON object, not array. "
+        "Required arguments: path (string)."
+    )
+    assert calls == []
+
+
+async def test_a_value_too_large_to_check_is_refused_and_the_tool_stays_checked() -> None:
+    calls, handler = recording()
+    ts = ToolSet()
+    schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "cost": {"type": "number", "multipleOf": 0.01}},
+        "required": ["path"],
+    }
+    ts.add_tool(Tool("read", "Read.", handler=handler, input_schema=schema))
+    huge = await ts.session("s").call("read", {"path": "a", "cost": 10**400})
+    assert huge.result.is_error is True
+    assert huge.result.text_content.startswith(
+        "Invalid arguments for tool 'read': they cannot be checked against its input schema "
+        "(OverflowError: "
+    )
+    later = await ts.session("other").call("read", {})  # checked as before
+    assert later.result.text_content.startswith("Invalid arguments for tool 'read': (root):")
     assert calls == []
 
 

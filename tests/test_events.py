@@ -347,6 +347,7 @@ async def test_each_listing_and_search_is_one_selection_event_of_counts() -> Non
         "hidden_access": 1,  # wipe_disk needs trust "linked"
         "hidden_discovery": 2,
         "tokens_flat": flat,
+        "tokenizer": ts.token_counter.name,
     }
     assert listed["tokens_shown"] > 0
     assert found == {
@@ -360,4 +361,5 @@ async def test_each_listing_and_search_is_one_selection_event_of_counts() -> Non
         # a meta-tool's answer counts as the model reads it: its text
         "tokens_shown": ts.token_counter.count(searched.result.text_content),
         "tokens_flat": flat,
+        "tokenizer": ts.token_counter.name,
     }

@@ -21,6 +21,7 @@ import pytest
 
 from _fixtures.command import command_in_process
 from _fixtures.gateway import SERVERS, toolgate_argv
+from test_suggest_write import served, wires
 from toolgate.errors import ConfigError
 from toolgate.gateway.commands.init import build_init, group_name
 
@@ -369,3 +370,38 @@ def test_jsonc_comments_and_trailing_commas_go_but_text_inside_strings_stays(
         + ", /* last */ ]},\n  },\n}\n"
     )
     assert read_host_config(host)[1] == {"s": {"command": "x", "args": args}}
+
+
+def test_a_big_server_whose_tools_make_one_group_gets_the_group_init_writes_for_one(
+    tmp_path: Path,
+) -> None:
+    # 24 tools, all about issues, in groups of up to 30: a proposal would be one group
+    # listing each tool, without the server's instructions; the server's own group is
+    # better, and what init says it wrote is what it wrote
+    tools = wires([f"{v}_issue_{x}" for v in ["get", "list", "update"] for x in "abcdefgh"])
+    instructions = "Issue tracker for ACME.\n\nPass numeric ids."
+    host = tmp_path / "mcp.json"
+    host.write_text(json.dumps({"mcpServers": {"acme": served(tmp_path, tools, instructions)}}))
+    done = run("init", "--from", str(host), "--group-size", "30", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "acme: 24 tools; description from its instructions" in done.stderr.splitlines()
+    assert json.loads((tmp_path / "toolgate.json").read_text())["toolgate"]["groups"] == {
+        "acme": {
+            "description": "Issue tracker for ACME.",
+            "tools": ["acme:*"],
+            "instructions": instructions,
+        }
+    }
+
+
+def test_init_writes_text_as_it_is_not_as_ascii_escapes(tmp_path: Path) -> None:
+    # as ``inspect --suggest-groups --write`` does: a person edits this file
+    host = tmp_path / "mcp.json"
+    server = served(tmp_path, wires(["brew"]), "Café tools — résumé")
+    host.write_text(json.dumps({"mcpServers": {"café": server}}))
+    done = run("init", "--from", str(host), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "toolgate.json").read_text(encoding="utf-8")
+    assert '"description": "Café tools — résumé"' in text
+    assert '"café": {' in text
+    assert "\\u" not in text

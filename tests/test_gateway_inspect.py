@@ -71,7 +71,9 @@ def test_inspect_token_numbers_are_sums_of_their_parts(default_view: dict[str, A
         assert group["tool_count"] == len(group["tools"])
     assert default_view["root"]["tokens"] == sum(cost[n] for n in default_view["root"]["tools"])
     totals = default_view["totals"]
-    assert totals["flat"] == {"tools": 8, "tokens": sum(cost.values())}
+    assert totals["catalog"] == {"tools": 8, "tokens": sum(cost.values())}
+    # flat: every tool the principal may access (note_delete needs trust "verified")
+    assert totals["flat"] == {"tools": 7, "tokens": sum(cost.values()) - cost["note_delete"]}
     assert totals["disclosed"]["names"] == sorted([*META, "crash", "grow"])
     assert totals["disclosed"]["tools"] == 7
     assert totals["saved_tokens"] == totals["flat"]["tokens"] - totals["disclosed"]["tokens"]
@@ -103,6 +105,21 @@ def test_inspect_as_a_token_principal_applies_its_scope_and_trust(config: Path) 
     assert reasons["note_delete"] == "group-inactive:notes"
     assert reasons["add"] == reasons["grow"] == "out-of-scope"
     assert data["totals"]["disclosed"]["names"] == META
+
+
+def test_inspect_as_a_scoped_principal_compares_with_the_tools_it_may_access(
+    config: Path,
+) -> None:
+    # flat is every tool alice may access, as tool.selection's tokens_flat counts it,
+    # never the tools of groups out of her scope
+    data = inspect(config, "--as", "alice")
+    cost = {t["name"]: t["tokens"] for t in data["tools"]}
+    allowed = [r["name"] for r in data["explain"] if r["access"] == "allowed"]
+    assert allowed == ["note_add", "note_delete", "note_list"]
+    totals = data["totals"]
+    assert totals["flat"] == {"tools": 3, "tokens": sum(cost[n] for n in allowed)}
+    assert totals["catalog"] == {"tools": 8, "tokens": sum(cost.values())}
+    assert totals["saved_tokens"] == totals["flat"]["tokens"] - totals["disclosed"]["tokens"]
 
 
 def test_inspect_as_an_inline_principal(config: Path) -> None:

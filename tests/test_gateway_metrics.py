@@ -147,6 +147,7 @@ async def test_selection_events_carry_counts_and_never_names(gateway: HttpGatewa
         "hidden_discovery",
         "tokens_shown",
         "tokens_flat",
+        "tokenizer",
     }
     assert (last["principal"], last["kind"], last["strategy"]) == ("bob", "list", "list_changed")
     assert (last["candidates"], last["shown"], last["hidden_access"]) == (8, 2, 1)
@@ -155,7 +156,9 @@ async def test_selection_events_carry_counts_and_never_names(gateway: HttpGatewa
         7,
     )  # menu, describe and search meta-tools
     assert last["tokens_shown"] > 0 and last["tokens_flat"] > 0
-    assert all(isinstance(v, int) for k, v in counts.items() if k not in ("kind", "strategy"))
+    assert last["tokenizer"] in ("chars/4", "tiktoken:o200k_base")  # the one that counted
+    words = ("kind", "strategy", "tokenizer")
+    assert all(isinstance(v, int) for k, v in counts.items() if k not in words)
 
 
 async def test_readyz_degrades_when_a_backend_goes_down(gateway: HttpGateway) -> None:

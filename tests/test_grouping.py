@@ -32,7 +32,13 @@ from _fixtures.gateway import SERVERS, HttpGateway, gateway_env, toolgate_argv
 from toolgate.catalog import Tool
 from toolgate.errors import ConfigError
 from toolgate.gateway.commands.check import run_check
-from toolgate.gateway.commands.suggest import as_config, check_writable, rewrite_groups
+from toolgate.gateway.commands.suggest import (
+    Listing,
+    as_config,
+    check_writable,
+    propose_for_servers,
+    rewrite_groups,
+)
 from toolgate.grouping import GroupingSettings, ProposedGroup, propose_groups
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,6 +208,88 @@ def test_a_noun_too_big_for_one_group_splits_its_changing_tools_from_the_read_on
     assert groups["record-write"].description.endswith("(some destructive)")
 
 
+def test_a_tool_that_says_it_is_destructive_is_never_read_only_whatever_its_verb() -> None:
+    # MCP: readOnlyHint defaults to false, and destructiveHint true says the tool
+    # changes something; its verb ("view") does not make it a read
+    reads = [Tool(f"{v}_record", f"{v.title()} records.") for v in RECORD_READS.split()[:-1]]
+    writes = [Tool(f"{v}_record", f"{v.title()} a record.") for v in RECORD_WRITES.split()]
+    purge = Tool("view_record", "Views a record, purging its history.", annotations=DESTRUCTIVE)
+    groups = {g.name: g for g in propose_groups([*reads, *writes, purge], server="db")}
+    assert "view_record" in groups["record-write"].tools
+    assert groups["record"].description.endswith("(read-only)")
+    assert groups["record-write"].description.endswith("(some destructive)")
+
+
+def test_a_group_with_a_destructive_tool_is_never_called_read_only() -> None:
+    marked = {"count_issue": DESTRUCTIVE, "count_board": {**DESTRUCTIVE, "readOnlyHint": True}}
+    tools = [
+        Tool(f"{v}_{o}", f"{v.title()} a {o}.", annotations=marked.get(f"{v}_{o}"))
+        for v in RECORD_READS.split()[:5]
+        for o in ITEMS[:5]
+    ]
+    described = {g.name: g.description for g in propose_groups(tools, server="db")}
+    assert described["issue"].endswith("(some destructive)")
+    assert described["board"].endswith("(some destructive)")
+    assert described["project"].endswith("(read-only)")
+
+
+DESTRUCTIVE = {"destructiveHint": True}
+ITEMS = ["issue", "project", "board", "sprint", "user", "comment", "label", "milestone"]
+CRUD = ["get", "list", "create", "delete", "update"]
+
+
+def test_a_namespace_word_nearly_every_name_starts_with_is_no_group() -> None:
+    # "acme" of acme_get_issue tells no tool from another: the objects make the groups
+    plain = [Tool(f"{v}_{o}", f"{v.capitalize()} a {o}.") for v in CRUD for o in ITEMS]
+    spaced = [Tool(f"acme_{t.name}", t.description) for t in plain]
+
+    def shape(tools: list[Tool]) -> list[tuple[str, str, str | None, int]]:
+        return [
+            (g.name, g.description, g.parent, len(g.tools))
+            for g in propose_groups(tools, server="acme")
+        ]
+
+    assert shape(spaced) == shape(plain)
+    assert {n for n, *_ in shape(plain)} == set(ITEMS)
+    # nearly every name is enough
+    nearly = [*spaced, Tool("get_issue_history", "Get an issue's history.")]
+    assert {n for n, *_ in shape(nearly)} == set(ITEMS)
+
+
+def test_a_long_server_name_is_cut_so_each_prefixed_name_keeps_its_own_noun() -> None:
+    server = "acme-internal-project-tracking-and-issue-management-server-prod"
+    tools = [Tool(f"{v}_{o}", f"{v.capitalize()} a {o}.") for v in CRUD for o in ITEMS]
+    names = {g.name for g in propose_groups(tools, server=server, prefix=server)}
+    # the prefix is cut at a word within 24 characters
+    assert names == {f"acme-internal-project-{o}" for o in ITEMS}
+
+
+def test_a_name_equal_on_the_groups_extension_wire_to_a_taken_one_is_not_proposed() -> None:
+    # "pull_request" and "pull-request" are one name to a groups-extension client
+    tools = [
+        Tool(f"{v}_pull_request{s}", f"{v.capitalize()} a pull request.")
+        for v in CRUD
+        for s in ["", "_review", "_comment", "_file", "_commit"]
+    ]
+    names = {g.name for g in propose_groups(tools, taken={"pull_request"})}
+    assert "pull-request" not in names and "pull-request-2" in names
+    listed = {"alpha": [{"name": t.name, "description": t.description} for t in tools]}
+    proposed = propose_for_servers(listed, GroupingSettings(), reserved={"pull_request"})
+    assert set(proposed["alpha"]) >= {"alpha-pull-request", "alpha-pull-request-comment"}
+
+
+def test_a_server_whose_tools_make_one_group_anyway_gets_no_proposal() -> None:
+    # one group listing every tool says less than the server's own group ("server:*",
+    # its instructions), which init writes for it instead
+    tools = [
+        Tool(f"{v}_issue_{x}", f"{v} issue {x}")
+        for v in ["get", "list", "update"]
+        for x in "abcdefgh"
+    ]
+    assert propose_groups(tools, settings=GroupingSettings(max_size=30)) == ()
+    assert len(propose_groups(tools)) > 1
+
+
 def test_a_group_size_below_three_is_refused_with_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="group size 2: a proposed group holds at least 3"):
         GroupingSettings(max_size=2)
@@ -354,6 +442,9 @@ async def test_check_warns_of_a_group_too_big_for_a_re_listing_client_and_not_of
     ]
 
 
+GITHUB_LISTING = Listing({"github": json.loads(GITHUB.read_text(encoding="utf-8"))})
+
+
 def test_write_leaves_a_server_alone_when_other_groups_name_its_tools() -> None:
     proposal = {"github": as_config("github", propose_groups(catalog(GITHUB), server="github"))}
     groups = {
@@ -364,12 +455,12 @@ def test_write_leaves_a_server_alone_when_other_groups_name_its_tools() -> None:
         "mcpServers": {"github": GITHUB_SERVER},
         "toolgate": {"groups": groups},
     }
-    done = rewrite_groups(data, proposal)
+    done = rewrite_groups(data, proposal, GITHUB_LISTING)
     assert done.skipped == {"github": "groups triage already name its tools"}
     assert data["toolgate"]["groups"] == groups
     nested = {**groups, "triage": {"description": "Triage", "parent": "github"}}
     data["toolgate"]["groups"] = nested
-    assert rewrite_groups(data, proposal).skipped == {
+    assert rewrite_groups(data, proposal, GITHUB_LISTING).skipped == {
         "github": "groups triage nest under its group"
     }
     assert data["toolgate"]["groups"] == nested
@@ -382,5 +473,5 @@ def test_write_refuses_a_toml_config_and_a_result_that_does_not_validate(tmp_pat
     data: dict[str, Any] = {"mcpServers": {"github": GITHUB_SERVER}, "toolgate": {"groups": groups}}
     broken = {"github": {"issue-write": {"description": "x", "parent": "issue", "tools": []}}}
     with pytest.raises(ConfigError, match="issue"):
-        rewrite_groups(data, broken)
+        rewrite_groups(data, broken, GITHUB_LISTING)
     assert data["toolgate"]["groups"] == groups

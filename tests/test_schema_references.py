@@ -16,10 +16,11 @@ import pytest
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from _fixtures.mcp_servers import serve_http
 from toolgate import Group, Tool, ToolSet
+from toolgate.catalog import arguments
 from toolgate.catalog.arguments import required_schema, required_sentence
 from toolgate.lowlevel import bind
 from toolgate.strategies import DeliveryConfig
@@ -203,3 +204,202 @@ async def test_a_call_missing_arguments_names_their_types_through_references(
 def test_a_compact_index_reads_required_names_the_same_way() -> None:
     tool = Tool("t", "Do it.", input_schema={"type": "object", "required": ["a", "a", 2]})
     assert index_entry(tool) == "t(a, 2): Do it."
+
+
+# -- schemas that are hard to read -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+            "allOf": [{"required": ["a"]}, {"required": ["b"]}],
+        },
+        {
+            "$ref": "#/$defs/Args",
+            "$defs": {
+                "Args": {
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                    "required": ["a", "b"],
+                }
+            },
+        },
+        {
+            "type": "object",
+            "required": ["a"],
+            "allOf": [
+                {"properties": {"a": {"type": "integer"}}},
+                {"allOf": [{"properties": {"b": {"type": "string"}}, "required": ["b", "a"]}]},
+            ],
+        },
+    ],
+    ids=["required under allOf", "the root a reference", "properties under nested allOf"],
+)
+def test_arguments_the_root_requires_through_allof_or_a_reference_are_named(
+    schema: dict[str, Any],
+) -> None:
+    assert required_schema(schema) == {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+        "required": ["a", "b"],
+    }
+    assert required_sentence(schema) == "Required arguments: a (integer), b (string)."
+    assert index_entry(Tool("t", "Do it.", input_schema=schema)) == "t(a, b): Do it."
+
+
+@pytest.mark.parametrize(
+    ("conditional", "sentence"),
+    [
+        (
+            {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]},
+            "Its arguments are required depending on the values given (see its input schema).",
+        ),
+        (
+            {
+                "required": ["a"],
+                "if": {"properties": {"a": {"const": 1}}},
+                "then": {"required": ["b"]},
+            },
+            "Required arguments: a (integer). Others are required depending on the values "
+            "given (see its input schema).",
+        ),
+        (
+            {"dependentRequired": {"a": ["b"]}},
+            "Its arguments are required depending on the values given (see its input schema).",
+        ),
+    ],
+    ids=["anyOf", "if-then", "dependentRequired"],
+)
+def test_a_schema_that_requires_arguments_only_in_some_cases_is_listed_whole(
+    conditional: dict[str, Any], sentence: str
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+        **conditional,
+    }
+    assert required_schema(schema) == schema  # a cut would hide what it requires
+    assert required_sentence(schema) == sentence
+    assert "no required arguments" not in required_sentence(schema)
+
+
+@pytest.mark.parametrize(
+    ("argument", "root", "kept"),
+    [
+        ({"$ref": "#num"}, {"$defs": {"N": {"$anchor": "num", "type": "number"}}}, "number"),
+        ({"$ref": "#/$defs/a%20b"}, {"$defs": {"a b": {"type": "boolean"}}}, "boolean"),
+        (
+            {"type": "array", "items": {"$ref": "#/$defs/C"}},
+            {"$defs": {"C": {"type": "string", "enum": ["red", "green"]}}},
+            "array of string: red, green",
+        ),
+        ({"type": "array", "items": {"enum": ["r", "g"]}}, {}, "array, each one of r, g"),
+        (
+            {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+            {},
+            "array of string or integer",
+        ),
+        ({"enum": [True, False, None]}, {}, "one of true, false, null"),
+        ({"const": None}, {}, "always null"),
+        ({"type": "string", "const": "v1"}, {}, "string: v1"),
+        ({"anyOf": [{"const": "a"}, {"const": "b"}]}, {}, "one of a, b"),
+        (
+            {"allOf": [{"$ref": "#/$defs/N"}, {"description": "how many"}]},
+            {"$defs": {"N": {"type": "integer"}}},
+            "integer",
+        ),
+        (
+            {"$ref": "#/$defs/J"},
+            {
+                "$defs": {
+                    "J": {
+                        "anyOf": [
+                            {"type": "string"},
+                            {"type": "null"},
+                            {"type": "array", "items": {"$ref": "#/$defs/J"}},
+                        ]
+                    }
+                }
+            },
+            "string or null or array",
+        ),
+    ],
+    ids=[
+        "an anchor",
+        "a percent-escaped pointer",
+        "an array of an enum",
+        "an array of values without a type",
+        "an array of alternatives",
+        "values said in JSON's words",
+        "a null const",
+        "a typed const",
+        "consts as alternatives (Literal)",
+        "allOf of a reference and a note",
+        "a value type inside itself is read once",
+    ],
+)
+def test_hard_argument_schemas_are_read_as_a_caller_writes_them(
+    argument: dict[str, Any], root: dict[str, Any], kept: str
+) -> None:
+    schema = {**root, "properties": {"x": argument}, "required": ["x"]}
+    assert required_sentence(schema) == f"Required arguments: x ({kept})."
+
+
+def test_a_schema_of_alternatives_referring_to_each_other_is_read_in_bounded_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nine levels of six references each: read naively, 6**9 (ten million) steps for one
+    argument. The reading stops at a reference it is already inside and at a budget of
+    nodes, so the steps stay within ``NODE_BUDGET`` per argument."""
+    defs: dict[str, Any] = {
+        f"L{i}": {"anyOf": [*[{"$ref": f"#/$defs/L{i + 1}"}] * 6, {"type": "null"}]}
+        for i in range(9)
+    }
+    defs["L9"] = {"type": "string"}
+    schema = {
+        "$defs": defs,
+        "properties": {"x": {"$ref": "#/$defs/L0"}, "y": {"$ref": "#/$defs/L0"}},
+        "required": ["x", "y"],
+    }
+    steps = 0
+    real = arguments.resolve
+
+    def counted(node: Any, root: Any) -> Any:
+        nonlocal steps
+        steps += 1
+        return real(node, root)
+
+    monkeypatch.setattr(arguments, "resolve", counted)
+    required_schema(schema)
+    assert 0 < steps <= 2 * arguments.NODE_BUDGET + 8  # two arguments, and the root's reading
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "1_000",
+        "1__0",
+        "_1",
+        " 5 ",
+        "5.0",
+        "+5",
+        "1e3",
+        "0x10",
+        "1_000.0",
+        "yes",
+        " yes ",
+        "On",
+        " 1",
+        "t",
+        "",
+    ],
+)
+def test_what_lax_reading_lets_through_is_what_pydantic_reads(value: str) -> None:
+    for kind, json_type in ((int, "integer"), (bool, "boolean")):
+        try:
+            TypeAdapter(kind).validate_python(value)
+            reads = True
+        except ValidationError:
+            reads = False
+        assert arguments.lax_reads(value, json_type) is reads, (value, json_type)

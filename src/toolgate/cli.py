@@ -16,11 +16,14 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from toolgate import __version__
 from toolgate.errors import ConfigError
 from toolgate.exiting import quick_exit
+
+if TYPE_CHECKING:
+    from toolgate.grouping import GroupingSettings
 
 MAX_PORT = 65535
 
@@ -52,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--group-size",
             type=int,
-            default=15,
+            default=None,  # None: not given, so a size where none is used is refused
             metavar="N",
             help="at most N tools in a proposed group (15); servers of more than 20 tools "
             "get proposed groups",
@@ -212,6 +215,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def grouping_settings(size: int | None) -> GroupingSettings:
+    """How ``--group-size`` (None: not given) asks groups to be proposed."""
+    from toolgate.grouping import GroupingSettings
+
+    return GroupingSettings() if size is None else GroupingSettings(max_size=size)
+
+
 def _check_port(args: argparse.Namespace) -> None:
     """A port out of range, refused before any backend starts (``bind`` would only
     refuse it once they run). 0 asks for any free port: the log names the one bound."""
@@ -321,16 +331,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             fmt = args.format or ("table" if sys.stdout.isatty() else "json")
             if args.write and not args.suggest_groups:
                 raise ConfigError("--write goes with --suggest-groups", key="--write")
+            if args.group_size is not None and not args.suggest_groups:
+                raise ConfigError("--group-size goes with --suggest-groups", key="--group-size")
             if args.suggest_groups:
                 from toolgate.gateway.commands.inspect import run_suggest
-                from toolgate.grouping import GroupingSettings
 
                 return asyncio.run(
-                    run_suggest(
-                        args.config,
-                        GroupingSettings(max_size=args.group_size),
-                        write=args.write,
-                    )
+                    run_suggest(args.config, grouping_settings(args.group_size), write=args.write)
                 )
             return asyncio.run(
                 run_inspect(args.config, principal=args.principal, fmt=fmt, search=args.search)
@@ -342,12 +349,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(run_check(args.config, offline=args.offline))
         if args.command == "init":
             from toolgate.gateway.commands.init import run_init
-            from toolgate.grouping import GroupingSettings
 
             configure_logging("error")
-            grouping = (
-                None if args.one_group_per_server else GroupingSettings(max_size=args.group_size)
-            )
+            if args.group_size is not None and args.one_group_per_server:
+                raise ConfigError(
+                    "--group-size proposes groups; --one-group-per-server proposes none",
+                    key="--group-size",
+                )
+            grouping = None if args.one_group_per_server else grouping_settings(args.group_size)
             return asyncio.run(
                 run_init(args.source, args.output, force=args.force, grouping=grouping)
             )

@@ -1,10 +1,12 @@
 """Token counting for budgets and estimates.
 
-``TokenCounter`` is the narrow extension point (one ``count`` method); the default
-counts ``ceil(chars / 4)``, ``TiktokenCounter`` counts real BPE tokens from a vocabulary
-on disk (never downloaded). ``model_form`` is what a model reads of a tool (name,
-description, input schema) and ``model_text`` its one serialization, compact JSON with
-sorted keys: every count of a tool definition uses them. Core: no MCP imports.
+``TokenCounter`` is the narrow extension point (one ``count`` method) and counts
+``ceil(chars / 4)``; ``TiktokenCounter`` counts real BPE tokens from a vocabulary on disk
+(never downloaded); ``best_counter`` picks between them, for every count that is not
+given a counter. ``model_form`` is what a model reads of a tool (name, description,
+input schema) and ``model_text`` its one serialization, compact JSON with sorted keys:
+every count of a tool definition uses them, and ``result_texts`` those of a result that
+carries tools. Core: no MCP imports.
 """
 
 from __future__ import annotations
@@ -47,15 +49,26 @@ def model_form(wire: Mapping[str, Any]) -> dict[str, Any]:
     >>> model_form({"name": "fork", "description": "Fork.", "icons": [{"src": "data:"}]})
     {'name': 'fork', 'description': 'Fork.', 'inputSchema': {}}
     """
+    return {
+        "name": wire.get("name", ""),
+        "description": shown_description(wire),
+        "inputSchema": wire.get("inputSchema") or {},
+    }
+
+
+def shown_description(wire: Mapping[str, Any]) -> str:
+    """The text a host shows a model for a tool: its description, else its ``title``,
+    else its annotations' title (``""`` when it has none of them). A summary starts
+    from the same text (``Tool.summary_text``).
+
+    >>> shown_description({"name": "pdf", "title": "Convert a PDF to text"})
+    'Convert a PDF to text'
+    """
     description = wire.get("description") or wire.get("title")
     if not description:
         annotations = wire.get("annotations")
         description = annotations.get("title") if isinstance(annotations, Mapping) else None
-    return {
-        "name": wire.get("name", ""),
-        "description": description or "",
-        "inputSchema": wire.get("inputSchema") or {},
-    }
+    return str(description or "")
 
 
 def wire_text(data: Any) -> str:
@@ -67,6 +80,38 @@ def model_text(wire: Mapping[str, Any]) -> str:
     """The exact text a tool definition costs a model: :func:`wire_text` of its
     :func:`model_form`."""
     return wire_text(model_form(wire))
+
+
+def split_tools(result: Mapping[str, Any]) -> tuple[dict[str, Any], list[Mapping[str, Any]]]:
+    """``result`` without the tool definitions in it (``tools``, a ``groups/get``'s
+    ``contents.tools``), and those definitions."""
+    rest = dict(result)
+    tools: list[Mapping[str, Any]] = []
+    if isinstance(rest.get("tools"), list):
+        tools += rest.pop("tools")
+    contents = rest.get("contents")
+    if isinstance(contents, Mapping) and isinstance(contents.get("tools"), list):
+        tools += contents["tools"]
+        rest["contents"] = {k: v for k, v in contents.items() if k != "tools"}
+    return rest, tools
+
+
+def result_texts(
+    result: Mapping[str, Any], form: Callable[[Mapping[str, Any]], str] = model_text
+) -> list[str]:
+    """The texts a result that carries tools costs a model, each counted apart: every
+    tool definition in it as a host hands it on (``form``, :func:`model_text`), and the
+    rest, if any (a ``groups/get``'s instructions and child groups), as
+    :func:`wire_text`. ``tool.selection`` and the benchmarks count a result so.
+
+    >>> result_texts({"instructions": "Ask first.", "contents": {"tools": [], "groups": []}})
+    ['{"contents":{"groups":[]},"instructions":"Ask first."}']
+    """
+    rest, tools = split_tools(result)
+    texts = [form(t) for t in tools]
+    if any(v not in ({}, [], None) for v in rest.values()):
+        texts.append(wire_text(rest))
+    return texts
 
 
 class TokenCounter:
@@ -263,6 +308,10 @@ class TiktokenCounter(TokenCounter):
 
 def best_counter(encoding: str = "o200k_base", vocab_dir: str | Path | None = None) -> TokenCounter:
     """The tiktoken counter when its vocabulary is on disk, else ``ceil(chars / 4)``.
+
+    The one function that picks the tokenizer: a ``ToolSet`` without a
+    ``token_counter`` (so the gateway, its budgets, dashboard and events),
+    ``toolgate inspect`` and :func:`estimate_tokens` all count with what it returns.
 
     A missing vocabulary (or a missing ``tiktoken``) is not an error; a corrupt one is
     a :class:`ConfigError`, as is an unknown encoding.

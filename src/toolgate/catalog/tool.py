@@ -16,6 +16,7 @@ from toolgate.catalog.handler import Handler
 from toolgate.catalog.visibility import BY_GROUP, Always, ByGroup, Visibility, When
 from toolgate.errors import RegistrationError, described
 from toolgate.policy import DEFAULT_POLICY, Policy
+from toolgate.tokens import shown_description
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 DEFAULT_GROUP = "default"  # what ungrouped (root) tools count as in a scope
@@ -78,7 +79,15 @@ class Tool:
 
     @property
     def summary_text(self) -> str:
-        return self.summary if self.summary is not None else first_sentence(self.description)
+        """``summary``, else the first sentence of the text a host shows a model for
+        this tool: its description, or without one its title (``shown_description``,
+        the text every count reads)."""
+        if self.summary is not None:
+            return self.summary
+        shown = shown_description(
+            {"description": self.description, "title": self.title, "annotations": self.annotations}
+        )
+        return first_sentence(shown)
 
     @property
     def scope_groups(self) -> tuple[str, ...]:

@@ -16,14 +16,15 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from toolgate.catalog import Tool
+from toolgate.catalog import Group, Tool
 from toolgate.catalog.group import GROUP_NAME
-from toolgate.errors import ConfigError
-from toolgate.grouping.words import NameReader, centroid, cosine, vector
+from toolgate.errors import MAX_GROUP_NAME, ConfigError
+from toolgate.grouping.words import NameReader, centroid, cosine, destructive, vector
 
 MIN_GROUP = 3  # fewer tools than this under one noun: joined to a related group
 NEST_SHARE = 0.5  # a noun nests under another when at least this share of its tools name both
 JOIN_SIMILARITY = 0.25  # least cosine for a stray tool to join a group by its text
+PREFIX_CHARS = 24  # a longer prefix is cut, so the group's own words stay in its name
 
 
 @dataclass(frozen=True)
@@ -300,16 +301,35 @@ class _Proposer:
 
 def _slug(words: Iterable[str]) -> str:
     name = re.sub(r"[^a-z0-9]+", "-", "-".join(words).lower()).strip("-")
-    return name[:64].strip("-") or "tools"
+    return name[:MAX_GROUP_NAME].strip("-") or "tools"
+
+
+def _prefixed(prefix: str, label: Sequence[str]) -> str:
+    """``prefix`` and ``label`` as one name, the prefix cut (at a word where it can be)
+    to ``PREFIX_CHARS``, and further when the label needs the room: a long server name
+    must not push the group's own words out of its name."""
+    own = _slug(label)
+    head = _slug([prefix])
+    room = max(0, min(PREFIX_CHARS, MAX_GROUP_NAME - len(own) - 1))
+    if len(head) > room:
+        whole = head[: room + 1].split("-")[:-1]  # the words that fit whole
+        head = "-".join(whole) if whole else head[:room]
+    return _slug([head, own])
+
+
+def wire(name: str) -> str:
+    """A group name as the groups extension sends it: names equal here collide."""
+    return Group(name).wire_name
 
 
 def _unique(name: str, taken: set[str]) -> str:
+    """``name``, or it with a counter, unlike every name in ``taken`` (wire forms)."""
     base, i = name, 2
-    while name in taken or name == "default" or not GROUP_NAME.fullmatch(name):
+    while wire(name) in taken or name == "default" or not GROUP_NAME.fullmatch(name):
         suffix = f"-{i}"
-        name = base[: 64 - len(suffix)].strip("-") + suffix
+        name = base[: MAX_GROUP_NAME - len(suffix)].strip("-") + suffix
         i += 1
-    taken.add(name)
+    taken.add(wire(name))
     return name
 
 
@@ -327,8 +347,10 @@ def propose_groups(
 ) -> tuple[ProposedGroup, ...]:
     """Groups for ``tools`` (one server's), parents before their children; every tool in
     exactly one group, each group within ``settings.max_size``. ``prefix`` starts every
-    name; names in ``taken`` are not used. Empty when the server has ``min_tools`` or
-    fewer tools: such a server stays one group.
+    name (cut to ``PREFIX_CHARS`` when long); names in ``taken``, or names that are the
+    same on the groups-extension wire (``pull_request``, ``pull-request``), are not
+    used. Empty when the server has ``min_tools`` or fewer tools, or when its tools
+    make one group anyway: such a server stays one group.
 
     >>> [g.name for g in propose_groups([Tool(f"get_item_{i}") for i in range(3)])]
     []
@@ -343,7 +365,7 @@ def propose_groups(
     proposer = _Proposer(tools, settings)
     spelling = proposer.reader.spelling
     words = proposer.reader.words
-    used = set(taken)
+    used = {wire(n) for n in taken}
     out: list[ProposedGroup] = []
 
     def emit(piece: _Piece, parent: str | None) -> None:
@@ -355,7 +377,7 @@ def propose_groups(
             else:
                 stems += [x for x in phrase if x not in stems]
         label = [spelling.get(w, w) for w in stems]
-        name = _unique(_slug([prefix.strip("-"), *label] if prefix else label), used)
+        name = _unique(_prefixed(prefix, label) if prefix.strip("-") else _slug(label), used)
         members = piece.tools or [t for c in piece.children for t in c.tools]
         verbs = Counter(v for t in members for v in dict.fromkeys(words[t].verbs))
         objects = Counter(
@@ -370,17 +392,20 @@ def propose_groups(
         text = "; ".join(said) or f"{head[:1].upper()}{head[1:]} tools"
         if server and not prefix:
             text = f"{server}: {text}"
-        if piece.tools and all(words[t].reads for t in piece.tools):
-            text += " (read-only)"
-        elif any((proposer.tools[t].annotations or {}).get("destructiveHint") for t in members):
+        # a destructive member is named whatever else its annotations say
+        if any(destructive(proposer.tools[t]) for t in members):
             text += " (some destructive)"
+        elif piece.tools and all(words[t].reads for t in piece.tools):
+            text += " (read-only)"
         out.append(ProposedGroup(name, text, tuple(sorted(piece.tools)), parent))
         for child in piece.children:
             emit(child, name)
 
     for piece in sorted(proposer.pieces(), key=lambda p: p.label):
         emit(piece, None)
-    return tuple(out)
+    # one group holding every tool says less than the server's own group (``server:*``,
+    # its instructions): it stays that
+    return tuple(out) if len(out) > 1 else ()
 
 
-__all__ = ["GroupingSettings", "ProposedGroup", "propose_groups"]
+__all__ = ["GroupingSettings", "ProposedGroup", "propose_groups", "wire"]

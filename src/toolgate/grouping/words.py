@@ -42,6 +42,9 @@ WRITE_VERBS = frozenset(
     """.split()  # noqa: SIM905 -- a word list reads better as words
 )
 VERBS = READ_VERBS | WRITE_VERBS
+#: A namespace word (``acme`` of ``acme_get_issue``) that at least this share of a
+#: server's names start with is not an object of them.
+SHARED_NAMESPACE = 0.9
 #: Words of tool names that qualify an object without naming one.
 MODIFIERS = frozenset(
     """
@@ -49,6 +52,21 @@ MODIFIERS = frozenset(
     multiple new or pending single specific via
     """.split()  # noqa: SIM905 -- a word list reads better as words
 )
+
+
+def destructive(tool: Tool) -> bool:
+    """Whether the tool's annotations say it may destroy something (``destructiveHint``)."""
+    return (tool.annotations or {}).get("destructiveHint") is True
+
+
+def reads_only(tool: Tool, verbs: Sequence[str]) -> bool:
+    """Whether the tool only reads: its ``readOnlyHint`` when it gives one; else never
+    when it says it is destructive (MCP's ``readOnlyHint`` defaults to false, and
+    ``destructiveHint: true`` says it changes something), else by its first verb."""
+    hint = (tool.annotations or {}).get("readOnlyHint")
+    if isinstance(hint, bool):
+        return hint
+    return not destructive(tool) and bool(verbs) and verbs[0] in READ_VERBS
 
 
 @dataclass(frozen=True)
@@ -76,6 +94,9 @@ class NameReader:
         # (``jira_get_issue``, ``jira_search``; ``actions_get``, ``actions_list``)
         firsts = Counter(parts[0] for parts in split.values() if len(parts) > 1)
         spaces = {w for w, n in firsts.items() if n >= 3 and w not in VERBS}
+        # one that (nearly) every name starts with tells no tool from another: no object
+        # (``acme_get_issue`` is an action on an issue, not on an acme)
+        shared = {w for w in spaces if firsts[w] >= SHARED_NAMESPACE * len(split)}
         lead = {
             name: next(
                 (i for i, p in enumerate(parts) if p not in MODIFIERS and p not in spaces), 0
@@ -104,16 +125,20 @@ class NameReader:
                     or (i == len(parts) - 1 and part not in inner and not verbs)
                 ):
                     verbs.append(part)
-                elif part in MODIFIERS or part in STOP_WORDS or len(part) < 2 or part.isdigit():
+                elif (
+                    part in MODIFIERS
+                    or part in STOP_WORDS
+                    or len(part) < 2
+                    or part.isdigit()
+                    or (i == 0 and part in shared)
+                ):
                     continue
                 else:
                     stem = self.stem(part)
                     spellings[stem][part] += 1
                     if stem not in nouns:
                         nouns.append(stem)
-            hint = (tool.annotations or {}).get("readOnlyHint")
-            reads = hint if isinstance(hint, bool) else bool(verbs) and verbs[0] in READ_VERBS
-            self.words[tool.name] = Words(tuple(verbs), tuple(nouns), reads)
+            self.words[tool.name] = Words(tuple(verbs), tuple(nouns), reads_only(tool, verbs))
         # a noun always written beside the same noun is named with it (``pull request``)
         beside: dict[str, tuple[set[str | None], set[str | None]]] = defaultdict(
             lambda: (set(), set())

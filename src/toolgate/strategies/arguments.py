@@ -94,20 +94,16 @@ def group_name_problem(value: Any) -> str | None:
     return None
 
 
-def tool_name_arg(arguments: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    """Validate ``call_tool``'s ``name`` and ``arguments``."""
+def tool_name_arg(arguments: Mapping[str, Any]) -> tuple[str, Any]:
+    """Validate ``call_tool``'s ``name``; its ``arguments`` go on as given (absent or
+    null: none). Arguments that are not an object are the named tool's argument error,
+    answered where every call's arguments are checked, with its required arguments."""
     unexpected_arguments(arguments, ("name", "arguments"))
     name = arguments.get("name")
     if not isinstance(name, str) or not name:
         got = "an empty string" if name == "" else json_type(name)
         raise InvalidArguments(f"'name' must be the name of a tool (a non-empty string), not {got}")
-    args = arguments.get("arguments", {})
-    if args is None:
-        args = {}
-    if not isinstance(args, Mapping):
-        raise InvalidArguments(
-            f"'arguments' must be a JSON object of the tool's arguments, not {json_type(args)}"
-        )
+    args = arguments.get("arguments")
     return name, args
 
 

@@ -20,7 +20,7 @@ from toolgate.errors import InvalidArguments, ToolgateError
 from toolgate.policy import Confirmer
 from toolgate.strategies.arguments import CALL_SCHEMA, EMPTY_OBJECT, no_arguments, tool_name_arg
 from toolgate.strategies.detail import Detail, tool_entries
-from toolgate.tokens import model_form, model_text
+from toolgate.tokens import model_form, model_text, result_texts
 from toolgate.toolset import CallOutcome, Session, ToolSet
 from toolgate.view import View
 
@@ -220,13 +220,17 @@ def emit_selection(
     shown: Sequence[Mapping[str, Any]],
     *,
     result: ToolResult | None = None,
+    answer: Mapping[str, Any] | None = None,
 ) -> None:
     """Emit one ``tool.selection`` event for a listing (``kind`` "list"), a search
     ("search") or an opened group ("group"): how many catalog tools were candidates,
     shown, hidden by access (rules 1-5) and hidden by discovery (accessible, not
     shown), with the tokens the model reads of it against a flat listing of every
-    accessible tool. Tools count as a model reads them (``toolgate.tokens.model_form``);
-    a meta-tool's ``result`` counts its text content blocks. Counts only, never names."""
+    accessible tool, and the tokenizer that counted. Tools count as a model reads them
+    (``toolgate.tokens.model_form``); a meta-tool's ``result`` counts its text content
+    blocks; an ``answer`` that carries tools beside other fields (``groups/get``) counts
+    its tools so and the rest as compact JSON (``toolgate.tokens.result_texts``).
+    Counts only, never names."""
     session = request.session
     ts = session.toolset
     if not ts.events.active:
@@ -241,6 +245,13 @@ def emit_selection(
     accessible, flat_tokens = known
     catalog = ts.catalog.tools
     tools_shown = sum(1 for w in shown if w.get("name") in catalog)
+    counter = strategy.toolset.token_counter
+    if result is not None:
+        tokens_shown = counter.count(result.text_content)
+    elif answer is not None:
+        tokens_shown = sum(counter.count(text) for text in result_texts(answer))
+    else:
+        tokens_shown = sum(strategy.wire_tokens(w) for w in shown)
     ts.events.emit(
         "tool.selection",
         session=session.key,
@@ -252,12 +263,9 @@ def emit_selection(
         meta=len(shown) - tools_shown,
         hidden_access=len(catalog) - accessible,
         hidden_discovery=max(accessible - tools_shown, 0),
-        tokens_shown=(
-            sum(strategy.wire_tokens(w) for w in shown)
-            if result is None
-            else strategy.toolset.token_counter.count(result.text_content)
-        ),
+        tokens_shown=tokens_shown,
         tokens_flat=flat_tokens,
+        tokenizer=counter.name,
     )
 
 
@@ -284,6 +292,11 @@ class Addon:
     def startup_warnings(self) -> list[str]:
         """What an adapter logs when it starts serving this add-on (one line each)."""
         return []
+
+    def describes(self, strategy: Strategy) -> bool:
+        """Whether this add-on gives ``strategy``'s tools in full on request
+        (``describe_tools``), so a shortened entry may point at it."""
+        return False
 
 
 class Strategy:
@@ -332,6 +345,11 @@ class Strategy:
 
     def meta_tool(self, name: str) -> MetaTool | None:
         return self._meta.get(name)
+
+    def describes(self) -> bool:
+        """Whether a tool shown shortened can be had in full here (an add-on offers
+        ``describe_tools``); where not, nothing may point at it."""
+        return any(addon.describes(self) for addon in self.addons)
 
     async def meta_for(self, request: Request, name: str) -> MetaTool | None:
         """The meta-tool ``name`` names for this request's principal, or None: a

@@ -121,8 +121,9 @@ class CatalogStrategy(Strategy):
             groups = group_names_arg(arguments)
             detail = detail_arg(arguments)
             principal = request.session.principal
-            # Nothing is recorded: an ephemeral session computes what enabling would show.
-            trial = request.session.toolset.session(None, principal)
+            # Nothing is recorded, and nothing told: a trial session computes what enabling
+            # would show, with no group.activated events and no group hooks run
+            trial = request.session.toolset.session(None, principal, trial=True)
             result = await trial.activate(groups)
             data = self.menu_result(result, Request(trial, request.protocol), detail)
             nothing = not result.changed

@@ -202,10 +202,18 @@ class Delivery:
     async def list_tools(
         self, strategy: Strategy, request: Request, cursor: str | None = None
     ) -> Page:
-        tools = await strategy.list_tools(request)
         if cursor is None:  # one selection per listing, not per page
-            emit_selection(request, "list", strategy, tools)
+            tools = await self.list_all_tools(strategy, request)
+        else:
+            tools = await strategy.list_tools(request)
         return paginate(tools, lambda w: str(w["name"]), cursor, self.toolset.page_size)
+
+    async def list_all_tools(self, strategy: Strategy, request: Request) -> list[dict[str, Any]]:
+        """Every listed tool definition in one list (WebMCP publishes it whole), with
+        the one ``tool.selection`` event a listing emits."""
+        tools = await strategy.list_tools(request)
+        emit_selection(request, "list", strategy, tools)
+        return tools
 
     async def call_tool(
         self,

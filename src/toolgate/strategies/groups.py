@@ -22,7 +22,7 @@ from toolgate.state.base import EMPTY
 from toolgate.strategies.arguments import group_name_problem
 from toolgate.strategies.base import Addon, MetaNames, Request, Strategy, emit_selection
 from toolgate.strategies.catalog import group_contents
-from toolgate.strategies.toolsets import toolset_groups
+from toolgate.strategies.toolsets import catalog_names, toolset_groups
 from toolgate.toolset import ToolSet
 
 GROUPS_LIST_CHANGED = "notifications/groups/list_changed"
@@ -120,7 +120,7 @@ class GroupsStrategy(Strategy):
         view = self.toolset.view(principal, EMPTY)  # scope does not depend on state
         toolset_groups(view, names)
         cat = self.toolset.catalog
-        named = set(names)
+        named = set(catalog_names(cat, names))
         top = [cat.groups[n] for n in named if named.isdisjoint(cat.ancestors(n))]
         return [group_wire(g) for g in sorted(top, key=lambda g: g.wire_name)]
 
@@ -165,15 +165,20 @@ class GroupsStrategy(Strategy):
         "groups"}}`` with complete definitions of the scoped tools the principal may run.
 
         Raises ``GroupNotFound`` for an unknown group and for one out of scope alike,
-        ``InvalidParams`` for a name no group can have (empty, too long).
+        ``InvalidParams`` for a name no group can have (empty, too long), and for a
+        request that names toolsets, ``UnknownToolsets`` as that request's
+        ``tools/list`` does (a view narrows lists, not navigation, but it must be valid).
         """
         problem = group_name_problem(name)
         if problem is not None:
             raise InvalidParams("name", problem)
+        session = request.session
+        if request.toolsets:
+            # scope does not depend on state: the initial view answers it
+            toolset_groups(self.toolset.view(session.principal, EMPTY), request.toolsets)
         internal = self.resolve(name)
         if internal is None:
             raise GroupNotFound(name)
-        session = request.session
         view = await session.view()
         try:
             data = group_contents(view, internal)
@@ -188,5 +193,6 @@ class GroupsStrategy(Strategy):
         if "instructions" in data:
             out["instructions"] = data["instructions"]
         out["contents"] = {"tools": tools, "groups": children}
-        emit_selection(request, "group", self, tools)  # a host hands these to its model
+        # a host hands the tools to its model and the instructions with them
+        emit_selection(request, "group", self, tools, answer=out)
         return out

@@ -97,6 +97,9 @@ class ToolDescriptions(Addon):
         """Whether ``strategy`` lists ``describe_tools``."""
         return strategy.on_demand
 
+    def describes(self, strategy: Strategy) -> bool:
+        return self.offers(strategy)
+
     def meta_tools(self, strategy: Strategy) -> list[MetaTool]:
         if not self.offers(strategy):
             return []

@@ -161,12 +161,20 @@ class ToolSearch(Addon):
             detail = detail_arg(arguments)
             return await self.search(strategy, request, queries, limit, detail, regex=False)
 
+        # say only what this strategy offers: where no add-on describes tools, every
+        # match comes in full; where there is no call_tool, tools run directly
+        names = strategy.names
+        shown = (
+            f"The best match comes in full, the rest one line each ({names.describe_tools} "
+            "gives them in full)"
+            if strategy.describes()
+            else "Matches come in full"
+        )
+        run_by = " or via call_tool" if strategy.meta_tool(names.call_tool) else ""
         return MetaTool(
-            strategy.names.search_tools,
+            names.search_tools,
             "Find tools by what they do, in plain words; a task's other needs go in queries, "
-            "each ranked on its own. The best match comes in full, the rest one line each "
-            f"({strategy.names.describe_tools} gives them in full); run them directly or "
-            "via call_tool.",
+            f"each ranked on its own. {shown}; run them directly{run_by}.",
             SEARCH_SCHEMA,
             run,
             READ_ONLY,
@@ -188,14 +196,15 @@ class ToolSearch(Addon):
         )
 
     def answer(
-        self, found: Sequence[tuple[SearchHit, Tool]], detail: Detail
+        self, found: Sequence[tuple[SearchHit, Tool]], detail: Detail, *, describes: bool = True
     ) -> tuple[list[dict[str, Any]], list[str]]:
         """The ``results`` (name, score, and the full definition unless ``detail`` is
         'names') and the ``more`` lines of a compact index: under 'summary' only the first
-        ``full_results`` come in full, the other matches as one line each."""
+        ``full_results`` come in full, the other matches as one line each, where the
+        strategy ``describes`` tools (else every match comes in full)."""
         if detail == "names":
             return [{"name": h.name, "score": h.score} for h, _ in found], []
-        cut = len(found) if detail == "full" else self.full_results
+        cut = len(found) if detail == "full" or not describes else self.full_results
         results = [
             {"name": h.name, "score": h.score, "tool": model_form(t.wire())} for h, t in found[:cut]
         ]
@@ -226,7 +235,7 @@ class ToolSearch(Addon):
             rankings[0] if len(rankings) == 1 else interleave(rankings, MAX_LIMIT)
         )
         found = [(h, t) for h in hits if (t := view.surfacing(h.name).tool) is not None]
-        results, more = self.answer(found, detail)
+        results, more = self.answer(found, detail, describes=strategy.describes())
         revealed: list[str] = []
         errors: list[str] = []
         changed = False

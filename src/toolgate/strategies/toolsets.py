@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from toolgate.catalog import Tool
+from toolgate.catalog import Catalog, Tool
 from toolgate.errors import UnknownToolsets
 from toolgate.strategies.base import MetaTool, Reply, Request, Strategy, ToolHandler
 from toolgate.view import View
@@ -28,15 +28,27 @@ def parse_toolsets(values: Iterable[str]) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(names)) or None
 
 
+def catalog_names(catalog: Catalog, names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` as the catalog names its groups: a group may be named as the catalog
+    does (``pull_requests``) or as the groups extension does (``pull-requests``, what
+    ``groups/list`` answers a request with); a name of neither kind stays as it is."""
+    if all(n in catalog.groups for n in names):
+        return names
+    wire = {g.wire_name: g.name for g in catalog.groups.values()}
+    return tuple(n if n in catalog.groups else wire.get(n, n) for n in names)
+
+
 def toolset_groups(view: View, names: tuple[str, ...]) -> frozenset[str]:
-    """The named groups and their descendants. Raises ``UnknownToolsets`` for a name
-    that is unknown or out of the principal's scope (the same error for both)."""
+    """The named groups (``catalog_names``) and their descendants. Raises
+    ``UnknownToolsets`` for a name that is unknown or out of the principal's scope (the
+    same error for both)."""
+    catalog = view.ctx.catalog
+    names = catalog_names(catalog, names)
     verdicts = [view.group(n) for n in names]
     unknown = [v.name for v in verdicts if not v.visible]
     if unknown or len(names) > MAX_TOOLSETS:
         known = [g.name for g in view.groups if g.visible]
         raise UnknownToolsets(unknown or [f"{len(names)} names (at most {MAX_TOOLSETS})"], known)
-    catalog = view.ctx.catalog
     return frozenset(n for v in verdicts for n in (v.name, *catalog.descendants(v.name)))
 
 
@@ -48,7 +60,10 @@ class ToolsetsStrategy(Strategy):
     open_groups = True
 
     def listed_meta(self, request: Request, view: View) -> list[MetaTool]:
-        return []  # the request named what it wants: nothing to open or search
+        # the request named what it wants: nothing to open or search. Where an add-on
+        # lists tools shortened (lazy descriptions), the tool they point to is listed
+        describe = self.meta_tool(self.names.describe_tools)
+        return [describe] if describe is not None else []
 
     def listed(self, request: Request, view: View) -> Sequence[Tool]:
         wanted = toolset_groups(view, request.toolsets or ())

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from toolgate.catalog import CallContext, Catalog, Handler, Tool, ToolResult
+from toolgate.catalog.arguments import required_sentence
 from toolgate.catalog.handler import to_result
 from toolgate.errors import (
     ConfirmationRefused,
@@ -24,6 +25,7 @@ from toolgate.errors import (
     RegistrationError,
     RelayedError,
     ToolgateError,
+    json_type,
 )
 from toolgate.policy import Confirmer, ConfirmRequest, Principal
 from toolgate.state.base import SessionState, StateStore
@@ -118,7 +120,12 @@ async def dispatch(
         raise ts.description_required(name)
     args: Mapping[str, Any] = arguments if arguments is not None else {}
     if not isinstance(args, Mapping):
-        return _refuse_args(session, name, "Arguments must be a JSON object")
+        return _refuse_args(
+            session,
+            name,
+            f"Invalid arguments for tool {name!r}: they must be a JSON object, not "
+            f"{json_type(args)}. {required_sentence(tool.input_schema)}",
+        )
     # arguments first: a malformed call neither spends a rate-limit slot nor asks a human
     problem = ts.validate_arguments(tool, args)
     if problem is not None:

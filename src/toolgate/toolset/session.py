@@ -52,7 +52,12 @@ class ToolsetHost(CallingToolset, Protocol):
     def tool_tokens(self, tool: Tool) -> int: ...
     def estimate(self, view: View) -> dict[str, Any]: ...
     def session(
-        self, key: str | None, principal: Principal | None = None, *, all_groups: bool = False
+        self,
+        key: str | None,
+        principal: Principal | None = None,
+        *,
+        all_groups: bool = False,
+        trial: bool = False,
     ) -> Session: ...
 
 
@@ -109,6 +114,7 @@ class Session:
         principal: Principal,
         *,
         all_groups: bool = False,
+        trial: bool = False,
     ) -> None:
         if key is not None and not isinstance(key, str):
             raise ConfigError(
@@ -125,12 +131,20 @@ class Session:
         self.key = key
         self.principal = principal
         self.all_groups = all_groups
+        if trial and key is not None:
+            raise ConfigError(
+                "A trial session records nothing: its key must be None", key="session"
+            )
+        #: a trial of what a change would show: no events, no hooks, nothing stored
+        self.trial = trial
 
     @property
     def ephemeral(self) -> bool:
         return self.key is None
 
     def _emit(self, type_: str, **data: Any) -> None:
+        if self.trial:
+            return  # nothing happened to tell of
         self.toolset.events.emit(type_, session=self.key, principal=self.principal.id, **data)
 
     def _fresh(self, state: SessionState) -> SessionState:
@@ -206,7 +220,7 @@ class Session:
 
     async def _run_hook(self, group: Group, action: str) -> None:
         hook = group.on_activate if action == "activate" else group.on_deactivate
-        if hook is None:
+        if hook is None or self.trial:  # a trial activates nothing: a hook's effects are real
             return
         await maybe_await(hook(HookContext(group.name, self.key, self.principal, action)))
 
@@ -280,7 +294,7 @@ class Session:
         return step
 
     def _emit_surfaced(self, before: View, after: View) -> None:
-        if not self.toolset.events.active:
+        if not self.toolset.events.active or self.trial:
             return
         for name in sorted(after.visible_names - before.visible_names):
             self._emit("tool.surfaced", tool=name, state="enabled")

@@ -32,7 +32,7 @@ from toolgate.policy import DEFAULT_TRUST_LEVELS, Principal, TrustLadder
 from toolgate.search import SearchIndex, SearchSettings
 from toolgate.state.base import EMPTY, SessionState, StateStore
 from toolgate.state.memory import MemoryStore
-from toolgate.tokens import TokenCounter, default_counter, estimate_tokens, model_text
+from toolgate.tokens import TokenCounter, best_counter, estimate_tokens, model_text
 from toolgate.toolset.session import Session
 from toolgate.toolset.validation import ArgumentCheck
 from toolgate.view import DEFAULT_RULES, ReasonKind, Rule, Surfacing, View, ViewCache, compute_view
@@ -139,7 +139,9 @@ class ToolSet:
         self.initial_groups = tuple(initial_groups)
         self.max_tools = max_tools
         self.max_tokens = max_tokens
-        self.token_counter = token_counter or default_counter()
+        # the tokenizer toolgate inspect and estimate_tokens count with (best_counter):
+        # a budget, the dashboard and tool.selection give the figure inspect reports
+        self.token_counter = token_counter or best_counter()
         self.hidden_tool_errors = hidden_tool_errors
         self.page_size = page_size
         self.namespace_tools = namespace_tools
@@ -399,13 +401,21 @@ class ToolSet:
 
     # -- sessions ----------------------------------------------------------------------
     def session(
-        self, key: str | None, principal: Principal | None = None, *, all_groups: bool = False
+        self,
+        key: str | None,
+        principal: Principal | None = None,
+        *,
+        all_groups: bool = False,
+        trial: bool = False,
     ) -> Session:
         """A handle on one session's state. ``key=None`` is an ephemeral session: it
         sees the initial state and records nothing (stateless protocol, catalog mode).
         ``all_groups=True`` treats every group as active (catalog and flat delivery:
-        discovery gating is not access control)."""
-        return Session(self, key, principal or self.default_principal, all_groups=all_groups)
+        discovery gating is not access control). ``trial=True`` (ephemeral only) shows
+        what a change would do and does nothing: no events, no group hooks."""
+        return Session(
+            self, key, principal or self.default_principal, all_groups=all_groups, trial=trial
+        )
 
     async def close(self) -> None:
         await self.store.close()

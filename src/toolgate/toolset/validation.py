@@ -79,6 +79,15 @@ class ArgumentCheck:
                 errors = [e for e in errors if not lax_only(e)]
                 if not errors:
                     return None
+        except (ArithmeticError, RecursionError) as exc:
+            # The caller's value, not the schema: a number too large for a float under
+            # ``multipleOf``, or nesting too deep to walk. Refused, and the validator kept
+            # for the next call (dropping it would let every later call through unchecked).
+            return (
+                f"Invalid arguments for tool {tool.name!r}: they cannot be checked against "
+                f"its input schema ({type(exc).__name__}: {short(str(exc), SHOWN_VALUE)}). "
+                f"{required_sentence(tool.input_schema)}"
+            )
         except Exception as exc:
             # The schema passed its metaschema yet cannot be applied (a $ref that does not
             # resolve): the caller's arguments are not at fault. Stop using it.

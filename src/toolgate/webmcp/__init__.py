@@ -135,7 +135,7 @@ def webmcp_routes(
     async def tools(request: Request) -> Response:
         try:
             strategy, tool_request = await session_for(request)
-            listed = await strategy.list_tools(tool_request)
+            listed = await delivery.list_all_tools(strategy, tool_request)
         except Unauthenticated as exc:
             return refuse(request, 401, exc.message)
         except StoreUnavailable as exc:

@@ -317,7 +317,8 @@ async def build_init(
     """Read ``source``, connect to its servers, and return the config and the snippet.
 
     A server with more than ``grouping.min_tools`` tools gets the proposed groups
-    (``toolgate.grouping``); ``grouping=None`` keeps one group per server."""
+    (``toolgate.grouping``) unless they would be one group; ``grouping=None`` keeps one
+    group per server."""
     host, servers, _ = read_host_config(source)
     workspace = source.resolve().parent
     if workspace.name == ".vscode":
@@ -396,7 +397,8 @@ def write_config(target: Path, config: Mapping[str, Any]) -> None:
     """``target`` and its schema beside it, in a folder that exists; a place that
     cannot be written is a ``ConfigError`` naming it."""
     try:
-        target.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        # as written, not escaped: a person edits this file (``--write`` writes it so too)
+        target.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (target.parent / SCHEMA_FILE).write_text(
             json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8"
         )

@@ -2,12 +2,12 @@
 
 Builds the catalog from one listing of every backend (``check.snapshot``), counts each
 tool as a model reads it (``tokens.model_text``) with ``best_counter()``, and compares
-flat (every tool listed) with disclosed (what a new session lists). ``--as`` explains
-one principal's view, tool by tool; ``--search QUERY`` ranks that principal's tools for
-a query, with each tool's score per signal (BM25, embedding) and per BM25 field;
-``--suggest-groups`` proposes groups for every big server (``commands.suggest``) and
-``--write`` puts them into the file. Rich tables in a terminal, JSON for scripts. Edge
-layer.
+flat (every tool the principal may use) with disclosed (what a new session lists).
+``--as`` explains one principal's view, tool by tool; ``--search QUERY`` ranks that
+principal's tools for a query, with each tool's score per signal (BM25, embedding) and
+per BM25 field; ``--suggest-groups`` proposes groups for every big server
+(``commands.suggest``) and ``--write`` puts them into the file. Rich tables in a
+terminal, JSON for scripts. Edge layer.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from toolgate.errors import ConfigError, ToolgateError
 from toolgate.gateway.commands.check import Snapshot, snapshot
 from toolgate.gateway.commands.suggest import (
     check_writable,
+    list_servers,
     propose_for_servers,
     rewrite_groups,
     write_json,
@@ -121,9 +122,12 @@ def search_report(snap: Snapshot, principal: Principal, query: str) -> dict[str,
 async def describe(
     snap: Snapshot, principal: Principal, counter: TokenCounter, *, search: str | None = None
 ) -> dict[str, Any]:
-    """The inspect report as plain data (the JSON output)."""
+    """The inspect report as plain data (the JSON output). ``flat`` is every tool
+    ``principal`` may access, the population ``tool.selection``'s ``tokens_flat``
+    counts, so the saving compares like with like; ``catalog`` is every tool."""
     toolset = snap.toolset
     cat = toolset.catalog
+    view = toolset.view(principal, toolset.initial_state())
     cost = {name: counter.count(model_text(t.wire())) for name, t in cat.tools.items()}
     placement = Placement.from_config(snap.cfg)
     held: dict[str, dict[str, list[str]]] = {}  # group -> "prompts" | "resources" -> keys
@@ -158,7 +162,8 @@ async def describe(
         }
         for n in cat.sorted_names()
     ]
-    flat_tokens = sum(cost.values())
+    accessible = [t.name for t in view.accessible()]
+    flat_tokens = sum(cost[n] for n in accessible)
     disclosed_names: list[str] = []
     disclosed_tokens = 0
     if snap.delivery is not None:
@@ -190,7 +195,8 @@ async def describe(
         "totals": {
             "tools": len(cat.tools),
             "groups": len(cat.groups),
-            "flat": {"tools": len(cat.tools), "tokens": flat_tokens},
+            "catalog": {"tools": len(cat.tools), "tokens": sum(cost.values())},
+            "flat": {"tools": len(accessible), "tokens": flat_tokens},
             "disclosed": {
                 "tools": len(disclosed_names),
                 "tokens": disclosed_tokens,
@@ -208,8 +214,6 @@ async def describe(
         "scope": list(principal.scope),
         "agent_class": principal.agent_class,
     }
-    state = toolset.initial_state()
-    view = toolset.view(principal, state)
     out["explain"] = [
         {
             "name": s.name,
@@ -256,7 +260,8 @@ def render_table(data: dict[str, Any], out: TextIO, *, explain: bool) -> None:
     cost = Table(title=f"token cost ({data['tokenizer']})")
     for col in ("listing", "tools", "tokens"):
         cost.add_column(col)
-    cost.add_row("flat (every tool)", str(totals["flat"]["tools"]), str(totals["flat"]["tokens"]))
+    flat = totals["flat"]
+    cost.add_row("flat (every tool it may use)", str(flat["tools"]), str(flat["tokens"]))
     cost.add_row(
         "disclosed (new session)",
         str(totals["disclosed"]["tools"]),
@@ -350,22 +355,26 @@ async def run_suggest(
 ) -> int:
     """Print the groups proposed for every server with more than ``settings.min_tools``
     tools as JSON (``{"servers": {server: tool count}, "groups": {name: entry}}``);
-    ``write``: put them into the config file (JSON) in place of server-wide groups."""
+    ``write``: put them into the config file (JSON) in place of server-wide groups, when
+    ``toolgate check`` would accept the result (else a ConfigError, the file as it was)."""
     out = out or sys.stdout
     err = err or sys.stderr
+    source = Path(path)
+    if write:  # before any backend is started for nothing
+        check_writable(source)
     cfg = load_config(path)
-    snap = await snapshot(cfg)
-    for name, why in sorted(snap.failures.items()):
+    listing = await list_servers(cfg)
+    for name, why in sorted(listing.failures.items()):
         print(f"{name}: could not list its tools ({why}); no proposal", file=err)
-    big = {s: w for s, w in snap.listed.items() if len(w) > settings.min_tools}
+    big = {s: w for s, w in listing.tools.items() if len(w) > settings.min_tools}
     reserved = {n for n in cfg.toolgate.groups if not _server_wide(cfg, n, big)}
     proposal = propose_for_servers(big, settings, reserved=reserved)
-    for server, tools in sorted(snap.listed.items()):
+    for server, tools in sorted(listing.tools.items()):
         if server not in proposal:
             print(f"{server}: {len(tools)} tools; one group is small enough", file=err)
     json.dump(
         {
-            "servers": {s: len(snap.listed[s]) for s in sorted(proposal)},
+            "servers": {s: len(listing.tools[s]) for s in sorted(proposal)},
             "groups": {n: g for groups in proposal.values() for n, g in groups.items()},
         },
         out,
@@ -375,10 +384,8 @@ async def run_suggest(
     out.write("\n")
     if not write:
         return 0
-    source = Path(path)
-    check_writable(source)
     data = json.loads(source.read_text(encoding="utf-8"))
-    done = rewrite_groups(data, proposal)
+    done = rewrite_groups(data, proposal, listing, source=cfg.source)
     for server, why in sorted(done.skipped.items()):
         print(f"{server}: not written: {why}", file=err)
     if done.replaced:

@@ -2,24 +2,30 @@
 
 ``toolgate init`` writes them for a server with more than ``min_tools`` tools, and
 ``toolgate inspect --suggest-groups`` prints them (``--write`` puts them into the file in
-place of the server-wide group ``init`` made, every other key as it was). The algorithm
-is ``toolgate.grouping``; this module turns its proposal into config and back into a
-file. Edge layer: imports the core and ``gateway.config``.
+place of the server-wide group ``init`` made, every other key as it was, and only when
+``toolgate check`` would accept the result). The algorithm is ``toolgate.grouping``;
+this module turns its proposal into config and back into a file. Edge layer: imports
+the core, ``gateway.config`` and ``check``'s judgement of a config.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolgate.catalog import Catalog, Group, Tool
-from toolgate.errors import ConfigError, RegistrationError
-from toolgate.gateway.config.model import parse_config
+from toolgate.catalog import Tool
+from toolgate.errors import ConfigError
+from toolgate.gateway.commands.check import assess, problem_lines
+from toolgate.gateway.config.build import BuildReport, exposed_tools, match
+from toolgate.gateway.config.model import GatewayConfig, ToolgateConfig, parse_config
 from toolgate.grouping import GroupingSettings, ProposedGroup, propose_groups
+from toolgate.grouping.propose import wire
 
 
 def tools_of(wires: Iterable[Mapping[str, Any]]) -> list[Tool]:
@@ -61,13 +67,13 @@ def propose_for_servers(
         s: propose_groups(tools_of(w), server=s, settings=settings)
         for s, w in sorted(listed.items())
     }
-    taken = set(reserved)
+    taken = {wire(n) for n in reserved}  # names equal on the groups-extension wire collide
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for server, groups in plain.items():
         if not groups:
             continue
-        others = taken | {g.name for s, gs in plain.items() if s != server for g in gs}
-        if any(g.name in others for g in groups):
+        others = taken | {wire(g.name) for s, gs in plain.items() if s != server for g in gs}
+        if any(wire(g.name) in others for g in groups):
             groups = propose_groups(
                 tools_of(listed[server]),
                 server=server,
@@ -75,7 +81,7 @@ def propose_for_servers(
                 settings=settings,
                 taken=taken,
             )
-        taken |= {g.name for g in groups}
+        taken |= {wire(g.name) for g in groups}
         out[server] = as_config(server, groups)
     return out
 
@@ -86,6 +92,30 @@ def group_name(server: str) -> str:
     return name[:64].strip("-") or "server"
 
 
+@dataclass(frozen=True)
+class Listing:
+    """What a config's backends offered when started once: each one's tools as listed
+    and its instructions, and why the others could not be listed."""
+
+    tools: dict[str, list[dict[str, Any]]]
+    instructions: dict[str, str | None] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+async def list_servers(cfg: GatewayConfig) -> Listing:
+    """Start every backend of ``cfg`` once, list its tools and read its instructions."""
+    from toolgate.gateway.backends.fleet import connect_all  # starts MCP clients: on use
+
+    # backends' own start-up chatter would mix with what the command prints
+    with open(os.devnull, "w") as devnull:
+        backends, failures = await connect_all(cfg, errlog=devnull)
+    return Listing(
+        {n: list(b.tools) for n, b in backends.items()},
+        {n: b.instructions or None for n, b in backends.items()},
+        failures,
+    )
+
+
 @dataclass
 class Rewrite:
     """What ``--write`` did to a config file."""
@@ -94,30 +124,56 @@ class Rewrite:
     skipped: dict[str, str] = field(default_factory=dict)  # server -> why
 
 
+#: Keys of a server-wide group ``init`` writes; a group with any other was edited by hand.
+INIT_KEYS = frozenset({"description", "tools", "instructions"})
+
+
 def rewrite_groups(
-    data: dict[str, Any], proposal: Mapping[str, Mapping[str, dict[str, Any]]]
+    data: dict[str, Any],
+    proposal: Mapping[str, Mapping[str, dict[str, Any]]],
+    listing: Listing,
+    *,
+    source: Path | None = None,
 ) -> Rewrite:
     """Put ``proposal`` into a config mapping in place of each server's server-wide
-    groups (``tools: ["server:*"]``), leaving every other key as it was. A server whose
-    tools some other group names, or whose server-wide group another group nests under,
-    is left alone (``skipped`` says why). Validates the result (the file's models, then
-    group names, parents and cycles); ``data`` is unchanged when that fails."""
+    group (``tools: ["server:*"]``, as ``init`` writes it), leaving every other key as
+    it was. A server is left alone (``skipped`` says why) when another group names its
+    tools (its patterns matched against ``listing``'s tools, as the gateway matches
+    them) or nests under its group, or when its group is not just what ``init`` wrote:
+    named elsewhere in the config (``initial_groups``, ``exclusive``, a scope), or
+    carrying prompts, resources, a title or instructions other than the server's. The
+    result is judged as ``toolgate check`` judges it, over ``listing``'s tools; a
+    problem is a ``ConfigError`` and ``data`` is unchanged."""
     tg = data.setdefault("toolgate", {})
     groups: dict[str, Any] = dict(tg.get("groups") or {})
+    cfg = parse_config(data, source=source, environ=_any_env(data))
+    tools = exposed_tools(cfg, listing.tools, BuildReport())
+    servers = list(cfg.mcp_servers)
+    named = _named_groups(cfg.toolgate)
     done = Rewrite()
     for server, proposed in proposal.items():
-        wide = [n for n, g in groups.items() if list(g.get("tools") or []) == [f"{server}:*"]]
+        wide = [n for n, g in cfg.toolgate.groups.items() if g.tools == [f"{server}:*"]]
         naming = [
             n
-            for n, g in groups.items()
-            if n not in wide and any(str(p).startswith(f"{server}:") for p in g.get("tools") or [])
+            for n, g in cfg.toolgate.groups.items()
+            if n not in wide
+            and any(t.server == server for p in g.tools for t in match(p, tools, servers) or [])
         ]
-        nested = [n for n, g in groups.items() if g.get("parent") in wide]
-        clash = sorted(set(proposed) & (set(groups) - set(wide)))
+        nested = [n for n, g in cfg.toolgate.groups.items() if g.parent in wide]
+        edited = []
+        for n in wide:
+            named_by = named.get(n, []) + named.get("*", [])
+            why = _edited(groups[n], named_by, listing.instructions.get(server))
+            if why:
+                edited.append(f"its group {n} {why}")
+        kept = {wire(n) for n in groups if n not in wide}
+        clash = sorted(n for n in proposed if wire(n) in kept)
         if naming:
             done.skipped[server] = f"groups {', '.join(naming)} already name its tools"
         elif nested:
             done.skipped[server] = f"groups {', '.join(nested)} nest under its group"
+        elif edited:
+            done.skipped[server] = "; ".join(edited)
         elif clash:
             done.skipped[server] = f"proposed names {', '.join(clash)} are taken"
         else:
@@ -125,16 +181,65 @@ def rewrite_groups(
                 del groups[n]
             groups.update(proposed)
             done.replaced[server] = wide
-    candidate = {**data, "toolgate": {**tg, "groups": groups}}
-    cfg = parse_config(candidate, environ=_any_env(candidate))  # ConfigError: data unchanged
-    try:  # names, parents and cycles by the catalog's own rules
-        Catalog().add_groups(
-            Group(n, g.description, parent=g.parent) for n, g in cfg.toolgate.groups.items()
-        )
-    except RegistrationError as exc:
-        raise ConfigError(f"toolgate.groups: {exc.message}", key="toolgate.groups") from exc
+    if done.replaced:
+        candidate = {**data, "toolgate": {**tg, "groups": groups}}
+        new = parse_config(candidate, source=source, environ=_any_env(candidate))
+        report = BuildReport()
+        assess(new, listing.tools, live=set(listing.tools), report=report)
+        if report.errors:
+            raise ConfigError(
+                "\n".join(
+                    [
+                        "not written: with the proposed groups, `toolgate check` would "
+                        "refuse the config:",
+                        *problem_lines(report.errors),
+                    ]
+                ),
+                key="toolgate.groups",
+            )
     tg["groups"] = groups
     return done
+
+
+def _edited(group: Mapping[str, Any], named_by: Sequence[str], instructions: str | None) -> str:
+    """Why a server-wide group is more than ``init`` made of it (empty: it is not): what
+    replacing it would lose, or whom it would lock out."""
+    if named_by:
+        return f"is named by {', '.join(named_by)}"
+    extra = sorted(set(group) - INIT_KEYS)
+    if extra:
+        return f"has {', '.join(extra)}, which the proposed groups would drop"
+    own = group.get("instructions")
+    if own is not None and str(own).strip() != (instructions or "").strip():
+        return "has instructions other than its server's, which the proposed groups would drop"
+    return ""
+
+
+def _named_groups(tg: ToolgateConfig) -> dict[str, list[str]]:
+    """Each group name the rest of the ``toolgate`` block names, with the keys that name
+    it (a scope's ``*`` names no group in particular); under ``*``, what may name any
+    group: OAuth tokens whose scopes are read by ``scope_prefix``."""
+    out: dict[str, list[str]] = defaultdict(list)
+
+    def add(key: str, names: Iterable[str]) -> None:
+        for n in names:
+            if n != "*" and key not in out[n]:
+                out[n].append(key)
+
+    add("toolgate.initial_groups", tg.initial_groups)
+    for i, names in enumerate(tg.exclusive):
+        add(f"toolgate.exclusive[{i}]", names)
+    add("toolgate.identity.default.scope", tg.identity.default.scope)
+    for who in tg.identity.tokens.values():
+        add(f"the scope of token principal {who.id!r}", who.scope)
+    oauth = tg.identity.oauth
+    if oauth is not None:
+        for claim, names in oauth.scope_map.items():
+            add(f"toolgate.identity.oauth.scope_map.{claim}", names)
+        add("toolgate.identity.oauth.default_scope", oauth.default_scope)
+        if oauth.claims.scope is not None and not oauth.scope_map:
+            out["*"].append("the scopes of OAuth tokens (toolgate.identity.oauth.scope_prefix)")
+    return out
 
 
 def _any_env(data: Mapping[str, Any]) -> dict[str, str]:
@@ -160,10 +265,12 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 
 __all__ = [
+    "Listing",
     "Rewrite",
     "as_config",
     "check_writable",
     "group_name",
+    "list_servers",
     "propose_for_servers",
     "rewrite_groups",
     "tools_of",
