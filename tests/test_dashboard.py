@@ -208,7 +208,7 @@ async def test_group_page_draws_the_tree_and_the_flat_vs_disclosed_token_chart(
     await page.click("nav >> text=Groups & tokens")
     bars = page.locator("#token-chart svg g.bar")
     expected: list[list[str | int]] = [
-        ["flat: every tool listed", flat],
+        ["flat: every tool it may use", flat],
         ["disclosed: a new session", disclosed],
         ["(root: always listed)", tokens["whoami"]],
         ["notes", tokens["add_note"] + tokens["read_note"] + tokens["search_notes"]],
@@ -431,7 +431,7 @@ async def test_landing_page_shows_each_backends_health_and_follows_it_live(
             "bars => bars.map(b => b.dataset.label)"
         )
         assert labels == [
-            "flat: every tool listed",
+            "flat: every tool it may use",
             "disclosed: a new session",
             "(root: always listed)",
             "math",

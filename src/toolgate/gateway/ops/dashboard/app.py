@@ -449,7 +449,7 @@ def chart(data: Mapping[str, Any]) -> Markup:
     totals = data["totals"]
     bars = [
         Bar(
-            "flat: every tool listed",
+            "flat: every tool it may use",
             int(totals["flat"]["tokens"]),
             "flat",
             note=f" ({totals['flat']['tools']} tools)",
