@@ -304,6 +304,8 @@ def test_a_schema_that_requires_arguments_only_in_some_cases_is_listed_whole(
         ({"const": None}, {}, "always null"),
         ({"type": "string", "const": "v1"}, {}, "string: v1"),
         ({"anyOf": [{"const": "a"}, {"const": "b"}]}, {}, "one of a, b"),
+        ({"enum": [f"v{i}" for i in range(12)]}, {}, "string"),
+        ({"enum": ["a", *range(11)]}, {}, "string or integer"),
         (
             {"allOf": [{"$ref": "#/$defs/N"}, {"description": "how many"}]},
             {"$defs": {"N": {"type": "integer"}}},
@@ -335,6 +337,8 @@ def test_a_schema_that_requires_arguments_only_in_some_cases_is_listed_whole(
         "a null const",
         "a typed const",
         "consts as alternatives (Literal)",
+        "too many values to list, typed by them",
+        "too many values of two types",
         "allOf of a reference and a note",
         "a value type inside itself is read once",
     ],

@@ -282,3 +282,25 @@ def test_a_model_reads_name_description_and_schema_and_a_title_only_without_a_de
     assert estimate_tokens([dressed], o200k)["total"] == estimate_tokens([bare], o200k)["total"]
     untitled = {"name": "fork", "title": "Fork a repository", "inputSchema": schema}
     assert model_form(untitled)["description"] == "Fork a repository"
+
+
+@pytest.mark.parametrize(
+    ("wires", "message"),
+    [
+        ("abc", "estimate_tokens' tools must be a list of tool definitions, got str 'abc'"),
+        ({"name": "a"}, "estimate_tokens' tools must be a list of tool definitions, got dict"),
+        ([None], "estimate_tokens' tools[0] must be a tool definition (a dict), got NoneType"),
+        (
+            [{"name": "a"}, {"description": "x"}],
+            "estimate_tokens' tools[1] has no name: a tool definition needs a non-empty "
+            "string 'name', got NoneType None",
+        ),
+    ],
+    ids=["text", "one definition", "not a definition", "no name"],
+)
+def test_estimate_tokens_refuses_what_is_no_list_of_tool_definitions_by_name(
+    wires: Any, message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        estimate_tokens(wires, TokenCounter())
+    assert caught.value.message.startswith(message)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolgate.errors import ConfigError
+from toolgate.errors import ConfigError, check_kind, described
 
 TOKENIZER_DIR_ENV = "TOOLGATE_TOKENIZER_DIR"
 OUTLIER_FACTOR = 3
@@ -347,9 +347,20 @@ def estimate_tokens(
     ...                 TokenCounter())["total"]
     12
     """
+    check_kind(wires, Iterable, "estimate_tokens' tools", "a list of tool definitions")
+    if isinstance(wires, str | bytes | Mapping):
+        raise ConfigError(
+            f"estimate_tokens' tools must be a list of tool definitions, got {described(wires)}"
+        )
     counter = counter if counter is not None else best_counter()
     rows: list[tuple[str, int, int]] = []  # (name, characters, tokens)
-    for wire in wires:
+    for i, wire in enumerate(wires):
+        check_kind(wire, Mapping, f"estimate_tokens' tools[{i}]", "a tool definition (a dict)")
+        if not isinstance(wire.get("name"), str) or not wire["name"]:
+            raise ConfigError(
+                f"estimate_tokens' tools[{i}] has no name: a tool definition needs a "
+                f"non-empty string 'name', got {described(wire.get('name'))}"
+            )
         text = model_text(wire)
         rows.append((str(wire["name"]), len(text), counter.count(text)))
     rows.sort()

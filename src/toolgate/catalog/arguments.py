@@ -3,7 +3,8 @@ through the schema's local references (``$ref`` into ``$defs``, as pydantic and 
 SDK write them). ``required_schema`` is what a shortened listing keeps of a schema,
 ``required_sentence`` what an argument error ends with, ``required_names`` what a
 compact index shows: one reading for all three; ``lax_only`` tells a schema error that
-pydantic's lax mode would not raise. Model layer: the standard library only.
+pydantic's lax mode would not raise. Model layer: the standard library and the
+errors' JSON words only.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
+
+from toolgate.errors import json_type
 
 #: an argument's enum is kept (in a listing and in an error's sentence) up to this many values
 SHORT_ENUM = 8
@@ -132,8 +135,14 @@ def _read(prop: Any, reading: _Reading, depth: int) -> dict[str, Any]:
         if items:
             out["items"] = items
     enum = out.pop("enum", None) or prop.get("enum")
-    if isinstance(enum, Sequence) and not isinstance(enum, str) and len(enum) <= SHORT_ENUM:
-        out["enum"] = list(enum)
+    if isinstance(enum, Sequence) and not isinstance(enum, str):
+        if len(enum) <= SHORT_ENUM:
+            out["enum"] = list(enum)
+        elif not out:  # too many to list, and no type: the values' own types say it
+            kinds = list(dict.fromkeys(json_type(v) for v in enum))
+            if "integer" in kinds and "number" in kinds:
+                kinds.remove("integer")
+            out["type"] = kinds[0] if len(kinds) == 1 else kinds
     if "const" in prop:
         out["const"] = prop["const"]
     return out
