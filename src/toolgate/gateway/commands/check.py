@@ -65,7 +65,7 @@ async def snapshot(
     cfg: GatewayConfig, *, offline: bool = False, errlog: TextIO | None = None
 ) -> Snapshot:
     """Start the backends, list their tools, stop them, and build (problems in the report)."""
-    report = BuildReport()
+    report = BuildReport(offline=offline)
     store_problems(cfg, report)  # what ``serve`` would find opening it
     tg = cfg.toolgate
     docs: ToolDocs | None = None
@@ -96,6 +96,11 @@ async def snapshot(
         relayed = namespace(cfg, backends, report).items
     live = set(listed) if not offline else set()
     toolset, delivery = assess(cfg, listed, live=live, report=report)
+    if report.unchecked:
+        report.warnings.append(
+            f"{report.unchecked} tool pattern(s) not matched: --offline starts no backend, "
+            "so what they name is unknown"
+        )
     if not offline:
         report.warnings += unmatched_warnings(
             Placement.from_config(cfg), relayed, live, cfg.mcp_servers
