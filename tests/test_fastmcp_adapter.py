@@ -389,3 +389,28 @@ def test_tool_groups_of_the_wrong_kind_are_refused_before_the_toolset_changes(
     assert err.value.message == problem
     # no meta-tool name was reserved: a tool may still take one
     toolset.add_tool(Tool("enable_tools", "A tool of the server's own.", handler=lambda a, c: "ok"))
+
+
+@pytest.mark.parametrize("activators", ["reachable", "always"])
+async def test_an_activator_that_changes_only_the_activators_listed_notifies(
+    activators: str,
+) -> None:
+    """Opening ``code``, which holds no tool but the group ``repos``: no tool appears,
+    yet the list gains ``code.deactivate`` (and ``repos.activate`` where only reachable
+    activators are listed), so the client is told to list again."""
+    mcp = FastMCP("activators")
+    toolset = ToolSet()
+    toolset.add_groups([Group("code", "Code"), Group("repos", "Repositories", parent="code")])
+    toolset.add_tool(Tool("create_repo", "Create.", handler=lambda a, c: "ok", groups=("repos",)))
+    config = DeliveryConfig(strategy="list_changed", meta_tools="activators", activators=activators)
+    ToolgateMiddleware(toolset, config).attach(mcp)
+    async with legacy(mcp) as (client, notes):
+        before = set(await tool_names(client))
+        await client.call_tool("code.activate", {})
+        assert await notes.settled() == ["notifications/tools/list_changed"]
+        after = set(await tool_names(client))
+        assert after - before >= {"code.deactivate"}
+        assert "create_repo" not in after
+        await client.call_tool("code.deactivate", {})
+        assert await notes.settled() == ["notifications/tools/list_changed"]
+        assert set(await tool_names(client)) == before

@@ -170,15 +170,30 @@ class ListChangedStrategy(Strategy):
         return found
 
     # -- menu ----------------------------------------------------------------------------
+    def listing_changed(self, result: ChangeResult, request: Request) -> bool:
+        """Whether the change altered ``tools/list``: its tools, or (activators) the
+        activators and deactivators it lists, which follow the groups' states even where
+        no tool does (opening a group that only holds child groups)."""
+        if result.visible_changed:
+            return True
+        if self.style != "activators":
+            return False
+        names = (
+            [m.name for m in self.listed_meta(request, view)]
+            for view in (result.before, result.after)
+        )
+        return next(names) != next(names)
+
     def _change_reply(
         self, result: ChangeResult, request: Request, detail: Detail = "summary"
     ) -> Reply:
         nothing = not result.changed and not result.also_disabled
         failed = nothing and bool(result.errors)
+        changed = self.listing_changed(result, request)
         if result.action == "activate":
             data = self.menu_result(result, request, detail)
             answer = opening_answer(data, is_error=failed, displaced=result.also_disabled)
-            return Reply(answer, list_changed=result.visible_changed)
+            return Reply(answer, list_changed=changed)
         data = {
             # every group this turned off: those named, then their children with them
             "disabled": [*result.changed, *result.also_disabled],
@@ -186,7 +201,7 @@ class ListChangedStrategy(Strategy):
             "available_tools": sorted(result.after.visible_names),
             "errors": [e.message for e in result.errors],
         }
-        return Reply(structured(data, is_error=failed), list_changed=result.visible_changed)
+        return Reply(structured(data, is_error=failed), list_changed=changed)
 
     def _enable_tool(self) -> MetaTool:
         async def run(request: Request, arguments: Mapping[str, Any]) -> Reply:
