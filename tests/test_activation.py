@@ -403,16 +403,17 @@ async def test_two_members_of_an_exclusion_set_in_one_request_keep_the_first() -
     assert await active(s) == ["read_mode"]
 
 
-async def test_two_members_of_an_exclusion_set_are_refused_alike_when_the_first_is_on() -> None:
-    """Refused whatever is active: with the first already on, the request changes
-    nothing, never "already enabled" and off at once."""
+async def test_two_members_of_an_exclusion_set_follow_the_order_given_whatever_is_on() -> None:
+    """The first named stays, whatever is active: named first, an enabled group is kept
+    (its peer refused); named second, it is displaced by the first and refused, never
+    "already enabled" and off at once."""
     ts = ToolSet()
     ts.add_groups([Group("read_mode"), Group("write_mode")])
     ts.exclusive("read_mode", "write_mode")
     s = ts.session("s")
     await s.activate(["read_mode"])
     version = (await s.state()).version
-    result = await s.activate(["write_mode", "read_mode"])
+    result = await s.activate(["read_mode", "write_mode"])
     assert (result.changed, result.also_disabled) == ((), ())
     assert [e.to_dict() for e in result.errors] == [
         {
@@ -429,11 +430,22 @@ async def test_two_members_of_an_exclusion_set_are_refused_alike_when_the_first_
     ]
     assert await active(s) == ["read_mode"]
     assert (await s.state()).version == version
+    result = await s.activate(["write_mode", "read_mode"])
+    assert (result.changed, result.also_disabled) == (("write_mode",), ("read_mode",))
+    assert [e.to_dict() for e in result.errors] == [
+        {
+            "group": "read_mode",
+            "code": "mutually_exclusive",
+            "message": "Cannot enable group 'read_mode' together with 'write_mode' in one "
+            "request: they are mutually exclusive",
+        },
+    ]
+    assert await active(s) == ["write_mode"]
 
 
 async def test_a_group_whose_peer_holds_one_enabled_in_the_same_request_is_refused() -> None:
     """``deep`` excludes ``other``; one request enables ``other_child`` and ``deep``
-    (parents first, so ``other_child`` first): the first stays, as for two peers named
+    (``other_child`` named first): the first named stays, as for two peers named
     together, and the same request never enables a group and then turns it off."""
     ts = ToolSet()
     ts.add_groups(
@@ -448,7 +460,7 @@ async def test_a_group_whose_peer_holds_one_enabled_in_the_same_request_is_refus
     ts.exclusive("deep", "other")
     s = ts.session("s")
     await s.activate(["base", "mid", "other"])
-    result = await s.activate(["deep", "other_child"])
+    result = await s.activate(["other_child", "deep"])
     assert result.changed == ("other_child",)
     assert result.also_disabled == ()
     assert [e.to_dict() for e in result.errors] == [
@@ -539,10 +551,18 @@ async def test_tools_to_reveal_or_mark_not_given_as_names_are_refused_and_change
 
 async def test_tools_to_reveal_may_come_from_any_iterable_of_names() -> None:
     s = hub().session("s")
-    await s.reveal(n for n in ["list_files"])
-    await s.mark(described={"list_files": 1}.keys())
+    await s.reveal(n for n in ["read_file"])
+    await s.mark(described={"read_file": 1}.keys())
     state = await s.state()
-    assert (state.revealed, state.described) == (frozenset({"list_files"}),) * 2
+    assert (state.revealed, state.described) == (frozenset({"read_file"}),) * 2
+
+
+async def test_a_name_a_reveal_would_not_show_is_refused_as_a_call_of_it_and_not_recorded() -> None:
+    s = hub().session("s")
+    result = await s.reveal(["list_files", "read_file"])
+    assert result.revealed == ("read_file",)
+    assert result.refused == (("list_files", "Unknown tool: list_files"),)
+    assert (await s.state()).revealed == frozenset({"read_file"})
 
 
 # -- no change, no signal -------------------------------------------------------------------
@@ -613,8 +633,8 @@ async def test_max_tools_refuses_an_activation_with_the_numbers() -> None:
     ts.add_groups([Group("small"), Group("big")])
     ts.add_tools([T("ping"), T("s1", "small"), T("b1", "big"), T("b2", "big"), T("b3", "big")])
     s = ts.session("s")
-    # parents first, then by name: "big" is tried while only ping is visible
-    result = await s.activate(["small", "big"])
+    # in the order given: "big" is tried while only ping is visible
+    result = await s.activate(["big", "small"])
     assert result.changed == ("small",)
     assert [e.to_dict() for e in result.errors] == [
         {

@@ -1337,19 +1337,23 @@ async def test_a_request_on_a_calls_own_stream_reaches_that_call_whoever_else_ca
     ],
     ids=["info-field", "capabilities-string", "info-string", "capability-field"],
 )
-async def test_a_misshapen_envelope_is_answered_as_the_backend_answers_it(
+async def test_a_misshapen_envelope_is_refused_as_the_sdk_refuses_it_naming_the_key(
     hopped: Hopped, info: Any, capabilities: Any
 ) -> None:
     """A 2026-07-28 call whose client info or capabilities are not what the protocol
-    says gets, through the lane, the answer and HTTP status the SDK gives directly."""
+    says gets, through the lane, the HTTP status and error code the SDK gives directly,
+    and a message that names the key (the SDK's own says "Invalid request parameters")."""
     call, headers = _modern_call("meta", {})
     call["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] = info
     call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
     async with httpx2.AsyncClient(timeout=20) as http:
         relayed = await http.post(hopped.url, json=call, headers=headers)
         direct = await http.post(hopped.backend_url, json=call, headers=headers)
-    assert (relayed.status_code, relayed.json()) == (direct.status_code, direct.json())
-    assert relayed.status_code == 400
+    assert relayed.status_code == direct.status_code == 400
+    error = relayed.json()["error"]
+    assert error["code"] == direct.json()["error"]["code"] == -32602
+    assert error["message"].startswith("Invalid params: params._meta.io.modelcontextprotocol/")
+    assert error["data"]["field"].startswith("_meta.io.modelcontextprotocol/client")
 
 
 async def test_a_header_param_is_still_checked_against_the_callers_listing(

@@ -231,6 +231,29 @@ def test_inspect_search_never_ranks_tools_the_principal_may_not_access(config: P
     assert names and all(n.startswith("note_") for n in names)
 
 
+def test_inspect_search_ranks_as_search_tools_does_for_the_principal(
+    tmp_path: Path, servers: dict[str, Any]
+) -> None:
+    """A tool alice may use is also in a group she may not know of: that group's words
+    neither match her query nor move her scores, as in ``search_tools``; and a query
+    ``search_tools`` refuses is refused."""
+    groups = {
+        "notes": {"description": "Take notes", "tools": ["notes:note_*"]},
+        "math": {"description": "Arithmetic", "tools": ["math:*"]},
+        "hr": {"description": "Zebracorp confidential payroll", "tools": ["notes:note_add"]},
+    }
+    config = gateway_config(tmp_path, tokens=True, servers=servers, groups=groups)
+    assert (
+        inspect(config, "--as", "alice", "--search", "zebracorp confidential")["search"]["results"]
+        == []
+    )
+    found = inspect(config, "--as", "default", "--search", "zebracorp confidential")
+    assert [r["name"] for r in found["search"]["results"]] == ["note_add"]
+    done = command_in_process("inspect", str(config), "--search", "a" * 1001)
+    assert done.returncode == 1
+    assert done.stderr == "toolgate: --search: 'query' is 1001 characters; the limit is 1000\n"
+
+
 @pytest.mark.parametrize(
     ("spec", "scope"),
     [("id=ci", ["*"]), ("id=ci,scope=", []), ("id=ci,scope=math+notes", ["math", "notes"])],

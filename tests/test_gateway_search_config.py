@@ -79,3 +79,52 @@ def test_the_built_toolset_indexes_backend_keys_and_titles_in_the_configured_mod
 def test_a_bad_search_block_names_the_key(search: Any, problem: str) -> None:
     with pytest.raises(ConfigError, match=problem.replace(".", r"\.")):
         parse_config(config(search))
+
+
+@pytest.mark.parametrize(
+    ("search", "message"),
+    [
+        (
+            {"mode": "hybrid", "weight": True},
+            "toolgate.search.weight: Input should be a valid number",
+        ),
+        (
+            {"mode": "hybrid", "weight": "0.5"},
+            "toolgate.search.weight: Input should be a valid number",
+        ),
+        ({"full_results": "2"}, "toolgate.search.full_results: Input should be a valid integer"),
+        ({"enabled": "no"}, "toolgate.search.enabled: Input should be a valid boolean"),
+        (
+            {"embedder": "minilm"},
+            "toolgate.search.embedder: set, but mode is 'lexical', which does not use it; "
+            'add "mode": "hybrid" (or remove it)',
+        ),
+        ({"cache": "vectors.sqlite"}, "toolgate.search.cache: set, but mode is 'lexical'"),
+        ({"weight": 0.5}, "toolgate.search.weight: set, but mode is 'lexical'"),
+        (
+            "lexical",
+            "toolgate.search: search is true, false or an object such as "
+            '{"mode": "hybrid"}, not str \'lexical\'',
+        ),
+    ],
+    ids=[
+        "bool weight",
+        "text weight",
+        "text count",
+        "text switch",
+        "embedder",
+        "cache",
+        "weight",
+        "a mode as text",
+    ],
+)
+def test_a_search_value_of_another_type_or_for_the_other_mode_is_refused_by_name(
+    search: Any, message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(config(search))
+    assert message in caught.value.message
+
+
+def test_a_whole_number_is_a_weight() -> None:
+    assert search_settings(parse_config(config({"mode": "hybrid", "weight": 1}))).weight == 1.0

@@ -39,12 +39,19 @@ def chain(group: str) -> list[str]:
 def oracle(name: str, scope: tuple[str, ...], active: frozenset[str]) -> str:
     if name not in PARENTS:
         return "unknown"
-    if "*" not in scope and not any(g in scope for g in chain(name)):
+
+    def seen(group: str) -> bool:
+        return "*" in scope or any(g in scope for g in chain(group))
+
+    if not seen(name):
         return "out-of-scope"
-    if all(g in active for g in chain(name)):
+    # an ancestor out of scope is transparent: always on, never named
+    if all(g in active or not seen(g) for g in chain(name)):
         return "active"
     parent = PARENTS[name]
-    if parent is not None and not all(g in active for g in chain(parent)):
+    if parent is not None and not seen(parent):
+        parent = None
+    if parent is not None and not all(g in active or not seen(g) for g in chain(parent)):
         return f"parent-inactive:{parent}"
     return "activatable"
 
@@ -90,9 +97,12 @@ async def check_callers(scope: tuple[str, ...], active: frozenset[str]) -> None:
     visible = [n for n in PARENTS if verdict[n].visible]
 
     infos = await session.list_groups()
-    assert [(g.name, g.active) for g in infos] == [(n, verdict[n].active) for n in visible]
+    # a parent out of scope is never named: the group reads as top-level
+    assert [(g.name, g.active, g.parent) for g in infos] == [
+        (n, verdict[n].active, PARENTS[n] if PARENTS[n] in visible else None) for n in visible
+    ]
     assert session.available_groups(view) == [
-        n for n in visible if verdict[n].activatable and PARENTS[n] is not None
+        n for n in visible if verdict[n].activatable and PARENTS[n] in visible
     ]
 
     # tmcp: every group in scope has its activator; a deactivator while it is enabled

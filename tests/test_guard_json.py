@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from toolgate.gateway.ingress.guard import GuardLimits, envelope_problem, json_problem
+from toolgate.gateway.ingress.envelope import GuardLimits, envelope_problem, json_problem
 
 LIMITS = GuardLimits(max_body_bytes=1 << 20, max_json_depth=8, body_timeout=10.0)
 

@@ -15,6 +15,7 @@ import json
 import pytest
 
 from toolgate import Group, Tool, ToolSet
+from toolgate.errors import DescriptionRequired
 from toolgate.events import Event
 from toolgate.strategies import Delivery, DeliveryConfig
 from toolgate.strategies.lazy import LazyDescriptions
@@ -134,3 +135,39 @@ async def test_the_catalogs_enable_tools_answer_is_a_trial_that_tells_and_runs_n
     assert [e.type for e in seen] == ["tool.selection"]
     assert seen[0].session == "sess-1"
     assert (await ts.store.load("sess-1")).version == 0  # nothing stored
+
+
+@pytest.mark.parametrize(
+    ("full_results", "said"),
+    [
+        (0, "Each match comes in one line (describe_tools gives them in full)"),
+        (1, "The best match comes in full, the rest one line each (describe_tools gives"),
+        (3, "The best 3 matches come in full, the rest one line each (describe_tools gives"),
+    ],
+)
+async def test_search_says_how_many_matches_come_in_full(full_results: int, said: str) -> None:
+    config = DeliveryConfig(strategy="catalog", search=True, search_full_results=full_results)
+    d = Delivery(toolset(), config)
+    chosen, req = d.request(session_key=None, protocol=STATELESS)
+    listed = {t["name"]: t for t in (await d.list_tools(chosen, req)).items}
+    assert said in listed["search_tools"]["description"]
+    data = (await d.call_tool(chosen, req, "search_tools", {"query": "pull request"})).result
+    assert data.structured is not None
+    assert len(data.structured["results"]) == min(full_results, 3)
+
+
+async def test_a_search_result_given_in_full_counts_as_described_under_lazy_descriptions() -> None:
+    ts = toolset()
+    lazy = LazyDescriptions(ts)
+    d = Delivery(ts, DeliveryConfig(strategy="search", search_full_results=1), addons=[lazy])
+    chosen, req = d.request(session_key="s1", protocol=LEGACY)
+    found = await d.call_tool(chosen, req, "search_tools", {"query": "pull request merge"})
+    data = found.result.structured
+    assert data is not None
+    [best] = [r["name"] for r in data["results"]]
+    ran = await d.call_tool(chosen, req, best, {"a": 1})  # its definition was read: it runs
+    assert ran.result.text_content == '{"a": 1}'
+    [line, *_] = data["more"]
+    other = line.split("(")[0]
+    with pytest.raises(DescriptionRequired):  # one line is not a definition: describe first
+        await d.call_tool(chosen, req, other, {"a": 1})

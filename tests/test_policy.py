@@ -209,7 +209,7 @@ async def visible_after_enabling_all(ts: ToolSet, scope: tuple[str, ...]) -> lis
         (("default",), ["ping"]),
         (("net",), ["get", "sync"]),
         (("files", "default"), ["ping", "read", "sync"]),
-        (("write",), []),  # the child is in scope but its parent cannot be enabled
+        (("write",), ["insert"]),  # its parent, out of scope, is transparent to it
         (("db",), ["insert", "query"]),  # the child is in scope through its ancestor
         (("NET",), []),  # names are case-sensitive
     ],

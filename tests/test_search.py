@@ -288,6 +288,16 @@ def test_bad_regex_is_invalid_arguments_with_a_clear_message(index: SearchIndex)
     assert exc.value.code == "invalid_arguments"
 
 
+def test_a_long_bad_regex_is_quoted_cut_not_echoed_whole(index: SearchIndex) -> None:
+    pattern = "(" + "a" * 498  # under the length limit, and unclosed
+    with pytest.raises(InvalidArguments) as exc:
+        index.search_regex(pattern)
+    message = exc.value.message
+    assert message.startswith("Invalid regular expression '(aaaa")
+    assert "… (499 characters)" in message
+    assert pattern not in message and len(message) < 300
+
+
 def test_overlong_regex_is_refused(index: SearchIndex) -> None:
     with pytest.raises(InvalidArguments, match="501 characters; the limit is 500"):
         index.search_regex("a" * 501)

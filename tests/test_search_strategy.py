@@ -21,6 +21,7 @@ from _fixtures.mcp_servers import Notes
 from toolgate import CallContext, Group, Policy, Principal, RegistrationError, Tool, ToolSet
 from toolgate.errors import ToolHidden
 from toolgate.fastmcp import ToolgateMiddleware
+from toolgate.flow import Flow, Stage
 from toolgate.identity import Caller
 from toolgate.lowlevel import bind
 from toolgate.search import SearchMode, SearchSettings
@@ -755,3 +756,74 @@ async def test_a_request_told_otherwise_finds_through_a_real_client_what_feedbac
     assert names[0] == "create_pull_request"  # the request's own match keeps its place
     assert "list_pull_requests" in names  # shares no word with the request
     assert not set(names) & {"merge_pull_request", "close_pull_request", "pull_request_secret"}
+
+
+def staged(hidden_tool_errors: str = "hint") -> ToolSet:
+    """``payroll_view`` is in group ``hr`` and runs only in stage ``pay``; ``add`` moves
+    the session there."""
+    ts = ToolSet(hidden_tool_errors=hidden_tool_errors)
+    ts.add_groups([Group("hr", "Human resources"), Group("calc", "Arithmetic")])
+    ts.set_flow(Flow(initial="browse", stages=(Stage("browse"), Stage("pay"))))
+    ts.add_tool(T("payroll_view", "View the payroll of an employee.", ("hr",), stages={"pay"}))
+    ts.add_tool(T("add", "Add two numbers.", ("calc",), next_stage="pay"))
+    ts.add_tool(T("ping", "Check the server.", ()))
+    return ts
+
+
+async def test_a_hit_a_reveal_would_not_show_is_reported_and_not_recorded() -> None:
+    ts = staged()
+    d = Delivery(ts, DeliveryConfig(strategy="list_changed", search=True))
+    chosen, req = d.request(session_key="s", protocol=LEGACY)
+    reply = await d.call_tool(chosen, req, "search_tools", {"query": "payroll employee"})
+    data = reply.result.structured
+    assert data is not None and data["revealed"] == []
+    assert data["errors"] == [
+        "Cannot show tool 'payroll_view': Tool 'payroll_view' is only available in stage "
+        "'pay'; this session is in stage 'browse'."
+    ]
+    assert (await ts.store.load("s")).revealed == frozenset()
+    await d.call_tool(chosen, req, "enable_tools", {"groups": ["calc"]})
+    await d.call_tool(chosen, req, "add", {})  # now in stage "pay": still not shown
+    assert (await ts.store.load("s")).stage == "pay"
+    assert "payroll_view" not in [t["name"] for t in (await d.list_tools(chosen, req)).items]
+
+
+@pytest.mark.parametrize(("errors", "named"), [("hint", True), ("opaque", False)])
+async def test_with_opaque_errors_search_names_no_tool_a_call_would_call_unknown(
+    errors: str, named: bool
+) -> None:
+    d = Delivery(staged(errors), DeliveryConfig(strategy="search"))
+    chosen, req = d.request(session_key=None, protocol=STATELESS)
+    reply = await d.call_tool(chosen, req, "search_tools", {"query": "payroll employee"})
+    data = reply.result.structured
+    assert data is not None
+    found = [r["name"] for r in data["results"]] + [m.split("(")[0] for m in data.get("more", [])]
+    assert ("payroll_view" in found) is named
+
+
+async def test_disable_tools_takes_back_what_search_showed_of_a_group_so_a_full_budget_frees() -> (
+    None
+):
+    ts = build()
+    ts.max_tools = 3  # ping and two revealed tools fill it
+    d = Delivery(ts, DeliveryConfig(strategy="list_changed", search=True))
+    chosen, req = d.request(session_key="s", principal=MEMBER, protocol=LEGACY)
+    first = await d.call_tool(chosen, req, "search_tools", {"query": "pull request", "limit": 2})
+    assert first.result.structured is not None
+    assert first.result.structured["revealed"] == ["create_pull_request", "list_pull_requests"]
+    issue = {"query": "open a new issue", "limit": 1}
+    full = await d.call_tool(chosen, req, "search_tools", issue)
+    assert full.result.structured is not None
+    [refusal] = full.result.structured["errors"]
+    assert refusal.startswith("Cannot show tool 'create_issue': 4 tools would be visible")
+    assert refusal.endswith(
+        "; disable_tools closes a group, or the tools search showed of one, to make room"
+    )
+    closed = await d.call_tool(chosen, req, "disable_tools", {"groups": ["code"]})
+    assert closed.result.is_error is False
+    assert (await ts.store.load("s")).revealed == frozenset()
+    again = await d.call_tool(chosen, req, "search_tools", issue)
+    assert again.result.structured is not None
+    assert again.result.structured["revealed"] == ["create_issue"]
+    nothing = await d.call_tool(chosen, req, "disable_tools", {"groups": ["code"]})
+    assert nothing.result.is_error is True  # off, and nothing of it shown: as before

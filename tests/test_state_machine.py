@@ -274,7 +274,10 @@ class DisclosureMachine(RuleBasedStateMachine):
             # hierarchy, exclusion and scope
             for g in active:
                 parent = PARENTS[g]
-                assert parent is None or parent in active, f"{g} active without {parent}"
+                # a parent out of the principal's scope is transparent: always on to it
+                assert parent is None or parent in active or not group_in_scope(parent, p), (
+                    f"{g} active without {parent}"
+                )
                 assert group_in_scope(g, p), f"{key} activated out-of-scope {g}"
             for ex in self.ts.catalog.exclusions:
                 assert len(ex & active) <= 1, f"{sorted(ex & active)} active together"

@@ -303,6 +303,28 @@ async def test_rate_limit_calls_at_one_instant_are_each_counted(make_store: Make
     assert results == [None, None, None, None, 30.0, 30.0]
 
 
+async def test_rate_limit_peek_answers_as_a_hit_would_and_records_nothing(
+    make_store: MakeStore, clock: FakeClock
+) -> None:
+    store = make_store()
+    assert await store.rate_check("p:tool", 2, 10.0, record=False) is None  # empty bucket
+    for _ in range(5):  # looking, however often, spends nothing
+        assert await store.rate_check("p:tool", 1, 10.0, record=False) is None
+    assert await store.rate_check("p:tool", 2, 10.0) is None  # t=0
+    clock.advance(1)
+    assert await store.rate_check("p:tool", 2, 10.0) is None  # t=1
+    clock.advance(3)
+    # t=4: the window holds t=0 and t=1; a look and a hit agree on the retry
+    assert await store.rate_check("p:tool", 2, 10.0, record=False) == 6.0
+    assert await store.rate_check("p:tool", 2, 10.0) == 6.0
+    assert await store.rate_check("p:tool", 3, 10.0, record=False) is None
+    clock.advance(6)  # t=10: the call at t=0 is exactly window_s old, gone for both
+    assert await store.rate_check("p:tool", 2, 10.0, record=False) is None
+    assert await store.rate_check("p:tool", 2, 10.0) is None  # t=10 recorded
+    assert await store.rate_check("p:tool", 2, 10.0, record=False) == 1.0
+    assert await store.rate_check("other:tool", 1, 10.0, record=False) is None
+
+
 # -- SQLite: persistence ----------------------------------------------------------------
 
 

@@ -75,6 +75,7 @@ class Flow:
     initial: str = UNDEFINED
     stages: tuple[Stage, ...] = ()
     _by_name: Mapping[str, Stage] = field(default_factory=dict, init=False, repr=False)
+    _triggers: frozenset[str] = field(default=frozenset(), init=False, repr=False)
 
     def __post_init__(self) -> None:
         _stage_name(self.initial, "The flow's initial stage", "stages.initial")
@@ -105,6 +106,8 @@ class Flow:
                     )
         object.__setattr__(self, "stages", stages)
         object.__setattr__(self, "_by_name", by_name)
+        triggers = frozenset(t.on for s in stages for t in s.transitions)
+        object.__setattr__(self, "_triggers", triggers)
 
     @property
     def names(self) -> frozenset[str]:
@@ -146,6 +149,11 @@ class Flow:
                 if t.on == tool:
                     return t.to
         return tool_next
+
+    def moves_on(self, tool: str, tool_next: str | None) -> bool:
+        """Whether a successful call of ``tool`` can lead anywhere from some stage: its
+        own ``next_stage``, or a transition on it."""
+        return tool_next is not None or tool in self._triggers
 
     def transition_triggers(self) -> Iterable[str]:
         for s in self.stages:

@@ -2,7 +2,8 @@
 
 ``compute_view`` is a pure function of (catalog, principal, state), its rules in DESIGN
 §4's order; listing, dispatch, activation, ``explain``, budgets and search all read a
-``View`` and re-implement no rule. Views are cached. Core: imports catalog, policy, state.
+``View`` and re-implement no rule. Views are cached. Core: imports catalog, policy, state,
+and ``reasons`` (how verdicts are said, re-exported here).
 """
 
 from __future__ import annotations
@@ -11,68 +12,28 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
 from toolgate.catalog import ByGroup, Catalog, Group, StateSnapshot, Tool, When
 from toolgate.policy import Principal, TrustLadder
+from toolgate.reasons import (
+    ACTIVATABLE,
+    ACTIVE,
+    NOTHING_USABLE,
+    OUT_OF_SCOPE,
+    UNKNOWN,
+    VISIBLE,
+)
+from toolgate.reasons import (
+    Reason as Reason,  # said here, decided here: the view's public names
+)
+from toolgate.reasons import (
+    ReasonKind as ReasonKind,
+)
 from toolgate.state.base import SessionState
 
 logger = logging.getLogger("toolgate.view")
-
-
-class ReasonKind(StrEnum):
-    """What decided a tool's or a group's verdict (DESIGN §4's names)."""
-
-    VISIBLE = "visible"
-    UNKNOWN = "unknown"
-    OUT_OF_SCOPE = "out-of-scope"
-    TRUST_TOO_LOW = "trust-too-low"
-    CLASS_NOT_ALLOWED = "class-not-allowed"
-    AUTHZ_DENY = "authz-deny"
-    STAGE_LOCKED = "stage-locked"
-    GROUP_INACTIVE = "group-inactive"
-    PREDICATE_FALSE = "predicate-false"
-    NOTHING_USABLE = "nothing-usable"  # a group: holds tools, none the principal may use
-    ACTIVE = "active"  # a group: effectively active
-    PARENT_INACTIVE = "parent-inactive"  # a group: its parent is not effectively active
-    ACTIVATABLE = "activatable"  # a group: activating it now can succeed
-    CUSTOM = "custom"  # a rule outside toolgate's own; ``text`` says why
-
-
-@dataclass(frozen=True)
-class Reason:
-    """A verdict's kind and the facts that name it. ``str(reason)`` is the rendering
-    ``explain`` shows: ``Reason(ReasonKind.TRUST_TOO_LOW, have="detected",
-    need="verified")`` is ``trust-too-low:detected<verified``."""
-
-    kind: ReasonKind
-    group: str | None = None  # group-inactive: the tool's first group; parent-inactive: the parent
-    stages: tuple[str, ...] = ()  # stage-locked: the stages the tool is available in, sorted
-    have: str | None = None  # trust-too-low: the principal's trust; class-not-allowed: its class
-    need: str | None = None  # trust-too-low: the tool's min_trust
-    text: str | None = None  # custom
-
-    def __str__(self) -> str:
-        k = self.kind
-        if k is ReasonKind.TRUST_TOO_LOW:
-            return f"{k}:{self.have}<{self.need}"
-        if k is ReasonKind.CLASS_NOT_ALLOWED:
-            return f"{k}:{self.have}"
-        if k is ReasonKind.STAGE_LOCKED:
-            return f"{k}:" + ",".join(self.stages)
-        if k in (ReasonKind.GROUP_INACTIVE, ReasonKind.PARENT_INACTIVE):
-            return f"{k}:{self.group}"
-        return self.text if k is ReasonKind.CUSTOM and self.text is not None else k.value
-
-
-VISIBLE = Reason(ReasonKind.VISIBLE)
-UNKNOWN = Reason(ReasonKind.UNKNOWN)
-OUT_OF_SCOPE = Reason(ReasonKind.OUT_OF_SCOPE)
-ACTIVE = Reason(ReasonKind.ACTIVE)
-ACTIVATABLE = Reason(ReasonKind.ACTIVATABLE)
-NOTHING_USABLE = Reason(ReasonKind.NOTHING_USABLE)
 
 
 def in_scope(catalog: Catalog, principal: Principal, group: str) -> bool:
@@ -98,6 +59,38 @@ class RuleContext:
     @cached_property
     def snapshot(self) -> StateSnapshot:
         return StateSnapshot(self.effective, self.stage, self.principal)
+
+    def ancestors(self, group: str) -> list[str]:
+        """``group``'s ancestors the principal may know of, nearest first. An ancestor
+        out of its scope (a scope naming only a child group) is transparent: always
+        active to it, and never named to it (DESIGN §9, hidden-by-access is unknown).
+        Scope reaches down, so those are the top of the chain."""
+        return [
+            a for a in self.catalog.ancestors(group) if in_scope(self.catalog, self.principal, a)
+        ]
+
+    def parent(self, group: str) -> str | None:
+        """``group``'s parent as the principal sees it: None when out of its scope."""
+        parent = self.catalog.groups[group].parent
+        if parent is None or not in_scope(self.catalog, self.principal, parent):
+            return None
+        return parent
+
+    def excluded_by(self, group: str) -> str | None:
+        """The enabled group that keeps ``group`` off by an exclusion set: a peer of
+        ``group`` or of one of its ancestors; None when there is none."""
+        cat, active = self.catalog, self.state.active
+        for g in (group, *cat.ancestors(group)):
+            peers = sorted(cat.exclusion_peers(g) & active)
+            if peers:
+                return peers[0]
+        return None
+
+    def excluded(self, tool: Tool) -> bool:
+        """Every group of ``tool`` is kept off by an enabled exclusion peer: a reveal
+        may not show it (it would put a peer's tool beside the group excluding it)."""
+        groups = [g for g in tool.groups if g in self.catalog.groups]
+        return bool(groups) and all(self.excluded_by(g) is not None for g in groups)
 
 
 @dataclass(frozen=True)
@@ -156,9 +149,9 @@ def _stage(tool: Tool, ctx: RuleContext) -> Reason | None:
 def _group(tool: Tool, ctx: RuleContext) -> Reason | None:
     if not tool.groups or not isinstance(tool.visibility, ByGroup):
         return None
-    if tool.name in ctx.state.revealed:
-        return None
     if any(g in ctx.effective for g in tool.groups):
+        return None
+    if tool.name in ctx.state.revealed and not ctx.excluded(tool):
         return None
     # the first group the principal may know of (an accessible tool is in one)
     known = (g for g in tool.groups if in_scope(ctx.catalog, ctx.principal, g))
@@ -275,8 +268,12 @@ def group_reach(ctx: RuleContext, rules: Sequence[Rule]) -> GroupReach:
     return GroupReach(frozenset(holding), frozenset(usable), frozenset(direct))
 
 
-def effective_groups(catalog: Catalog, active: frozenset[str]) -> frozenset[str]:
-    """Groups that are active and whose every ancestor is active."""
+def effective_groups(
+    catalog: Catalog, active: frozenset[str], principal: Principal | None = None
+) -> frozenset[str]:
+    """Groups that are active and whose every ancestor is active. For ``principal``,
+    an ancestor out of its scope counts as active: a scope that names only a child
+    group makes that child usable on its own (``RuleContext.ancestors``)."""
     out = set()
     groups = catalog.groups
     for g in active:
@@ -285,7 +282,7 @@ def effective_groups(catalog: Catalog, active: frozenset[str]) -> frozenset[str]
         parent = groups[g].parent
         ok = True
         while parent is not None:
-            if parent not in active:
+            if parent not in active and (principal is None or in_scope(catalog, principal, parent)):
                 ok = False
                 break
             parent = groups[parent].parent
@@ -395,9 +392,10 @@ class View:
             return GroupSurfacing(name, g, NOTHING_USABLE, enabled)
         if name in ctx.effective:
             return GroupSurfacing(name, g, ACTIVE, enabled)
-        if g.parent is not None and g.parent not in ctx.effective:
+        parent = ctx.parent(name)  # an out-of-scope parent is transparent
+        if parent is not None and parent not in ctx.effective:
             return GroupSurfacing(
-                name, g, Reason(ReasonKind.PARENT_INACTIVE, group=g.parent), enabled
+                name, g, Reason(ReasonKind.PARENT_INACTIVE, group=parent), enabled
             )
         return GroupSurfacing(name, g, ACTIVATABLE, enabled)  # not enabled: it would be active
 
@@ -436,7 +434,7 @@ def compute_view(
         ladder=ladder or TrustLadder(),
         state=state,
         stage=catalog.flow.current(state.stage),
-        effective=effective_groups(catalog, state.active),
+        effective=effective_groups(catalog, state.active, principal),
     )
     return View(ctx, rules)
 

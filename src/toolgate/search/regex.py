@@ -12,9 +12,11 @@ from typing import Any
 import re2  # type: ignore[import-untyped]
 
 from toolgate.catalog import Tool
-from toolgate.errors import InvalidArguments
+from toolgate.errors import InvalidArguments, short
 
 MAX_PATTERN_LENGTH = 500
+#: characters of a caller's pattern an error quotes
+SHOWN_PATTERN = 64
 
 
 def check_pattern(pattern: str) -> None:
@@ -59,18 +61,23 @@ def compile_linear(pattern: str) -> LinearRegex:
     options = re2.Options()
     options.case_sensitive = False
     options.log_errors = False
+    # the caller's pattern is quoted once, cut: an error never echoes 1 KB of it back
+    quoted = repr(short(pattern, SHOWN_PATTERN))
     try:
         return LinearRegex(re2.compile(pattern, options))
     except UnicodeEncodeError:
         raise InvalidArguments(
-            f"Invalid regular expression {pattern!r}: it holds a character that is not "
+            f"Invalid regular expression {quoted}: it holds a character that is not "
             "valid Unicode (a lone surrogate)",
-            pattern=pattern[:64],
+            pattern=pattern[:SHOWN_PATTERN],
         ) from None
     except re2.error as exc:
-        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        # RE2 says "what: where", where quoting the rest of the pattern: cut that too
+        what, _, where = reason.partition(": ")
+        reason = f"{what}: {short(where, SHOWN_PATTERN)}" if where else what
         raise InvalidArguments(
-            f"Invalid regular expression {pattern!r}: {reason} (RE2 syntax: no "
+            f"Invalid regular expression {quoted}: {reason} (RE2 syntax: no "
             "backreferences or lookaround)",
-            pattern=pattern[:64],
+            pattern=pattern[:SHOWN_PATTERN],
         ) from None

@@ -88,7 +88,7 @@ class StateStore(ABC):
     """Base class of session stores.
 
     Subclasses implement :meth:`get`, :meth:`compare_and_set`, :meth:`delete` and
-    :meth:`rate_hit` (:meth:`sweep` and :meth:`close` when they have work to do);
+    :meth:`rate_hit` (:meth:`rate_peek`, :meth:`sweep` and :meth:`close` when they can);
     :meth:`mutate` and :meth:`load` come for free. Listing sessions for operators is
     :class:`toolgate.state.listing.SessionListing`'s, not the core's.
     ``idle_ttl`` is seconds of inactivity after which a session's state is forgotten.
@@ -138,6 +138,12 @@ class StateStore(ABC):
         """Record one call in ``bucket`` if fewer than ``limit`` happened in the last
         ``window_s`` seconds. Returns None when allowed, else seconds until retry."""
         ...
+
+    async def rate_peek(self, bucket: str, limit: int, window_s: float) -> float | None:
+        """What :meth:`rate_hit` would answer now, recording nothing: None when a call
+        would be allowed, else seconds until retry. The default cannot look, so it
+        allows: the ``rate_hit`` that follows still enforces the limit."""
+        return None
 
     async def sweep(self) -> int:
         """Forget idle sessions and old rate-limit entries; returns sessions removed."""
@@ -216,10 +222,15 @@ class StateStore(ABC):
         except Exception as exc:
             raise unavailable(exc, self.timeout) from exc
 
-    async def rate_check(self, bucket: str, limit: int, window_s: float) -> float | None:
+    async def rate_check(
+        self, bucket: str, limit: int, window_s: float, *, record: bool = True
+    ) -> float | None:
+        """``rate_hit`` (``record=False``: ``rate_peek``) bounded by ``timeout``; a store
+        fault raises StoreUnavailable."""
+        look = self.rate_hit if record else self.rate_peek
         try:
             async with asyncio.timeout(self.timeout):
-                return await self.rate_hit(bucket, limit, window_s)
+                return await look(bucket, limit, window_s)
         except StoreUnavailable:
             raise
         except Exception as exc:

@@ -61,6 +61,11 @@ class MemoryStore(SessionListing):
         log.append(now)
         return None
 
+    async def rate_peek(self, bucket: str, limit: int, window_s: float) -> float | None:
+        now = self.clock()
+        live = [at for at in self._hits.get(bucket, ()) if at > now - window_s]
+        return live[0] + window_s - now if len(live) >= limit else None
+
     async def sweep(self) -> int:
         now = self.clock()
         stale = [k for k, s in self._states.items() if now - s.touched_at > self.idle_ttl]

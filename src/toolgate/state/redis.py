@@ -63,6 +63,16 @@ redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return false
 """
 
+# KEYS[1] rate log; ARGV: now - window, limit. _RATE_HIT's answer, recording nothing:
+# nil when a call would be recorded, else the oldest live entry's score (a string).
+_RATE_PEEK = """
+local after = '(' .. ARGV[1]
+if redis.call('ZCOUNT', KEYS[1], after, '+inf') >= tonumber(ARGV[2]) then
+  return redis.call('ZRANGEBYSCORE', KEYS[1], after, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
+end
+return false
+"""
+
 # KEYS: state keys; ARGV: now, idle_ttl. Deletes the ones idle by the store's clock.
 _SWEEP = """
 local removed = 0
@@ -195,6 +205,7 @@ class RedisStore(SessionListing):
     _sentinel: Sentinel | None = field(default=None, init=False, repr=False)
     _cas: Any = field(init=False, repr=False)
     _rate_hit: Any = field(init=False, repr=False)
+    _rate_peek: Any = field(init=False, repr=False)
     _sweep: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -206,6 +217,7 @@ class RedisStore(SessionListing):
         # Script objects re-load themselves after NOSCRIPT (e.g. a restarted server).
         self._cas = self._client.register_script(_CAS)
         self._rate_hit = self._client.register_script(_RATE_HIT)
+        self._rate_peek = self._client.register_script(_RATE_PEEK)
         self._sweep = self._client.register_script(_SWEEP)
 
     def _socket_options(self) -> dict[str, Any]:
@@ -344,6 +356,13 @@ class RedisStore(SessionListing):
         # Replicas' clocks differ a little: the oldest entry may come from a replica whose
         # clock is ahead of ours. Nobody ever waits longer than one window.
         return min(float(oldest) + window_s - now, window_s)
+
+    async def rate_peek(self, bucket: str, limit: int, window_s: float) -> float | None:
+        now = self.clock()
+        oldest = await self._rate_peek(
+            keys=[self._rate_key(bucket)], args=[repr(now - window_s), limit]
+        )
+        return None if oldest is None else min(float(oldest) + window_s - now, window_s)
 
     async def sweep(self) -> int:
         now, ttl = repr(self.clock()), repr(float(self.idle_ttl))

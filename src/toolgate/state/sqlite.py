@@ -222,6 +222,20 @@ class SqliteStore(SessionListing):
 
         return await self._run(hit)
 
+    async def rate_peek(self, bucket: str, limit: int, window_s: float) -> float | None:
+        now = self.clock()
+
+        def peek(conn: sqlite3.Connection) -> float | None:
+            # one statement reads one snapshot; the entries rate_hit would delete are not
+            # counted, and nothing is written
+            count, oldest = conn.execute(
+                "SELECT COUNT(*), MIN(at) FROM rate_hits WHERE bucket = ? AND at > ?",
+                (bucket, now - window_s),
+            ).fetchone()
+            return float(oldest) + window_s - now if count >= limit else None
+
+        return await self._run(peek)
+
     async def sweep(self) -> int:
         now, ttl = self.clock(), self.idle_ttl
 

@@ -154,8 +154,9 @@ def groups_note(view: View) -> str:
     for g in groups[:MAX_NAMED_GROUPS]:
         text = (g.description or g.title or "").removeprefix(lead)
         facts = [w for w in (few_words(text),) if w]
-        if g.parent:
-            facts.append(f"inside {g.parent}")
+        parent = view.ctx.parent(g.name)  # one out of the principal's scope is never named
+        if parent:
+            facts.append(f"inside {parent}")
         parts.append(f"{g.name} ({'; '.join(facts)})" if facts else g.name)
     more = len(groups) - MAX_NAMED_GROUPS
     tail = f"; and {more} more (list_groups)" if more > 0 else ""
@@ -297,6 +298,10 @@ class Addon:
         """Whether this add-on gives ``strategy``'s tools in full on request
         (``describe_tools``), so a shortened entry may point at it."""
         return False
+
+    async def shown_in_full(self, request: Request, names: Sequence[str]) -> None:
+        """Another meta-tool (a search) gave the model these tools' full definitions;
+        an add-on that gates calls on reading them (lazy descriptions) records that."""
 
 
 class Strategy:

@@ -100,6 +100,12 @@ class ToolDescriptions(Addon):
     def describes(self, strategy: Strategy) -> bool:
         return self.offers(strategy)
 
+    async def shown_in_full(self, request: Request, names: Sequence[str]) -> None:
+        # a search's full result is a definition read: calling it next is not refused
+        # with TOOL_DESCRIPTION_REQUIRED (lazy mode records; plain describe_tools does not)
+        if names and self.records:
+            await request.session.mark(described=names)
+
     def meta_tools(self, strategy: Strategy) -> list[MetaTool]:
         if not self.offers(strategy):
             return []

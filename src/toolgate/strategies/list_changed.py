@@ -112,8 +112,12 @@ class ListChangedStrategy(Strategy):
                 return name[: -len(suffix)], action
         return None
 
-    def _activator_tool(self, group: str, action: str, lead: str = "") -> MetaTool:
-        """``lead``: what every group the caller sees opens with (``groups_lead``)."""
+    def _activator_tool(
+        self, group: str, action: str, lead: str = "", parent: str | None = None
+    ) -> MetaTool:
+        """``lead``: what every group the caller sees opens with (``groups_lead``);
+        ``parent``: the group's parent as the caller sees it (None: none, or one out of
+        its scope, which is never named to it)."""
         g = self.toolset.catalog.groups[group]
         name = f"{group}{self.sep}{action}"
 
@@ -131,7 +135,7 @@ class ListChangedStrategy(Strategy):
         # and not what every group's description opens with (``github: ``)
         text = (g.description or g.title or "").removeprefix(lead) or group
         what = few_words(text, ACTIVATOR_WORDS)
-        inside = f" (inside {g.parent})" if g.parent and action == "activate" else ""
+        inside = f" (inside {parent})" if parent and action == "activate" else ""
         return MetaTool(name, f"{what}{inside}", NO_ARGUMENTS, run)
 
     def listed_meta(self, request: Request, view: View) -> list[MetaTool]:
@@ -143,12 +147,13 @@ class ListChangedStrategy(Strategy):
         for g in view.groups:
             if not g.visible or g.group is None:
                 continue  # out of scope: never named, not even by its activator
+            parent = view.ctx.parent(g.name)
             if always or g.activatable:
-                metas.append(self._activator_tool(g.name, "activate", lead))
+                metas.append(self._activator_tool(g.name, "activate", lead, parent))
             # a deactivator while the group is on (DESIGN 5.1: hidden when
             # show_deactivator=False); one for a group that is off would only cost tokens
             if g.group.show_deactivator and (g.enabled if always else g.active):
-                metas.append(self._activator_tool(g.name, "deactivate", lead))
+                metas.append(self._activator_tool(g.name, "deactivate", lead, parent))
         return metas
 
     def meta_tool(self, name: str) -> MetaTool | None:

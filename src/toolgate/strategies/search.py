@@ -30,6 +30,7 @@ from toolgate.strategies.catalog import CatalogStrategy
 from toolgate.strategies.detail import Detail, index_entry
 from toolgate.tokens import model_form
 from toolgate.toolset import ToolSet
+from toolgate.view import ReasonKind, View
 
 DEFAULT_LIMIT = 5
 DEFAULT_FULL_RESULTS = 1
@@ -164,9 +165,16 @@ class ToolSearch(Addon):
         # say only what this strategy offers: where no add-on describes tools, every
         # match comes in full; where there is no call_tool, tools run directly
         names = strategy.names
+        full = self.full_results
+        best = (
+            "Each match comes in one line"
+            if full == 0
+            else "The best match comes in full, the rest one line each"
+            if full == 1
+            else f"The best {full} matches come in full, the rest one line each"
+        )
         shown = (
-            f"The best match comes in full, the rest one line each ({names.describe_tools} "
-            "gives them in full)"
+            f"{best} ({names.describe_tools} gives them in full)"
             if strategy.describes()
             else "Matches come in full"
         )
@@ -234,8 +242,11 @@ class ToolSearch(Addon):
         hits: Sequence[SearchHit] = (
             rankings[0] if len(rankings) == 1 else interleave(rankings, MAX_LIMIT)
         )
-        found = [(h, t) for h in hits if (t := view.surfacing(h.name).tool) is not None]
+        found = [(h, t) for h in hits if (t := self.findable(strategy, view, h.name)) is not None]
         results, more = self.answer(found, detail, describes=strategy.describes())
+        in_full = [r["name"] for r in results if "tool" in r]
+        for addon in strategy.addons:
+            await addon.shown_in_full(request, in_full)
         revealed: list[str] = []
         errors: list[str] = []
         changed = False
@@ -243,7 +254,17 @@ class ToolSearch(Addon):
         if hidden and self.reveals(strategy, request):
             outcome = await session.reveal(hidden)
             revealed = sorted(outcome.after.visible_names - outcome.before.visible_names)
-            errors = [f"Cannot show tool {n!r}: {problem}" for n, problem in outcome.refused]
+            # over a budget: say what frees room (disable_tools closes a group, and
+            # forgets the tools search showed of it)
+            room = (
+                f"; {disable.name} closes a group, or the tools search showed of one, to make room"
+                if (disable := strategy.meta_tool(strategy.names.disable_tools)) is not None
+                else ""
+            )
+            errors = [
+                f"Cannot show tool {n!r}: {problem}{room if n in outcome.over_budget else ''}"
+                for n, problem in outcome.refused
+            ]
             changed = outcome.visible_changed
         data: dict[str, Any] = {
             "pattern" if regex else "query": needs[0],
@@ -258,6 +279,21 @@ class ToolSearch(Addon):
         shown = [{"name": t.name} for _, t in found]
         emit_selection(request, "search", strategy, shown, result=answer)
         return Reply(answer, list_changed=changed)
+
+    @staticmethod
+    def findable(strategy: Strategy, view: View, name: str) -> Tool | None:
+        """The tool a hit names, if an answer may name it. With ``hidden_tool_errors:
+        "opaque"`` a call of a tool held back by more than its group (its stage, a
+        predicate) answers "Unknown tool", so search does not name it either; with hints,
+        it does, and the call says what would make it run."""
+        seen = view.surfacing(name)
+        if seen.tool is None:
+            return None
+        if strategy.toolset.hidden_tool_errors == "opaque" and not (
+            seen.visible or seen.reason.kind is ReasonKind.GROUP_INACTIVE
+        ):
+            return None
+        return seen.tool
 
     @staticmethod
     def reveals(strategy: Strategy, request: Request) -> bool:

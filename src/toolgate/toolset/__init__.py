@@ -6,7 +6,8 @@ Orchestration layer: no MCP imports; strategies and adapters sit above it.
 """
 
 from toolgate.toolset.dispatch import CallOutcome
-from toolgate.toolset.session import GroupInfo, RevealResult, Session
+from toolgate.toolset.outcomes import GroupInfo, RevealResult
+from toolgate.toolset.session import Session
 from toolgate.toolset.toolset import ToolSet
 
 __all__ = ["CallOutcome", "GroupInfo", "RevealResult", "Session", "ToolSet"]

@@ -1,9 +1,9 @@
 """A tool call, start to end: the checks before it, the run, the stage it leads to.
 
 The view's verdict first (visible implies dispatchable), then describe-before-call,
-argument validation, the rate limit and confirmation; a successful call may move the
-session to its next stage. Orchestration: imports the core; reads the session through
-``CallingSession``.
+argument validation, the rate limit and confirmation (a slot is spent only by a call
+that runs); a successful call may move the session to its next stage. Orchestration:
+imports the core; reads the session through ``CallingSession``.
 """
 
 from __future__ import annotations
@@ -60,10 +60,23 @@ class CallingSession(Protocol):
     def principal(self) -> Principal: ...
     async def state(self) -> SessionState: ...
     def _emit(self, type_: str, **data: Any) -> None: ...
-    async def set_stage(self, stage: str, *, trigger: str | None = None) -> bool: ...
+    async def advance(self, tool: Tool) -> StageMove: ...
 
 
 logger = logging.getLogger("toolgate.toolset")
+
+
+@dataclass(frozen=True)
+class StageMove:
+    """Where a successful call of a tool took its session (``Session.advance``): the
+    transition is worked out from the stage the session is in when the move is written.
+    ``to`` is None when that stage has none for the tool; ``refused`` says why the
+    session stayed in ``stage_from`` (a budget the new stage would exceed)."""
+
+    stage_from: str
+    to: str | None = None
+    visible_changed: bool = False
+    refused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,8 +87,9 @@ class CallOutcome:
     stage_from: str | None = None
     stage_to: str | None = None
     visible_changed: bool = False
-    #: the tool ran, but its stage change could not be saved (the session stays in
-    #: ``stage_from``); the result is still the tool's, never a retryable failure
+    #: the tool ran, but its stage change was refused (a budget) or could not be saved:
+    #: the session stays in ``stage_from``; the result is still the tool's, never a
+    #: retryable failure
     state_error: str | None = None
     #: why the call was refused before it ran, when that is an answer rather than an
     #: error: ``"invalid-arguments"`` (a strategy adds where the full definition is)
@@ -131,14 +145,13 @@ async def dispatch(
     if problem is not None:
         return _refuse_args(session, name, problem)
     policy = tool.policy
-    if policy.rate_limit is not None:
-        bucket = f"{session.principal.id}\x1f{name}"
-        retry = await ts.store.rate_check(bucket, policy.rate_limit.max, policy.rate_limit.window_s)
-        if retry is not None:
-            session._emit("tool.executed", tool=name, outcome="blocked", reason="rate-limited")
-            raise RateLimited(name, retry)
     if policy.decision == "confirm":
+        # look without recording: a human is never asked about a call the limit would
+        # refuse, and a call refused or declined (or the first, asking leg on 2026-07-28,
+        # whose retry comes back here) spends no slot
+        await _rate_limit(session, tool, record=False)
         await _confirm(session, tool, args, confirmer)
+    await _rate_limit(session, tool, record=True)  # the call runs: it spends its slot
     run = handler or tool.handler
     if run is None:
         raise RegistrationError(f"Tool {name!r} has no handler", name=name)
@@ -167,25 +180,43 @@ async def dispatch(
         )
         return CallOutcome(result)
     session._emit("tool.executed", tool=name, outcome="success", duration_s=took)
-    stage = view.ctx.stage
-    nxt = ts.catalog.flow.next_stage(stage, name, tool.next_stage)
-    if nxt is None or nxt == stage:
-        return CallOutcome(result)
+    if not ts.catalog.flow.moves_on(name, tool.next_stage):
+        return CallOutcome(result)  # no store round trip for a tool that moves nothing
     try:
-        changed = await session.set_stage(nxt, trigger=name)
+        move = await session.advance(tool)
     except Exception as exc:
         # The tool has run: a failure here must not read as a failed call, or a
         # client's retry would repeat its side effect. Report the result; log this.
         problem = exc.message if isinstance(exc, ToolgateError) else f"{exc}"
+        stage = view.ctx.stage  # the store could not say where it is now: name where it was
         logger.error(
             "tool %r ran, but moving session %r to stage %r failed: %s",
             name,
             session.key,
-            nxt,
+            ts.catalog.flow.next_stage(stage, name, tool.next_stage),
             problem,
         )
         return CallOutcome(result, stage_from=stage, state_error=problem)
-    return CallOutcome(result, stage_from=stage, stage_to=nxt, visible_changed=changed)
+    if move.refused is not None:
+        return CallOutcome(result, stage_from=move.stage_from, state_error=move.refused)
+    if move.to is None:
+        return CallOutcome(result)
+    return CallOutcome(
+        result, stage_from=move.stage_from, stage_to=move.to, visible_changed=move.visible_changed
+    )
+
+
+async def _rate_limit(session: CallingSession, tool: Tool, *, record: bool) -> None:
+    """Refuse the call if ``tool``'s rate limit is spent for this principal; with
+    ``record``, count the call (one atomic store step: check and record)."""
+    limit = tool.policy.rate_limit
+    if limit is None:
+        return
+    bucket = f"{session.principal.id}\x1f{tool.name}"
+    retry = await session.toolset.store.rate_check(bucket, limit.max, limit.window_s, record=record)
+    if retry is not None:
+        session._emit("tool.executed", tool=tool.name, outcome="blocked", reason="rate-limited")
+        raise RateLimited(tool.name, retry)
 
 
 def _refuse_args(session: CallingSession, name: str, message: str) -> CallOutcome:

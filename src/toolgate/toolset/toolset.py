@@ -7,8 +7,10 @@ and builds the error a refused call gets. Orchestration: imports the core and
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -169,6 +171,9 @@ class ToolSet:
         self._search_index: SearchIndex | None = None
         #: indexes without the text of some groups, for the principals who may not see them
         self._unseen_indexes: OrderedDict[frozenset[str], SearchIndex] = OrderedDict()
+        self._change_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     # -- registration ----------------------------------------------------------------
     def add_group(self, group: Group) -> Group:
@@ -417,6 +422,16 @@ class ToolSet:
             self, key, principal or self.default_principal, all_groups=all_groups, trial=trial
         )
 
+    def change_lock(self, key: str) -> asyncio.Lock:
+        """The lock a session's group change holds in this process across its hooks and
+        its store write (``Session._change_groups``), so two changes of one session here
+        never run hooks on the same state. Replicas are not held by it: their races are
+        the store's compare-and-set's."""
+        lock = self._change_locks.get(key)
+        if lock is None:
+            lock = self._change_locks[key] = asyncio.Lock()
+        return lock
+
     async def close(self) -> None:
         await self.store.close()
         self.events.close()
@@ -448,7 +463,8 @@ class ToolSet:
             known = [g for g in tool.groups if view.group(g).visible]
             if not known:
                 return ToolNotFound(s.name)  # no group it may know of: nothing to hint at
-            chain = min(([*reversed(self.catalog.ancestors(g)), g] for g in known), key=len)
+            # only ancestors it may know of: one out of its scope is transparent to it
+            chain = min(([*reversed(view.ctx.ancestors(g)), g] for g in known), key=len)
             return ToolHidden(
                 f"Tool {s.name!r} is not enabled. Enable group {chain[-1]!r} first"
                 + (f" (and its parents {chain[:-1]})" if len(chain) > 1 else "")

@@ -32,6 +32,7 @@ from toolgate.gateway.relay.exposure import Placement
 from toolgate.grouping import GroupingSettings
 from toolgate.policy import Principal, TrustLadder
 from toolgate.strategies.base import LEGACY
+from toolgate.strategies.search import search_args
 from toolgate.tokens import TokenCounter, best_counter, model_text
 
 
@@ -94,8 +95,11 @@ def search_report(snap: Snapshot, principal: Principal, query: str) -> dict[str,
     request took none)."""
     toolset = snap.toolset
     view = toolset.view(principal, toolset.initial_state())
-    index = toolset.search_index
+    # the index and the checks search_tools uses for this principal: groups it may not
+    # know of neither match nor move scores, and a query search_tools refuses is refused
+    index = toolset.search_index_for(view)
     try:
+        search_args({"query": query}, "query")
         ranked = index.explain(query, limit=10, allowed=view.is_accessible)
     except ToolgateError as exc:
         raise ConfigError(f"--search: {exc.message}", key="--search") from exc

@@ -92,6 +92,11 @@ def _print_report(data: dict[str, Any], out: TextIO) -> None:
         f"{data.get('sessions_changed', 0)} stored session(s)",
         file=out,
     )
+    if data.get("sessions_ended"):
+        print(
+            f"  {data['sessions_ended']} live session(s) ended: no token names their principal",
+            file=out,
+        )
     for w in data.get("warnings", []):
         print(f"  warning: {w}", file=out)
 

@@ -28,6 +28,7 @@ from toolgate.errors import ConfigError, RegistrationError
 from toolgate.gateway.config.env import expand_env
 from toolgate.gateway.config.files import read_config_data
 from toolgate.gateway.config.problems import config_error, problem_of
+from toolgate.gateway.config.search import SearchConfig
 from toolgate.gateway.config.servers import (
     STRICT,
     ServerConfig,
@@ -38,7 +39,6 @@ from toolgate.identity import is_token_digest
 from toolgate.policy import DEFAULT_TRUST_LEVELS, TrustLadder
 from toolgate.state.open import check_store_url, is_store_path
 from toolgate.strategies.registry import default_registry
-from toolgate.strategies.search import DEFAULT_FULL_RESULTS
 
 
 class _Model(BaseModel):
@@ -244,24 +244,6 @@ class MetricsConfig(_Model):
     enabled: bool = True
 
 
-class SearchConfig(_Model):
-    """The ``search`` key: ``search_tools`` for every strategy, and how it ranks.
-
-    ``true`` is ``{mode: "lexical"}``. ``embedder`` names the hybrid mode's model
-    (``wordllama``, ``wordllama:DIM[:FOLDER]``, ``multilingual``, ``bert:FOLDER``, ``minilm`` or
-    ``package.module:factory``);
-    ``cache`` is a file for tool vectors, so a restart re-embeds nothing unchanged.
-    """
-
-    enabled: bool = True
-    mode: Literal["lexical", "hybrid"] = "lexical"
-    embedder: str | None = None
-    cache: str | None = None
-    weight: float | None = Field(None, ge=0.0, le=1.0)
-    #: how many of the best matches ``search_tools`` gives in full (the rest in one line)
-    full_results: int = Field(DEFAULT_FULL_RESULTS, ge=0, le=50)
-
-
 class DashboardConfig(_Model):
     """The dashboard and the operator's endpoints (``/admin/reload``): operator tokens by
     their SHA-256, as ``toolgate check`` and the start both require."""
@@ -370,7 +352,14 @@ class ToolgateConfig(_Model):
     @classmethod
     def _search(cls, v: Any) -> Any:
         """``true``/``false`` are lexical search, on or off; a block turns it on."""
-        return {"enabled": v} if isinstance(v, bool) else v
+        if isinstance(v, bool):
+            return {"enabled": v}
+        if not isinstance(v, dict | SearchConfig):
+            raise ValueError(
+                f'search is true, false or an object such as {{"mode": "hybrid"}}, '
+                f"not {type(v).__name__} {v!r:.40}"
+            )
+        return v
 
     @field_validator("meta_tool_names")
     @classmethod

@@ -11,10 +11,11 @@ import errno
 import hashlib
 import logging
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from typing import Any
 
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -36,6 +37,7 @@ from toolgate.gateway.ingress.session_cap import ClientOf, SessionCap
 from toolgate.identity import IdentityResolver
 from toolgate.lowlevel import Binding
 from toolgate.request import CALLER, Resolved
+from toolgate.sdk_internals import live_transports
 from toolgate.strategies.base import is_stateless
 
 logger = logging.getLogger("toolgate.gateway")
@@ -85,6 +87,7 @@ def http_app(
             per_client=limits.max_sessions_per_client,
             idle_timeout=tg.idle_ttl,
             client_of=client_of(by_credential=tg.identity.oauth is not None),
+            alive=held_by(binding.server.session_manager),
             stateless=is_stateless,
         ),
         *authentication(cfg),  # the guard's verdict as the SDK's user; 401 on /mcp
@@ -121,6 +124,17 @@ def client_of(*, by_credential: bool) -> ClientOf:
         return f"address:{address[0] if address else 'unknown'}"
 
     return client
+
+
+def held_by(manager: StreamableHTTPSessionManager) -> Callable[[str], bool]:
+    """Whether ``manager`` (the SDK's) still holds a legacy session, by id: the session
+    cap's one judge of when a session ended, however it ended."""
+
+    def alive(session: str) -> bool:
+        transport = live_transports(manager).get(session)
+        return transport is not None and not transport.is_terminated
+
+    return alive
 
 
 def check_bind(host: str, port: int) -> None:
@@ -167,4 +181,4 @@ def server_options(
     }
 
 
-__all__ = ["check_bind", "client_of", "http_app", "server_options"]
+__all__ = ["check_bind", "client_of", "held_by", "http_app", "server_options"]

@@ -4,8 +4,8 @@
 dashboard): the client's address behind trusted proxies (``scope["client"]``), ``Host``
 and ``Origin`` against the one list of allowed hosts (DNS rebinding), one well-formed
 ``Authorization`` credential resolved once (``CALLER``), a known ``MCP-Protocol-Version``,
-the body read once (``BODY``), its size, JSON nesting, lone surrogates, JSON-RPC ids and
-the shape of a JSON-RPC message.
+and the body read once (``BODY``) and judged by ``envelope`` (its size, JSON nesting, lone
+surrogates, and the shape of a JSON-RPC message and of a 2026-07-28 request's envelope).
 Ingress layer: Starlette, the SDK's types, the core's identity and ``toolgate.request``'s
 verdict.
 """
@@ -13,19 +13,25 @@ verdict.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import pydantic_core
-from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_types import (
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from toolgate.gateway.ingress.envelope import (
+    BodyProblem,
+    json_problem,
+)
+from toolgate.gateway.ingress.envelope import (
+    GuardLimits as GuardLimits,
+)
 from toolgate.gateway.ingress.forwarded import TrustedProxies
 from toolgate.identity import Caller, IdentityResolver
 from toolgate.request import CALLER, Resolved
@@ -52,15 +58,6 @@ def version_refusal(version: str) -> Response | None:
         "data": {"supported": list(SUPPORTED_PROTOCOL_VERSIONS), "requested": shown},
     }
     return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, 400)
-
-
-@dataclass(frozen=True)
-class GuardLimits:
-    """What one request may hold. ``toolgate.http`` in the config sets them."""
-
-    max_body_bytes: int = 1_048_576
-    max_json_depth: int = 64
-    body_timeout: float = 30.0
 
 
 def host_name(netloc: str) -> str:
@@ -100,134 +97,6 @@ def credential_problem(values: list[str]) -> str | None:
     if "," in parts[1]:
         return "the Authorization header carries more than one credential"
     return None
-
-
-@dataclass(frozen=True)
-class BodyProblem:
-    """Why a body is refused: HTTP status, message, and the JSON-RPC code and id when
-    the body is an MCP message (answered as a JSON-RPC error)."""
-
-    status: int
-    message: str
-    rpc_code: int | None = None
-    rpc_id: Any = None
-
-
-def _depth(value: Any, limit: int) -> int:
-    """Nesting depth of parsed JSON, counted without recursion; stops past ``limit``."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict | list):
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                return deepest
-            children = node.values() if isinstance(node, dict) else node
-            stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return deepest
-
-
-def surrogate_at(value: Any) -> str | None:
-    """The path of the first string (key or value) holding a lone UTF-16 surrogate."""
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, str):
-            try:
-                node.encode("utf-8")
-            except UnicodeEncodeError:
-                return path or "(the body)"
-        elif isinstance(node, dict):
-            for k, v in node.items():
-                if isinstance(k, str) and surrogate_at(k) is not None:
-                    return f"{path}.{k!a}".lstrip(".")
-                stack.append((v, f"{path}.{k}".lstrip(".")))
-        elif isinstance(node, list):
-            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
-    return None
-
-
-def json_problem(body: bytes, limits: GuardLimits, *, rpc: bool) -> BodyProblem | None:
-    """Check a JSON body: nesting, lone surrogates and, for MCP (``rpc``), the id.
-
-    Bodies that do not parse are left to the route, which answers its own parse error.
-    """
-    try:
-        parsed = pydantic_core.from_json(body)  # rejects lone surrogates, bounds recursion
-    except ValueError as exc:
-        if "recursion limit" in str(exc):
-            return BodyProblem(
-                400, f"JSON nested deeper than {limits.max_json_depth} levels", -32600
-            )
-        try:  # the stdlib parser accepts lone surrogates: is that what failed?
-            parsed = json.loads(body)
-        except (ValueError, RecursionError):
-            return None
-        where = surrogate_at(parsed)
-        if where is None:
-            return None
-        return BodyProblem(
-            400,
-            f"Invalid params: {where} holds a lone UTF-16 surrogate, which is not valid "
-            "Unicode and cannot be sent on",
-            -32602,
-            echoed_id(parsed),
-        )
-    # every level opens with "{" or "[": a body with no more of them than the limit
-    # (counted in C, strings included) cannot nest deeper, and need not be walked
-    deep = body.count(b"{") + body.count(b"[") > limits.max_json_depth
-    if deep and _depth(parsed, limits.max_json_depth) > limits.max_json_depth:
-        return BodyProblem(400, f"JSON nested deeper than {limits.max_json_depth} levels", -32600)
-    return envelope_problem(parsed) if rpc else None
-
-
-def echoed_id(message: Any) -> str | int | None:
-    """The id an error answer to ``message`` carries: its own when it is one JSON-RPC
-    allows (a string or an integer), else null."""
-    rpc_id = message.get("id") if isinstance(message, dict) else None
-    return rpc_id if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool) else None
-
-
-def envelope_problem(message: Any) -> BodyProblem | None:
-    """What is wrong with the shape of one JSON-RPC message, named in one line, on either
-    protocol era: one object (MCP sends no batches), a request's id a string or an
-    integer, ``"jsonrpc": "2.0"``, and a string ``method`` with object ``params``, if any
-    (a request or notification), or an ``id`` with a ``result`` or ``error`` (a client's
-    response to a server's request)."""
-    if isinstance(message, list):
-        return BodyProblem(
-            400,
-            "Invalid Request: a JSON-RPC batch (an array) is not accepted; send one message "
-            "per request",
-            -32600,
-        )
-    if not isinstance(message, dict):
-        return BodyProblem(
-            400, "Invalid Request: the body must be one JSON-RPC message, a JSON object", -32600
-        )
-    rpc_id = echoed_id(message)
-    if "id" in message and "method" in message and rpc_id is None:
-        return BodyProblem(
-            400, "Invalid Request: a request's id must be a string or an integer", -32600
-        )
-    if message.get("jsonrpc") != "2.0":
-        return BodyProblem(400, 'Invalid Request: "jsonrpc" must be "2.0"', -32600, rpc_id)
-    if "method" in message:
-        if not isinstance(message["method"], str):
-            return BodyProblem(400, "Invalid Request: 'method' must be a string", -32600, rpc_id)
-        if message.get("params") is not None and not isinstance(message["params"], dict):
-            return BodyProblem(400, "Invalid params: 'params' must be an object", -32602, rpc_id)
-        return None
-    if "id" in message and ("result" in message or "error" in message):
-        return None
-    return BodyProblem(
-        400,
-        "Invalid Request: a message needs a 'method' (a request or notification), or an "
-        "'id' with a 'result' or an 'error' (a response)",
-        -32600,
-        rpc_id,
-    )
 
 
 class _TooLarge(Exception):
@@ -332,6 +201,9 @@ class Guard:
 
     def refusal(self, scope: Scope, headers: Headers) -> Response | None:
         """Host, Origin and Authorization, before anything else is looked at."""
+        if len(headers.getlist("host")) > 1:
+            # which one counts is up to the reader (a proxy may take the last): none does
+            return PlainTextResponse("Bad Request: send one Host header, not several", 400)
         if host_name(headers.get("host", "")) not in self.names:
             return PlainTextResponse("Invalid Host header", 421)
         origin = headers.get("origin")
@@ -356,7 +228,9 @@ class Guard:
     @staticmethod
     def answer(problem: BodyProblem, *, rpc: bool) -> Response:
         if rpc and problem.rpc_code is not None:
-            error = {"code": problem.rpc_code, "message": problem.message}
+            error: dict[str, Any] = {"code": problem.rpc_code, "message": problem.message}
+            if problem.rpc_data is not None:
+                error["data"] = problem.rpc_data
             payload = {"jsonrpc": "2.0", "id": problem.rpc_id, "error": error}
             return JSONResponse(payload, problem.status)
         return JSONResponse({"error": {"message": problem.message}}, problem.status)
@@ -415,6 +289,5 @@ __all__ = [
     "allowed_names",
     "credential_problem",
     "host_name",
-    "json_problem",
     "replay",
 ]

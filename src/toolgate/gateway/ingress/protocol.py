@@ -2,8 +2,9 @@
 deadlines, a bound on a request head's size and a connection cap (``GuardedProtocol``),
 a response's head and body in one send, a request told at once when its client's
 connection closes (``Leaving``, under ``LEAVING`` in its scope), and connections that
-close without resetting what the client sent (a body refused unread, a stop). Ingress
-layer, at the bottom: imports uvicorn only.
+close without resetting what the client sent (a body refused unread, a stop), and an
+absolute-form target's host as the request's ``Host``. Ingress layer, at the bottom:
+imports uvicorn (and its parser, httptools) only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any, cast
 
+import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 
@@ -142,6 +144,7 @@ class GuardedProtocol(HttpToolsProtocol):
         self.transport = cast(asyncio.Transport, _Paired(transport, self.loop, self._close_gently))
         self._head_deadline: asyncio.TimerHandle | None = None
         self._head_bytes = 0  # of the head under way (bytes since the last complete one)
+        self._head_size = 0  # of the head being parsed: its target and header lines
         self._head_done = False
         self._leaving = Leaving()
         self._refused = False  # closing: what the client sends is read and dropped
@@ -174,12 +177,37 @@ class GuardedProtocol(HttpToolsProtocol):
         super().data_received(data)
         if head_was_done or self._head_done or self.transport.is_closing():
             return
-        self._head_bytes += len(data)  # still in the head: the parser holds it all
+        # a head not ended yet: the parser holds all of it, parsed or not (one header
+        # that never ends reaches no callback), so its bytes so far are what is measured
+        self._head_bytes += len(data)
         if self._head_bytes > self.max_header_bytes:
             self._refuse_head()
 
+    # a head as the parser hands it on: its target and each header line are measured as
+    # they come, whether the head arrived in one read or many, first on a connection or
+    # pipelined behind another request (``data_received`` measures only one not ended)
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        self._grow_head(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        super().on_header(name, value)
+        self._grow_head(len(name) + len(value) + 4)  # "name: value\r\n"
+
+    def _grow_head(self, size: int) -> None:
+        self._head_size += size
+        if self._head_size > self.max_header_bytes and not self._refused:
+            self._refuse_head()
+
     def _refuse_head(self) -> None:
-        """431, then the connection closes gently (``_close_gently``)."""
+        """431, then the connection closes gently (``_close_gently``). Behind a response
+        still under way (pipelining) that response goes out first and closes the
+        connection; the 431 would otherwise be read as its answer."""
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.keep_alive = False
+            self._refused = True  # the rest of the parser's callbacks do nothing
+            self._disarm()
+            return
         message = b"Request header fields too large"
         self.transport.write(
             STATUS_LINE[431]
@@ -215,10 +243,14 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._head_size = 0
         self.scope[LEAVING] = self._leaving  # type: ignore[literal-required]
 
     def on_headers_complete(self) -> None:
+        if self._refused:
+            return  # a head refused (431): no request of it runs
         self._head_done = True
+        self._host_of_target()
         self._disarm()  # the head is complete: the request is under way
         before = self.cycle
         super().on_headers_complete()
@@ -237,6 +269,38 @@ class GuardedProtocol(HttpToolsProtocol):
             await send(message)
 
         cycle.send = send_closing_if_unread  # type: ignore[method-assign]
+
+    def _host_of_target(self) -> None:
+        """An absolute-form target (``GET http://host/path``) names the request's host:
+        RFC 9112 (3.2.2) has a server ignore ``Host`` then and use the target's, so its
+        authority becomes the one ``Host`` header everything behind reads (the guard's
+        check included). Several ``Host`` headers are left for the guard to refuse."""
+        if self.url.startswith(b"/") or b"://" not in self.url:
+            return
+        try:
+            target = httptools.parse_url(self.url)
+        except httptools.HttpParserInvalidURLError:
+            return  # uvicorn refuses it (400)
+        host = target.host or b""
+        if b":" in host:
+            host = b"[" + host + b"]"
+        if target.port is not None:
+            host += b":%d" % target.port
+        if sum(name == b"host" for name, _ in self.headers) <= 1:
+            self.headers[:] = [(n, v) for n, v in self.headers if n != b"host"]
+            self.headers.append((b"host", host))
+
+    def on_body(self, body: bytes) -> None:
+        if not self._refused:  # a refused head's body belongs to no request
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self._refused:
+            super().on_message_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        if not self._refused:  # closing already, its answer (a 431) sent
+            super().send_400_response(msg)
 
     def drain(self) -> None:
         """The server began to stop: the response under way, if any, closes the

@@ -1,17 +1,17 @@
-"""Open MCP sessions per client: a bound, and the same idle time as the session store.
+"""Open MCP sessions per client: a bound, counted over the sessions the SDK holds.
 
 The SDK's streamable-HTTP session manager caps sessions in total (``max_sessions``) and
 ends a session idle for ``session_idle_timeout``; the gateway sets both from its config
 (``toolgate.http.max_sessions``, ``toolgate.idle_ttl``). ``SessionCap`` adds what the SDK
 lacks: at most ``per_client`` open sessions per client, so one caller cannot fill the
-total with ``initialize`` calls. Edge layer: starlette only, no MCP imports.
+total with ``initialize`` calls. Edge layer: starlette only, no MCP imports (whether the
+SDK still holds a session is asked of a callable it is given).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
@@ -25,23 +25,19 @@ VERSION_HEADER = "mcp-protocol-version"
 ClientOf = Callable[[Scope, Headers], str]
 
 
-@dataclass
-class _Open:
-    client: str
-    last: float  # when its last request ended
-    in_flight: int = 0  # requests still running (a GET stream keeps a session alive)
-
-
 class SessionCap:
     """ASGI middleware on the MCP path: refuses a client's new session (HTTP 429, a
     JSON-RPC error naming the limit) while it holds ``per_client`` open ones.
 
-    >>> app = SessionCap(app, per_client=32, idle_timeout=3600, client_of=lambda s, h: "x")
+    >>> app = SessionCap(app, per_client=32, idle_timeout=3600, client_of=lambda s, h: "x",
+    ...                  alive=lambda session: True)
 
-    A session counts from the response that opened it until the client ends it
-    (``DELETE``), the server no longer knows it (404), or it has been idle (no request
-    in flight) for ``idle_timeout`` seconds, which is when the SDK ends it too. Requests
-    of a protocol version ``stateless`` names (2026-07-28) open none and pass.
+    A session counts from the response that opened it for as long as the server holds it
+    (``alive``): until its client ends it (``DELETE``), it has been idle for
+    ``idle_timeout`` seconds, or the server ends it (a config reload that leaves its
+    owner no token). What another client does with its id (a 404, a ``DELETE`` the
+    server refuses) does not end it. Requests of a protocol version ``stateless`` names
+    (2026-07-28) open none and pass.
     """
 
     def __init__(
@@ -51,6 +47,7 @@ class SessionCap:
         per_client: int,
         idle_timeout: float,
         client_of: ClientOf,
+        alive: Callable[[str], bool],
         path: str = "/mcp",
         clock: Callable[[], float] = time.monotonic,
         stateless: Callable[[str | None], bool] = lambda version: False,
@@ -61,9 +58,11 @@ class SessionCap:
         self.per_client = per_client
         self.idle_timeout = idle_timeout
         self.client_of = client_of
+        #: whether the server still holds a session (by id): the one judge of its end
+        self.alive = alive
         self.path = path
         self.clock = clock
-        self._open: dict[str, _Open] = {}
+        self._open: dict[str, str] = {}  # session -> its client
         self._by_client: dict[str, set[str]] = {}
         self._opening: dict[str, int] = {}  # admitted, response not started yet
         self._swept = clock()
@@ -80,13 +79,15 @@ class SessionCap:
                 await self.app(scope, receive, send)
                 return
             await self._opening_request(self.client_of(scope, headers), scope, receive, send)
-        elif session in self._open:
-            await self._session_request(session, scope, receive, send)
-        else:
+            return
+        try:
             await self.app(scope, receive, send)  # unknown: the SDK answers 404
+        finally:
+            if session in self._open and not self.alive(session):
+                self._drop(session)  # ended by this request (a DELETE), or before it
 
     def open_sessions(self, client: str) -> int:
-        """Sessions ``client`` holds now (those idle past the timeout are let go)."""
+        """Sessions ``client`` holds now (those the server no longer holds are let go)."""
         self._expire(client)
         return len(self._by_client.get(client, ())) + self._opening.get(client, 0)
 
@@ -98,17 +99,15 @@ class SessionCap:
             return
         self._opening[client] = self._opening.get(client, 0) + 1
         pending = True
-        opened: str | None = None
 
         async def watch(message: Message) -> None:
-            nonlocal pending, opened
+            nonlocal pending
             if message["type"] == "http.response.start" and pending:
                 # counted as opening until now, as open from now: never both, never neither
                 pending = False
                 self._release(client)
                 session = Headers(raw=message.get("headers", [])).get(SESSION_HEADER)
                 if session is not None and message["status"] < 400:
-                    opened = session
                     self._add(session, client)
             await send(message)
 
@@ -117,31 +116,6 @@ class SessionCap:
         finally:
             if pending:
                 self._release(client)
-            entry = self._open.get(opened) if opened is not None else None
-            if entry is not None:
-                entry.last = self.clock()  # idle from the end of its opening response
-
-    async def _session_request(
-        self, session: str, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        entry = self._open[session]
-        entry.in_flight += 1
-        status = 0
-
-        async def watch(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watch)
-        finally:
-            entry.in_flight -= 1
-            entry.last = self.clock()
-            ended = status == 404 or (scope["method"] == "DELETE" and 200 <= status < 300)
-            if ended:
-                self._drop(session)
 
     def refusal(self) -> JSONResponse:
         message = (
@@ -154,18 +128,18 @@ class SessionCap:
 
     # -- the books -------------------------------------------------------------------------
     def _add(self, session: str, client: str) -> None:
-        self._open[session] = _Open(client, self.clock())
+        self._open[session] = client
         self._by_client.setdefault(client, set()).add(session)
 
     def _drop(self, session: str) -> None:
-        entry = self._open.pop(session, None)
-        if entry is None:
+        client = self._open.pop(session, None)
+        if client is None:
             return
-        mine = self._by_client.get(entry.client)
+        mine = self._by_client.get(client)
         if mine is not None:
             mine.discard(session)
             if not mine:
-                del self._by_client[entry.client]
+                del self._by_client[client]
 
     def _release(self, client: str) -> None:
         left = self._opening.get(client, 0) - 1
@@ -174,16 +148,11 @@ class SessionCap:
         else:
             self._opening.pop(client, None)
 
-    def _idle(self, entry: _Open, now: float) -> bool:
-        return entry.in_flight == 0 and now - entry.last > self.idle_timeout
-
     def _expire(self, client: str) -> None:
-        now = self.clock()
-        for session in [
-            s for s in self._by_client.get(client, ()) if self._idle(self._open[s], now)
-        ]:
+        for session in [s for s in self._by_client.get(client, ()) if not self.alive(s)]:
             self._drop(session)
+        now = self.clock()
         if now - self._swept > self.idle_timeout:  # clients that never came back
             self._swept = now
-            for session in [s for s, e in self._open.items() if self._idle(e, now)]:
+            for session in [s for s in self._open if not self.alive(s)]:
                 self._drop(session)

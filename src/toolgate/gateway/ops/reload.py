@@ -5,7 +5,8 @@ A config ``toolgate check`` would fail (with the same lines), one changing a key
 restart applies, or a reload asked while the gateway starts or stops, is refused and
 nothing changes. Otherwise backends are added, removed or reconnected, the catalog is
 synced in place (``Gateway.sync``) and removed groups leave every stored session; the
-sessions and listen streams whose tools, prompts or resources list changed are told.
+sessions and listen streams whose tools, prompts or resources list changed are told. A
+live session whose owner no token names any more ends, with a warning.
 Operations layer: reads a gateway through ``Reloadable``; never imports ``serve``.
 """
 
@@ -34,6 +35,7 @@ from toolgate.gateway.relay.primitives import Relay, attach
 from toolgate.identity import BearerTokens, IdentityResolver
 from toolgate.lowlevel import Binding
 from toolgate.oauth import OAuthResolver
+from toolgate.sdk_internals import live_transports, session_manager, session_owner
 from toolgate.state.base import SessionState, StateStore
 from toolgate.state.listing import SessionListing
 from toolgate.strategies import Delivery
@@ -105,6 +107,8 @@ class ReloadReport:
     removed_groups: tuple[str, ...] = ()
     #: stored sessions a removed group was dropped from
     sessions_changed: int = 0
+    #: live sessions ended: no token is their owner's principal any more
+    sessions_ended: int = 0
     tools: int = 0
     warnings: tuple[str, ...] = ()
     seconds: float = 0.0
@@ -128,6 +132,8 @@ class ReloadReport:
             if names:
                 parts.append(f"{label}: {', '.join(names)}")
         parts.append(f"a removed group left {self.sessions_changed} stored session(s)")
+        if self.sessions_ended:
+            parts.append(f"{self.sessions_ended} live session(s) ended (their principal left)")
         parts.append(f"{self.tools} tools")
         return f"config reloaded ({self.config}): " + "; ".join(parts)
 
@@ -196,6 +202,59 @@ def _retoken(current: IdentityResolver, fresh: IdentityResolver) -> None:
     theirs = fresh.static if isinstance(fresh, OAuthResolver) else fresh
     if isinstance(mine, BearerTokens) and isinstance(theirs, BearerTokens):
         mine.tokens = theirs.tokens
+
+
+def _principal_ids(cfg: GatewayConfig) -> dict[str, str]:
+    """Each bearer token's digest and the id of its principal."""
+    return {digest: p.id for digest, p in cfg.toolgate.identity.tokens.items()}
+
+
+async def end_orphaned_sessions(
+    gateway: Reloadable, old: GatewayConfig, new: GatewayConfig
+) -> tuple[int, list[str]]:
+    """End the live sessions whose owner (the principal id that opened it; the SDK lets
+    no other use it) no token of ``new`` is any more: a token rebound to another
+    principal, or removed. Its requests would otherwise be "Session not found" while the
+    session held its place until ``idle_ttl``. Returns how many ended, and a warning per
+    token whose principal changed, or that was removed with sessions that end."""
+    was, now = _principal_ids(old), _principal_ids(new)
+    gone = set(was.values()) - set(now.values())
+    manager = session_manager(gateway.binding.server) if gateway.binding is not None else None
+    ending: dict[str, list[Any]] = {principal: [] for principal in gone}
+    if manager is not None and gone:
+        for key, transport in list(live_transports(manager).items()):
+            owner = session_owner(manager, key)
+            principal = owner.get("client_id") if isinstance(owner, dict) else None
+            if principal in ending and not transport.is_terminated:
+                ending[principal].append(transport)
+    warnings = []
+    for digest in sorted(was):
+        before, after = was[digest], now.get(digest)
+        if after == before:
+            continue
+        ends = len(ending.get(before, ()))
+        stays = "" if before in gone else f" (another token is still {before!r}: they stay)"
+        if after is not None:
+            warnings.append(
+                f"identity.tokens.{digest[:12]}...: principal changed {before!r} -> "
+                f"{after!r}: {ends} live session(s) end{stays}"
+            )
+        elif ends:
+            warnings.append(
+                f"identity.tokens.{digest[:12]}...: removed ({before!r}): "
+                f"{ends} live session(s) end"
+            )
+    ended = 0
+    for transports in ending.values():
+        for transport in transports:
+            # as a DELETE ends one: the SDK forgets it, and the session cap with it
+            try:
+                await transport.terminate()
+            except Exception:  # the reload is applied: one session's failure is logged
+                logger.warning("could not end session %s", transport.mcp_session_id, exc_info=True)
+                continue
+            ended += 1
+    return ended, warnings
 
 
 async def drop_groups(store: StateStore, keys: Sequence[str], removed: frozenset[str]) -> int:
@@ -308,6 +367,7 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
             await gateway.relay.changed(backend, backend.declared())  # its prompts, resources
         gateway.cfg = new
         _retoken(gateway.identity, fresh)
+        ended, token_warnings = await end_orphaned_sessions(gateway, old, new)
         gateway.relay.reconfigure(new)
         if isinstance(gateway.relay.access, GroupExposure):
             gateway.relay.access.place(new)
@@ -323,7 +383,7 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
         await _first_attempts(gateway, (*plan.added, *plan.reconnected))
         # warned of as the backends are now: one added is listed, not "down" as before
         found = _judged(new, fleet)
-        warnings = [*problem_lines(found.errors), *found.warnings]
+        warnings = [*problem_lines(found.errors), *found.warnings, *token_warnings]
         for name in (*plan.added, *plan.reconnected):
             b = fleet.backends[name]
             if not b.up:  # supervised: retried with backoff, its tools join when it lists them
@@ -345,6 +405,7 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
         added_groups=tuple(sorted(after - before)),
         removed_groups=tuple(sorted(gone)),
         sessions_changed=sessions,
+        sessions_ended=ended,
         tools=len(gateway.toolset.catalog.tools),
         warnings=tuple(warnings),
     )
@@ -357,6 +418,7 @@ __all__ = [
     "ReloadReport",
     "Reloadable",
     "drop_groups",
+    "end_orphaned_sessions",
     "reload",
     "restart_keys",
 ]
