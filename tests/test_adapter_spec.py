@@ -584,9 +584,14 @@ async def test_a_client_declaring_the_groups_extension_gets_groups(
         "instructions": "Search before you file.",
         "contents": {"tools": [BY_NAME["list_issues"].wire()], "groups": []},
     }
+    # read_mode: no group has that name on the wire ('_' is written '-'): invalid params
     assert missing == {
         "nope": (-32002, "Unknown group: nope"),
-        "read_mode": (-32002, "Unknown group: read_mode"),
+        "read_mode": (
+            -32602,
+            "Invalid 'name': a group's name on the extension wire is lowercase letters "
+            "and digits, words joined by single '-'",
+        ),
     }
     assert top == ROOT  # grouped tools live only in their groups
     assert ran.structured_content == {"tool": "fork_repo", "args": {}}

@@ -210,6 +210,19 @@ async def test_groups_list_pages_with_an_opaque_cursor(urls: dict[str, str], mod
     assert bad.value.error.code == -32602
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_groups_list_cursor_is_no_tools_list_cursor(
+    urls: dict[str, str], mode: str
+) -> None:
+    """A cursor names the list that issued it: one from ``groups/list`` is refused by
+    ``tools/list`` (-32602), not read as a place in it."""
+    async with connect(urls["paged"], mode) as c:
+        first = await groups_list(c)
+        with pytest.raises(MCPError) as bad:
+            await c.list_tools_mcp(cursor=first["nextCursor"])
+    assert bad.value.error.code == -32602
+
+
 # -- groups/get ---------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", MODES)
 async def test_groups_get_omits_instructions_a_group_does_not_have(

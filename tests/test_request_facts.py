@@ -14,10 +14,12 @@ from mcp.shared.exceptions import MCPError
 from _fixtures.core import listing
 from toolgate import BudgetExceeded, Group, GroupNotFound, Principal, Tool, ToolSet
 from toolgate.client import GroupsClient, GroupsClientExtension
+from toolgate.errors import Unauthenticated
 from toolgate.gateway.ops.dashboard.sessions import SessionRecorder, record_sessions
 from toolgate.groups_extension import bind_groups
-from toolgate.identity import Caller
+from toolgate.identity import Caller, IdentityResolver
 from toolgate.lowlevel import bind
+from toolgate.request import Resolved
 from toolgate.strategies import DeliveryConfig
 from toolgate.wire import mcp_error, raise_or_result
 
@@ -105,3 +107,19 @@ def test_every_toolgate_error_maps_to_one_jsonrpc_error_that_names_the_problem()
         True,
         {"error": "Over budget", "code": "budget_exceeded", "limit": 3},
     )
+
+
+async def test_a_resolver_that_fails_refuses_the_request_rather_than_crash_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A resolver's own fault (a bug, a provider's odd answer it did not expect) fails
+    closed: the request is refused as unauthenticated (HTTP 401), and the fault logged."""
+
+    class Broken(IdentityResolver):
+        async def resolve_with_scopes(self, caller: Caller) -> tuple[Principal | None, list[str]]:
+            raise TypeError("'NoneType' object is not iterable")
+
+    resolved = await Resolved.of(Broken(), Caller("http", {"authorization": "Bearer x"}))
+    with pytest.raises(Unauthenticated, match="could not be verified"):
+        _ = resolved.admitted
+    assert "the identity resolver failed" in caplog.text

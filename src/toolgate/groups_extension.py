@@ -80,8 +80,9 @@ class GetGroupParams(mt.RequestParams):
 
 
 def serves_groups(delivery: Delivery) -> bool:
-    """Whether ``delivery`` gives a client that declares the extension ``groups``."""
-    return isinstance(delivery.choose(None, frozenset({GROUPS_EXTENSION})), GroupsStrategy)
+    """Whether ``delivery``'s strategy gives a client that declares the extension
+    ``groups`` once the extension is served (``auto``, ``groups``)."""
+    return delivery.offers_groups
 
 
 # -- the two methods -------------------------------------------------------------------
@@ -107,6 +108,7 @@ class GroupsEndpoint:
             )
         strategy = delivery.strategies["groups"]
         assert isinstance(strategy, GroupsStrategy)
+        delivery.groups_served = True  # declaring clients get groups: they can navigate
         self.delivery = delivery
         self.strategy = strategy
         self.identity = identity

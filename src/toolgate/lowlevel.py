@@ -25,15 +25,16 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 from toolgate.catalog import CallContext, Tool, ToolResult
-from toolgate.errors import RegistrationError, ToolgateError
+from toolgate.errors import ConfigError, RegistrationError, ToolgateError
 from toolgate.identity import BearerTokens, IdentityFn, IdentityResolver, check_identity
 from toolgate.request import (
     Context,
     LiveConnections,
     RequestFacts,
+    ToolListWatch,
     request_facts,
 )
-from toolgate.sdk_internals import lowlevel_of, registered_tools
+from toolgate.sdk_internals import lowlevel_of, registered_tools, watch_tools
 from toolgate.strategies import Addon, Delivery, DeliveryConfig
 from toolgate.strategies.base import Request, Strategy
 from toolgate.strategies.delivery import check_delivery_arguments
@@ -121,6 +122,11 @@ class Binding:
     # the server's own resources handlers, chained after the add-ons'
     _resources_list: HandlerEntry[Any] | None = field(default=None, init=False, repr=False)
     _resources_read: HandlerEntry[Any] | None = field(default=None, init=False, repr=False)
+    #: ``tools/list_changed`` to the connections whose listing a run-time change altered
+    watch: ToolListWatch = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.watch = ToolListWatch(self.delivery, self.live)
 
     @property
     def toolset(self) -> ToolSet:
@@ -153,9 +159,14 @@ class Binding:
         self, ctx: Context, params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
         cursor = cursor_of(params)
+        facts = await self.facts(ctx)
         strategy, request = await self.request_for(ctx)
+
+        def listed(wires: list[dict[str, Any]]) -> None:
+            self.watch.listed(ctx, facts, wires)
+
         try:
-            page = await self.delivery.list_tools(strategy, request, cursor)
+            page = await self.delivery.list_tools(strategy, request, cursor, listed)
         except ToolgateError as exc:
             _fail(exc)
         return mt.ListToolsResult(tools=tool_models(page.items), next_cursor=page.next_cursor)
@@ -174,6 +185,7 @@ class Binding:
             await ctx.session.send_notification(
                 mt.ToolListChangedNotification(), related_request_id=ctx.request_id
             )
+            self.watch.told(ctx, await self.facts(ctx))
         raw = request.extras.get(RAW_RESULT)
         own = raw.reply(reply.result) if isinstance(raw, RawResult) else None
         return own if own is not None else call_result_wire(reply.result)
@@ -249,19 +261,72 @@ class Binding:
         server.middleware.extend([m for m in self.middleware if m not in server.middleware])
 
 
-def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> list[str]:
-    """Register an ``MCPServer``'s own tools as root tools of ``toolset`` (a tool the
-    toolset already names keeps the toolset's definition) and return their names. They
-    still run through the MCPServer's ``tools/call`` handler, with the live request
-    context."""
-    entry = lowlevel_of(mcp_server).get_request_handler("tools/call")
-    if entry is None:
-        return []
-    handler = entry.handler
-    adopted = []
-    for info in registered_tools(mcp_server):
-        if toolset.catalog.tool(info.name) is not None:
-            continue
+class _Adopted:
+    """An ``MCPServer``'s own tools as root tools of a toolset (a tool the toolset
+    already names keeps the toolset's definition), followed while serving: a tool the
+    MCPServer registers or removes after ``bind`` is added or removed too. They still
+    run through the MCPServer's ``tools/call`` handler, with the live request context."""
+
+    def __init__(self, mcp_server: MCPServer[Any], toolset: ToolSet) -> None:
+        self.server = mcp_server
+        self.toolset = toolset
+        # the MCPServer's own tools/call, before bind replaces it
+        entry = lowlevel_of(mcp_server).get_request_handler("tools/call")
+        assert entry is not None  # an MCPServer answers tools/call
+        self.handler = entry.handler
+        #: name -> (the MCPServer's tool object, the catalog tool made of it)
+        self.tools: dict[str, tuple[Any, Tool]] = {}
+
+    def adopt(self) -> list[str]:
+        """Adopt every registered tool, all or nothing (``bind``: a refused one is a
+        ``RegistrationError`` there); the adopted names."""
+        made = [(info, self._tool(info)) for info in self._new()]
+        self.toolset.add_tools([tool for _, tool in made])
+        for info, tool in made:
+            self.tools[tool.name] = (info, tool)
+        return [tool.name for _, tool in made]
+
+    def watch(self) -> None:
+        """Follow the MCPServer's registrations from now on (``follow``)."""
+        watch_tools(self.server, self.follow)
+
+    def _new(self) -> list[Any]:
+        """The registered tools not adopted as they are, that the toolset does not name."""
+        out = []
+        for info in registered_tools(self.server):
+            had = self.tools.get(info.name)
+            if had is not None and had[0] is info:
+                continue
+            if had is None and self.toolset.catalog.tool(info.name) is not None:
+                continue
+            out.append(info)
+        return out
+
+    def follow(self) -> None:
+        """After the MCPServer added or removed a tool: adopt what is new (a refused
+        tool is logged by name and left out), then drop what it no longer has."""
+        catalog = self.toolset.catalog
+        for info in self._new():
+            had = self.tools.pop(info.name, None)
+            if had is not None and catalog.tool(info.name) is had[1]:
+                self.toolset.remove_tool(info.name)
+            try:
+                tool = self._tool(info)
+                self.toolset.add_tool(tool)
+            except (RegistrationError, ConfigError) as exc:
+                logger.error(
+                    "toolgate: MCPServer tool %r is not served: %s", info.name, exc.message
+                )
+                continue
+            self.tools[info.name] = (info, tool)
+        names = {info.name for info in registered_tools(self.server)}
+        for name in [n for n in self.tools if n not in names]:
+            _, tool = self.tools.pop(name)
+            if catalog.tool(name) is tool:
+                self.toolset.remove_tool(name)
+
+    def _tool(self, info: Any) -> Tool:
+        handler = self.handler
 
         async def run(
             arguments: Mapping[str, Any], call: CallContext, name: str = info.name
@@ -292,9 +357,7 @@ def _adopt_tools(mcp_server: MCPServer[Any], toolset: ToolSet) -> list[str]:
             _meta=info.meta,
         )
         # the MCPServer validates with pydantic, in its lax mode
-        adopted.append(Tool.from_wire(tool_wire(wire), run, source="mcpserver", lax_arguments=True))
-    toolset.add_tools(adopted)
-    return [t.name for t in adopted]
+        return Tool.from_wire(tool_wire(wire), run, source="mcpserver", lax_arguments=True)
 
 
 def _own_tool_handlers(server: Server[Any]) -> list[str]:
@@ -321,9 +384,11 @@ def bind(
     >>> binding = bind(Server("files"), toolset, identity=BearerTokens({...}))
 
     Replaces the server's ``tools/list`` and ``tools/call`` handlers (the toolset is
-    the source of tools; an ``MCPServer``'s own tools are adopted as root tools; a
-    low-level ``Server`` with tool handlers of its own is a ``RegistrationError``),
-    serves add-on resources, and advertises ``tools.listChanged``. ``identity`` maps a
+    the source of tools; an ``MCPServer``'s own tools are adopted as root tools, also
+    those it registers or removes later; a low-level ``Server`` with tool handlers of
+    its own is a ``RegistrationError``), serves add-on resources, and advertises
+    ``tools.listChanged``. The groups extension is ``bind_groups``'s: until it is
+    served, a client that declares it gets the strategy of one that does not. ``identity`` maps a
     request to a principal (default: the toolset's default principal). This is the
     entry point: there is no ``ToolSet.bind`` sugar, because the core must not import
     ``mcp`` and import-linter counts imports inside functions too.
@@ -331,9 +396,11 @@ def bind(
     check_delivery_arguments(toolset, config)  # before an MCPServer's tools are adopted
     check_identity(identity)
     adopted: list[str] = []
+    adopter: _Adopted | None = None
     if isinstance(server, MCPServer):
         # The SDK's Extension API cannot replace tools/list; its lowlevel server can.
-        adopted = _adopt_tools(server, toolset)
+        adopter = _Adopted(server, toolset)
+        adopted = adopter.adopt()
         lowlevel: Server[Any] = lowlevel_of(server)
     elif isinstance(server, Server):
         own = _own_tool_handlers(server)
@@ -354,6 +421,10 @@ def bind(
         for name in adopted:  # a bind that fails leaves the toolset's tools as they were
             toolset.remove_tool(name)
         raise
+    # groups for a declaring client only once bind_groups serves the extension
+    delivery.groups_served = False
+    if adopter is not None:
+        adopter.watch()
     if identity is None:
         logger.warning(
             "toolgate: no identity resolver configured for server %r: every request gets "

@@ -32,6 +32,9 @@ logger = logging.getLogger("toolgate.oauth")
 
 #: Asymmetric algorithms only: a resource server never holds an issuer's shared secret.
 DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA")
+#: How long one key-set fetch may take in all, and how large its answer may be.
+JWKS_TIMEOUT_S = 5.0
+JWKS_MAX_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,9 @@ class OAuthSettings:
     required_scopes: tuple[str, ...] = ()
     jwks_max_age_s: float = 300.0
     jwks_min_interval_s: float = 10.0
+    jwks_timeout_s: float = JWKS_TIMEOUT_S
+    #: let a token map to the principal id of a static bearer token (off: refused)
+    share_static_ids: bool = False
 
     def __post_init__(self) -> None:
         if (self.jwks_url is None) == (self.keys_file is None):
@@ -104,8 +110,11 @@ class KeySet:
 
     Fetched on first use and again when older than ``max_age_s``, or when a token
     names a ``kid`` it does not hold (at most once per ``min_interval_s``, so random
-    kids cannot make the gateway hammer the provider). A failed fetch keeps the
-    keys it had."""
+    kids cannot make the gateway hammer the provider). One fetch runs at a time, shared
+    by whoever waits for it, and none outlasts ``timeout_s`` or reads more than
+    ``max_bytes``. A token whose ``kid`` is held is checked with the keys held, never
+    made to wait for a fetch (a stale set is refreshed behind it). A failed fetch,
+    whatever the provider answered, keeps the keys it had."""
 
     def __init__(
         self,
@@ -114,17 +123,21 @@ class KeySet:
         path: Path | None = None,
         max_age_s: float = 300.0,
         min_interval_s: float = 10.0,
+        timeout_s: float = JWKS_TIMEOUT_S,
+        max_bytes: int = JWKS_MAX_BYTES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.url = url
         self.path = path
         self.max_age_s = max_age_s
         self.min_interval_s = min_interval_s
+        self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
         self.clock = clock
         self.keys: dict[str, jwt.PyJWK] = {}
         self.fetched_at: float | None = None
         self.last_error: str | None = None
-        self._lock = asyncio.Lock()
+        self._fetch: asyncio.Task[None] | None = None
 
     @property
     def source(self) -> str:
@@ -132,12 +145,27 @@ class KeySet:
 
     async def _read(self) -> dict[str, Any]:
         if self.path is not None:
-            return dict(json.loads(self.path.read_text(encoding="utf-8")))
-        assert self.url is not None
-        async with httpx2.AsyncClient(timeout=10.0) as client:
-            response = await client.get(self.url, headers={"accept": "application/json"})
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        else:
+            assert self.url is not None
+            data = json.loads(await self._download(self.url))
+        if not isinstance(data, dict):
+            raise ValueError(f"a key set is a JSON object, not {type(data).__name__}")
+        return data
+
+    async def _download(self, url: str) -> bytes:
+        body = bytearray()
+        async with (
+            asyncio.timeout(self.timeout_s),  # overall: a dripping answer is cut off too
+            httpx2.AsyncClient(timeout=self.timeout_s) as client,
+            client.stream("GET", url, headers={"accept": "application/json"}) as response,
+        ):
             response.raise_for_status()
-            return dict(response.json())
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > self.max_bytes:
+                    raise ValueError(f"the key set is larger than {self.max_bytes} bytes")
+        return bytes(body)
 
     async def refresh(self) -> None:
         """Read the key set now; on failure keep the old keys and record the error."""
@@ -145,9 +173,9 @@ class KeySet:
         try:
             data = await self._read()
             found = jwt.PyJWKSet.from_dict(data)
-        except (OSError, ValueError, httpx2.HTTPError, jwt.PyJWKSetError) as exc:
+        except Exception as exc:  # the provider's answer, whatever it is, is no key set
             self.last_error = f"{type(exc).__name__}: {exc}"
-            logger.warning("oauth: cannot read the key set at %s: %s", self.source, exc)
+            logger.warning("oauth: cannot read the key set at %s: %s", self.source, self.last_error)
             return
         keys = {k.key_id or f"#{i}": k for i, k in enumerate(found.keys)}
         added = sorted(set(keys) - set(self.keys))
@@ -159,13 +187,26 @@ class KeySet:
     def _due(self, interval: float) -> bool:
         return self.fetched_at is None or self.clock() - self.fetched_at >= interval
 
+    def _fetching(self) -> asyncio.Task[None]:
+        """The fetch under way, or a new one (one at a time, shared by its waiters)."""
+        task = self._fetch
+        if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
+            task = self._fetch = asyncio.get_running_loop().create_task(self.refresh())
+        return task
+
     async def candidates(self, kid: str | None) -> list[jwt.PyJWK]:
         """Keys that may have signed a token with this ``kid`` (every key if none)."""
-        async with self._lock:
-            stale = self._due(self.max_age_s)
-            missing = kid is not None and kid not in self.keys and self._due(self.min_interval_s)
-            if stale or missing:
-                await self.refresh()
+        held = self.cached(kid)
+        running = self._fetch is not None and not self._fetch.done()
+        if held:
+            if self._due(self.max_age_s) and not running:
+                self._fetching()  # behind this request: the held keys answer it now
+            return held
+        missing = kid is not None and self._due(self.min_interval_s)
+        if running or missing or self._due(self.max_age_s):
+            # shielded: a caller that goes away does not cancel the others' fetch, which
+            # ends by itself within ``timeout_s``
+            await asyncio.shield(self._fetching())
         return self.cached(kid)
 
     def cached(self, kid: str | None) -> list[jwt.PyJWK]:
@@ -193,7 +234,9 @@ class OAuthResolver(IdentityResolver):
     a valid JWT for ``settings``. A missing or refused token raises
     ``Unauthenticated``; the SDK's bearer middleware asks ``verify_token`` first and
     answers HTTP 401 with ``WWW-Authenticate`` before any MCP message is read.
-    Validated tokens are remembered until they expire (at most ``cache_size``).
+    Validated tokens are remembered until they expire (at most ``cache_size``). A token
+    whose principal id is a static token's is refused unless ``share_static_ids``: two
+    credentials never silently act as one principal.
     """
 
     def __init__(
@@ -212,11 +255,16 @@ class OAuthResolver(IdentityResolver):
             path=settings.keys_file,
             max_age_s=settings.jwks_max_age_s,
             min_interval_s=settings.jwks_min_interval_s,
+            timeout_s=settings.jwks_timeout_s,
         )
         self.ladder = TrustLadder(settings.trust_levels)
         self.on_refused = on_refused
         self._cache: OrderedDict[str, tuple[Principal, list[str], float]] = OrderedDict()
         self._cache_size = cache_size
+        # one id, one credential: rate limits, sessions and their owners go by the id
+        self._static_ids = frozenset(
+            p.id for p in (static.tokens.values() if static is not None else ())
+        )
 
     # -- validation ----------------------------------------------------------------------
     def _decode(self, token: str, keys: Sequence[jwt.PyJWK]) -> dict[str, Any]:
@@ -255,6 +303,11 @@ class OAuthResolver(IdentityResolver):
         who = next((claims[n] for n in c.id if isinstance(claims.get(n), str) and claims[n]), None)
         if who is None:
             raise TokenRefused("no identity claim", f"looked for {', '.join(c.id)}")
+        if who in self._static_ids and not s.share_static_ids:
+            raise TokenRefused(
+                "id of a static token",
+                f"{who!r} is a static bearer token's principal (oauth.share_static_ids: false)",
+            )
         trust = s.trust
         if c.trust is not None and claims.get(c.trust) is not None:
             trust = str(claims[c.trust])
@@ -290,6 +343,12 @@ class OAuthResolver(IdentityResolver):
         prefix = s.scope_prefix
         return tuple(v[len(prefix) :] for v in values if v.startswith(prefix) and v != prefix)
 
+    def scopes_of(self, claims: Mapping[str, Any]) -> list[str]:
+        """The token's OAuth scopes, checked against ``required_scopes``: from the claim
+        ``claims.scope`` names (``scp`` for some providers), the one the principal's
+        groups come from; from ``scope`` when groups are not read from the token."""
+        return _scope_values(claims.get(self.settings.claims.scope or "scope"))
+
     def _remember(self, digest: str) -> tuple[Principal, list[str]] | None:
         hit = self._cache.get(digest)
         if hit is None:
@@ -302,7 +361,7 @@ class OAuthResolver(IdentityResolver):
         return principal, scopes
 
     def _store(self, digest: str, claims: Mapping[str, Any], principal: Principal) -> list[str]:
-        scopes = _scope_values(claims.get("scope"))
+        scopes = self.scopes_of(claims)
         self._cache[digest] = (principal, scopes, float(claims["exp"]))
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)

@@ -4,17 +4,20 @@
 the principal (as an HTTP front resolved it, ``Resolved`` under ``CALLER``), the protocol
 era, the declared extensions and the elicitation confirmer from an SDK request context,
 once per request; ``LiveConnections`` remembers the legacy connections a server may
-notify outside a request. Adapter layer: imports ``mcp``, ``toolgate.identity`` and the
+notify outside a request, and ``ToolListWatch`` tells them when their ``tools/list``
+changed. Adapter layer: imports ``mcp``, ``toolgate.identity`` and the
 delivery layer; never ``fastmcp``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +25,7 @@ from typing import Any
 import mcp_types as mt
 from mcp.server.context import ServerRequestContext
 
-from toolgate.errors import ToolgateError
+from toolgate.errors import ToolgateError, Unauthenticated
 from toolgate.identity import Caller, IdentityFn, IdentityResolver, resolve_principal
 from toolgate.policy import Confirmer, ConfirmRequest, Principal
 from toolgate.sdk_internals import connection_if_any, connection_of
@@ -100,6 +103,9 @@ class Resolved:
             return cls(await resolve_principal(identity, caller))
         except ToolgateError as exc:  # ``Unauthenticated``: a missing or refused credential
             return cls(refused=exc)
+        except Exception:  # a resolver's own fault: fail closed (401), never a 500 anywhere
+            logger.exception("the identity resolver failed; the request is refused")
+            return cls(refused=Unauthenticated("The credential could not be verified"))
 
     @property
     def admitted(self) -> Principal | None:
@@ -342,3 +348,55 @@ class LiveConnections:
             spawn()
         else:
             loop.call_soon_threadsafe(spawn)
+
+
+# -- tools/list_changed outside a request ----------------------------------------------------
+TOOLS_LIST_CHANGED = "notifications/tools/list_changed"
+
+
+def listing_digest(wires: Sequence[Mapping[str, Any]]) -> str:
+    """A digest of a whole ``tools/list`` listing: every definition, not names only (a
+    tool redefined under its name changes it)."""
+    text = json.dumps(list(wires), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ToolListWatch:
+    """``notifications/tools/list_changed`` for run-time catalog changes (a tool or
+    group added, removed or redefined while serving): each live connection that listed
+    tools is told when its listing changed, once until it lists again. The one
+    implementation both adapters use (``lowlevel.Binding``, ``ToolgateMiddleware``)."""
+
+    def __init__(self, delivery: Delivery, live: LiveConnections) -> None:
+        self.delivery = delivery
+        self.live = live
+        delivery.toolset.catalog.on_change(lambda _: live.soon(self.flush))
+
+    def listed(self, ctx: Context, facts: RequestFacts, wires: Sequence[Mapping[str, Any]]) -> None:
+        """The connection behind ``ctx`` was shown ``wires`` (its whole listing)."""
+        live = self.live.remember(ctx, facts)
+        if live is not None:
+            live.shown["tools"] = listing_digest(wires)
+
+    def told(self, ctx: Context, facts: RequestFacts) -> None:
+        """The connection behind ``ctx`` was sent ``list_changed`` in a request: it
+        re-lists before its listing is compared again."""
+        live = self.live.remember(ctx, facts)
+        if live is not None:
+            live.shown["tools"] = None
+
+    async def flush(self) -> int:
+        """Tell each live connection whose listing changed since it last listed; how
+        many were told."""
+
+        async def changed(live: Live) -> bool:
+            shown = live.shown.get("tools")
+            if shown is None:
+                return False
+            strategy, request = live.facts.request(self.delivery)
+            if listing_digest(await strategy.list_tools(request)) == shown:
+                return False
+            live.shown["tools"] = None
+            return True
+
+        return await self.live.notify(TOOLS_LIST_CHANGED, changed)

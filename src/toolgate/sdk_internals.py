@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -180,6 +180,22 @@ def registered_tools(mcp_server: Any) -> list[Any]:
     return tools
 
 
+def watch_tools(mcp_server: Any, changed: Callable[[], None]) -> None:
+    """Call ``changed`` after every tool an ``MCPServer`` adds or removes (``@tool()``,
+    ``add_tool``, ``remove_tool``): the SDK has no public hook for it, so its tool
+    manager's two methods are wrapped on that one server."""
+    manager = mcp_server._tool_manager
+    for method in ("add_tool", "remove_tool"):
+        original = getattr(manager, method)
+
+        def watched(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            result = _original(*args, **kwargs)
+            changed()
+            return result
+
+        setattr(manager, method, watched)
+
+
 __all__ = [
     "FAST_PATH_MISSING",
     "FAST_PATH_NAMES",
@@ -203,4 +219,5 @@ __all__ = [
     "registered_tools",
     "session_manager",
     "session_owner",
+    "watch_tools",
 ]

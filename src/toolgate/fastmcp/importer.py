@@ -182,6 +182,11 @@ class _Imported:
     signature: str
 
 
+def _signature(tool: Tool) -> str:
+    """What a re-import compares: the tool's wire definition and its groups."""
+    return json.dumps([tool.wire(), tool.groups], sort_keys=True, default=str)
+
+
 class FastMCPTools:
     """The tools a FastMCP server registered, as catalog tools of ``toolset``.
 
@@ -204,6 +209,7 @@ class FastMCPTools:
         self._syncing = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._unmatched: set[str] = set()  # tool_groups names already warned of
+        self._refused: set[tuple[str, str]] = set()  # refused definitions already logged
         #: imported tools FastMCP authorizes per request (``@mcp.tool(auth=...)``)
         self.guarded: frozenset[str] = frozenset()
 
@@ -225,9 +231,23 @@ class FastMCPTools:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # registration before serving: imported at the first request
-        task = loop.create_task(self.sync())
+        task = loop.create_task(self.sync(strict=False))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        """A background import's end: its failure is logged, never lost (the next
+        request imports again)."""
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            logger.error(
+                "toolgate: importing FastMCP's tools after a run-time change failed: %s",
+                exc,
+                exc_info=exc,
+            )
 
     async def registered(self) -> dict[str, FastMCPTool]:
         """FastMCP's tools as the server defines them: providers and server transforms,
@@ -290,8 +310,13 @@ class FastMCPTools:
             lax_arguments=True,  # FastMCP validates with pydantic, in its lax mode
         )
 
-    async def sync(self) -> None:
-        """Import FastMCP's registered tools into the toolset (adds, changes, removals)."""
+    async def sync(self, *, strict: bool = True) -> None:
+        """Import FastMCP's registered tools into the toolset (adds, changes, removals).
+
+        A tool the catalog refuses (its name collides with a toolgate tool or a
+        meta-tool, ...) is left out and logged as an error naming it; the others are
+        imported. ``strict`` (an explicit ``sync()``): then raise the first refusal's
+        ``RegistrationError``. A failed import is tried again at the next request."""
         if self.server is None:
             raise RegistrationError("attach() the middleware to a FastMCP server first")
         if self._lock is None:
@@ -300,47 +325,100 @@ class FastMCPTools:
             self._dirty = False
             self._syncing = True
             try:
-                await self._import()
+                refused = await self._import()
+            except BaseException:
+                self._dirty = True
+                raise
             finally:
                 self._syncing = False
+        if strict and refused:
+            raise refused[0]
 
     async def ready(self) -> None:
         """Import now if FastMCP's tools changed since the last import."""
         if self._dirty:
-            await self.sync()
+            await self.sync(strict=False)
 
-    async def _import(self) -> None:
+    async def _import(self) -> list[RegistrationError | ConfigError]:
+        """Import and return the refusals (each logged). Additions and changes first;
+        only then are the tools FastMCP no longer has removed."""
         await self.prepare()
         found = await self.registered()
         catalog = self.toolset.catalog
-        gone = [n for n in self._imported if n not in found]
+        refused: list[RegistrationError | ConfigError] = []
         fresh: list[Tool] = []
         for name, fm in found.items():
             fn = await marked_function(fm)
+            tool = self._import_one(fm, fn)
             if name in self._imported:
-                tool = self._import_one(fm, fn)
-                sig = json.dumps([tool.wire(), tool.groups], sort_keys=True, default=str)
-                if self._imported[name].signature == sig:
+                if self._imported[name].signature == _signature(tool):
                     continue
-                gone.append(name)
             elif catalog.tool(name) is not None:
-                raise RegistrationError(
-                    f"FastMCP tool {name!r} collides with a toolgate tool of the same name",
-                    name=name,
+                refused.append(
+                    self._refuse(
+                        tool,
+                        RegistrationError(
+                            f"FastMCP tool {name!r} collides with a toolgate tool of the same name",
+                            name=name,
+                        ),
+                    )
                 )
-            fresh.append(self._import_one(fm, fn))
-        for name in gone:
+                continue
+            fresh.append(tool)
+        self.guarded = frozenset(n for n, fm in found.items() if fm.auth is not None)
+        refused += self._add(fresh)
+        for name in [n for n in self._imported if n not in found]:
             if catalog.tool(name) is self._imported[name].tool:
                 self.toolset.remove_tool(name)
             del self._imported[name]
-        self.guarded = frozenset(n for n, fm in found.items() if fm.auth is not None)
-        if fresh:
-            self.toolset.add_tools(fresh)
-        for tool in fresh:
-            sig = json.dumps([tool.wire(), tool.groups], sort_keys=True, default=str)
-            self._imported[tool.name] = _Imported(tool, sig)
         self.toolset.validate()  # e.g. initial groups over budget: a configuration error now
         self._warn_unmatched(found)
+        return refused
+
+    def _add(self, tools: list[Tool]) -> list[RegistrationError | ConfigError]:
+        """Add ``tools`` (a re-imported one replaces its previous definition): all at
+        once when all are accepted, else one by one, a refused one left out (a
+        re-imported one keeps its previous definition). Returns the refusals."""
+        if not tools:
+            return []
+        replaced = {
+            t.name: self._imported[t.name].tool
+            for t in tools
+            if t.name in self._imported
+            and self.toolset.catalog.tool(t.name) is self._imported[t.name].tool
+        }
+        for name in replaced:
+            self.toolset.remove_tool(name)
+        try:
+            self.toolset.add_tools(tools)
+        except (RegistrationError, ConfigError):
+            pass
+        else:
+            for t in tools:
+                self._imported[t.name] = _Imported(t, _signature(t))
+            return []
+        refused: list[RegistrationError | ConfigError] = []
+        for t in tools:
+            try:
+                self.toolset.add_tool(t)
+            except (RegistrationError, ConfigError) as exc:
+                refused.append(self._refuse(t, exc))
+                old = replaced.get(t.name)
+                if old is not None:
+                    self.toolset.add_tool(old)  # it was served: it stays as it was
+            else:
+                self._imported[t.name] = _Imported(t, _signature(t))
+        return refused
+
+    def _refuse(
+        self, tool: Tool, exc: RegistrationError | ConfigError
+    ) -> RegistrationError | ConfigError:
+        """Log a refused tool by name (once per definition) and return its error."""
+        key = (tool.name, _signature(tool))
+        if key not in self._refused:
+            self._refused.add(key)
+            logger.error("toolgate: FastMCP tool %r is not served: %s", tool.name, exc.message)
+        return exc
 
     def _warn_unmatched(self, found: Mapping[str, FastMCPTool]) -> None:
         """Log, once per name, a ``tool_groups`` entry that names no FastMCP tool: the

@@ -19,6 +19,7 @@ from fastmcp.resources.base import ResourceContent, ResourceResult
 from fastmcp.server.dependencies import get_access_token
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
+from fastmcp.server.transforms.visibility import get_visibility_rules
 from fastmcp.tools.base import Tool as FastMCPTool
 from fastmcp.tools.base import ToolResult as FastMCPResult
 from mcp.server.context import ServerRequestContext
@@ -44,18 +45,18 @@ from toolgate.identity import (
     IdentityResolver,
     check_identity,
 )
-from toolgate.paging import paginate
 from toolgate.policy import Confirmer
 from toolgate.request import (
-    Live,
+    TOOLS_LIST_CHANGED,
     LiveConnections,
     RequestFacts,
+    ToolListWatch,
     request_facts,
     supports_elicitation,
 )
 from toolgate.request import caller_of as sdk_caller_of
 from toolgate.strategies import Delivery, DeliveryConfig
-from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy, emit_selection
+from toolgate.strategies.base import GROUPS_EXTENSION, Addon, Request, Strategy
 from toolgate.toolset import ToolSet
 from toolgate.wire import (
     RAW_RESULT,
@@ -76,7 +77,7 @@ logger = logging.getLogger("toolgate.fastmcp")
 SdkContext = ServerRequestContext[Any, Any]
 #: ``CallContext.extras`` key under which a toolgate tool handler finds the FastMCP Context.
 FASTMCP_CONTEXT = "fastmcp.context"
-LIST_CHANGED = "notifications/tools/list_changed"
+LIST_CHANGED = TOOLS_LIST_CHANGED
 _DEFAULT_IDENTITY = ClaimsIdentity()
 
 
@@ -147,6 +148,8 @@ class ToolgateMiddleware(Middleware):
         self.tool_groups = checked_tool_groups(tool_groups)  # before Delivery reserves names
         self.toolset = toolset
         self.delivery = Delivery(toolset, config, addons=addons)  # checks the arguments
+        # groups for a declaring client only once an extension of ours serves it
+        self.delivery.groups_served = False
         if FASTMCP_AUTH not in toolset.rules:  # FastMCP's per-tool auth, in the view
             toolset.rules = (*toolset.rules, FASTMCP_AUTH)
         self.identity = identity
@@ -159,7 +162,9 @@ class ToolgateMiddleware(Middleware):
         #: the groups extension ``attach`` installed (strategy ``auto`` or ``groups``)
         self.groups_extension: GroupsServerExtension | None = None
         self._middleware_checked = False
-        toolset.catalog.on_change(lambda _: self.live.soon(self._notify_changed))
+        self._visibility_warned = False
+        #: ``tools/list_changed`` to the sessions whose listing a run-time change altered
+        self.watch = ToolListWatch(self.delivery, self.live)
 
     # -- wiring ------------------------------------------------------------------------
     def attach(self, server: FastMCP[Any]) -> ToolgateMiddleware:
@@ -300,16 +305,14 @@ class ToolgateMiddleware(Middleware):
     ) -> tuple[list[Mapping[str, Any]], str | None]:
         facts = await self.facts(ctx)
         strategy, req = facts.request(self.delivery)
+
+        def listed(wires: list[dict[str, Any]]) -> None:
+            self.watch.listed(ctx, facts, wires)
+
         try:
-            wires = await strategy.list_tools(req)
-            if cursor is None:  # one tool.selection event per listing, not per page
-                emit_selection(req, "list", strategy, wires)
-            page = paginate(wires, lambda w: str(w["name"]), cursor, self.toolset.page_size)
+            page = await self.delivery.list_tools(strategy, req, cursor, listed)
         except ToolgateError as exc:
             _fail(exc)
-        live = self.live.remember(ctx, facts)
-        if live is not None:
-            live.shown["tools"] = frozenset(str(w["name"]) for w in wires)
         return list(page.items), page.next_cursor
 
     async def _sdk_list_tools(self, ctx: SdkContext, call_next: Any) -> Any:
@@ -386,13 +389,35 @@ class ToolgateMiddleware(Middleware):
             return need.result()
         except ToolgateError as exc:
             return to_fastmcp_result(raise_or_result(exc))
+        finally:
+            await self._warn_session_visibility(fctx)
         if reply.list_changed:
             await fctx.send_notification(mt.ToolListChangedNotification())
-            live = self.live.remember(ctx, facts)
-            if live is not None:
-                live.shown["tools"] = None  # told: the client re-lists before we compare again
+            self.watch.told(ctx, facts)
         own: FastMCPResult | None = raw.reply(reply.result)
         return own if own is not None else to_fastmcp_result(reply.result)
+
+    async def _warn_session_visibility(self, fctx: Any) -> None:
+        """Warn once when a session set FastMCP's own per-session visibility
+        (``ctx.enable_components`` / ``disable_components``): toolgate's lists do not
+        follow it (docs/guides/fastmcp.md, "FastMCP's per-session visibility")."""
+        if self._visibility_warned:
+            return
+        try:
+            rules = await get_visibility_rules(fctx)
+        except Exception:  # no session to scope rules to: none were set
+            return
+        if not rules:
+            return
+        self._visibility_warned = True
+        logger.warning(
+            "toolgate: a session of FastMCP server %r changed its own tool visibility "
+            "(ctx.enable_components / ctx.disable_components). toolgate's tools/list does "
+            "not follow FastMCP's per-session visibility: a tool a session disabled stays "
+            "listed (and FastMCP refuses its calls), one it enabled stays unlisted. Gate "
+            "tools per session with toolgate's groups (enable_tools) instead.",
+            self.server.name if self.server is not None else "?",
+        )
 
     async def on_list_resources(
         self,
@@ -432,20 +457,3 @@ class ToolgateMiddleware(Middleware):
         if text is None:
             return await call_next(context)
         return ResourceResult([ResourceContent(text, mime_type="application/json")])
-
-    # -- run-time registration ---------------------------------------------------------------
-    async def _notify_changed(self) -> int:
-        """Tell each live legacy session whose visible list changed since it last listed
-        (run-time tool or group registration); how many were told."""
-
-        async def changed(live: Live) -> bool:
-            shown = live.shown.get("tools")
-            if shown is None:
-                return False
-            strategy, req = live.facts.request(self.delivery)
-            if frozenset(str(w["name"]) for w in await strategy.list_tools(req)) == shown:
-                return False
-            live.shown["tools"] = None
-            return True
-
-        return await self.live.notify(LIST_CHANGED, changed)

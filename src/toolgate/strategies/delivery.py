@@ -3,13 +3,14 @@
 ``Delivery`` builds one strategy per name its config's registry holds
 (``toolgate.strategies.registry``) over a single ``ToolSet``, picks one per request
 (``auto``: groups-extension clients get ``groups``, the legacy protocol gets
-``list_changed``, 2026-07-28 gets ``catalog``), derives the session key, and pages
+``list_changed``, 2026-07-28 gets ``catalog``; ``groups`` only while the extension is
+served, ``groups_served``), derives the session key, and pages
 ``tools/list``. Delivery layer: imports the strategies and the core, no MCP imports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,6 +126,12 @@ class Delivery:
         }
         #: per-request views (``toolsets``), offered by every configuration
         self.toolsets = ToolsetsStrategy(toolset, names=self.config.names, addons=self.addons)
+        #: whether the extension's methods (``groups/list``, ``groups/get``) are served
+        #: next to this delivery: a client that declares it gets ``groups`` only then.
+        #: An adapter clears it when it takes the delivery (``bind``, ``attach``); the
+        #: extension's endpoint sets it (``GroupsEndpoint``). A delivery no adapter
+        #: serves honours the declaration.
+        self.groups_served = True
         self._reserve()
 
     def _reserve(self) -> None:
@@ -153,8 +160,18 @@ class Delivery:
 
     # -- choosing ----------------------------------------------------------------------
     def choose(self, protocol: str | None, extensions: frozenset[str]) -> Strategy:
+        """The strategy for a request of ``protocol`` whose client declared
+        ``extensions``: ``groups`` needs the declaration and the extension served."""
+        return self._choose(protocol, GROUPS_EXTENSION in extensions and self.groups_served)
+
+    @property
+    def offers_groups(self) -> bool:
+        """Whether the configured strategy gives a declaring client ``groups`` once the
+        extension is served (``auto``, ``groups``)."""
+        return self._choose(None, True) is self.strategies["groups"]
+
+    def _choose(self, protocol: str | None, wants_groups: bool) -> Strategy:
         s = self.config.strategy
-        wants_groups = GROUPS_EXTENSION in extensions
         if s == "auto":
             if wants_groups:
                 return self.strategies["groups"]
@@ -200,10 +217,18 @@ class Delivery:
 
     # -- serving -----------------------------------------------------------------------
     async def list_tools(
-        self, strategy: Strategy, request: Request, cursor: str | None = None
+        self,
+        strategy: Strategy,
+        request: Request,
+        cursor: str | None = None,
+        listed: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> Page:
+        """One page of ``tools/list``; the first page hands the whole listing to
+        ``listed`` (what the client was shown, for ``ToolListWatch``)."""
         if cursor is None:  # one selection per listing, not per page
             tools = await self.list_all_tools(strategy, request)
+            if listed is not None:
+                listed(tools)
         else:
             tools = await strategy.list_tools(request)
         return paginate(tools, lambda w: str(w["name"]), cursor, self.toolset.page_size)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolgate.catalog import Always, Group, Tool
+from toolgate.catalog.group import GROUP_NAME
 from toolgate.errors import GroupNotFound, InvalidParams
 from toolgate.paging import paginate
 from toolgate.policy import Principal
@@ -36,6 +37,20 @@ def is_scoped(tool: Tool) -> bool:
     so it stays top-level and is left out of every group's contents.
     """
     return bool(tool.groups) and not isinstance(tool.visibility, Always)
+
+
+def wire_name_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a group's name on the extension wire, or None: a group
+    name (``GROUP_NAME``) with its ``_`` written ``-`` (``Group.wire_name``)."""
+    problem = group_name_problem(value)
+    if problem is not None:
+        return problem
+    if "_" in value or not GROUP_NAME.match(value):
+        return (
+            "a group's name on the extension wire is lowercase letters and digits, "
+            "words joined by single '-'"
+        )
+    return None
 
 
 def group_wire(group: Group) -> dict[str, Any]:
@@ -137,7 +152,7 @@ class GroupsStrategy(Strategy):
             if request.toolsets
             else self.listing(principal, request.extensions)
         )
-        page = paginate(items, lambda g: str(g["name"]), cursor, size)
+        page = paginate(items, lambda g: str(g["name"]), cursor, size, kind="groups")
         out: dict[str, Any] = {"groups": [dict(g) for g in page.items]}
         if page.next_cursor is not None:
             out["nextCursor"] = page.next_cursor
@@ -165,11 +180,12 @@ class GroupsStrategy(Strategy):
         "groups"}}`` with complete definitions of the scoped tools the principal may run.
 
         Raises ``GroupNotFound`` for an unknown group and for one out of scope alike,
-        ``InvalidParams`` for a name no group can have (empty, too long), and for a
+        ``InvalidParams`` for a name no group can have on the wire
+        (``wire_name_problem``: empty, too long, not ``^[a-z0-9]+(-[a-z0-9]+)*$``), and for a
         request that names toolsets, ``UnknownToolsets`` as that request's
         ``tools/list`` does (a view narrows lists, not navigation, but it must be valid).
         """
-        problem = group_name_problem(name)
+        problem = wire_name_problem(name)
         if problem is not None:
             raise InvalidParams("name", problem)
         session = request.session

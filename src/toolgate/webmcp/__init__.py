@@ -69,7 +69,9 @@ def webmcp_routes(
 
     The principal comes from the bearer token (``identity``; a principal without an
     agent class gets ``webmcp``), never from the page; without an authenticated
-    principal (no tokens configured) every call is refused with 401. Each page load is its own
+    principal (no tokens configured) every call is refused with 401. OAuth's required
+    scopes are the gateway's to hold here, as on ``/mcp`` (``toolgate.gateway.ingress.auth``,
+    403 before these routes run). Each page load is its own
     session, keyed ``webmcp:<principal>:<page id>`` so no page reaches another
     principal's state. ``allow_origins`` are the page origins allowed to call (CORS;
     no cookies are involved, the token is the credential).

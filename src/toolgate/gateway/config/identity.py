@@ -84,6 +84,8 @@ def oauth_identity(cfg: GatewayConfig, static: IdentityResolver | None = None) -
             required_scopes=tuple(oauth.required_scopes),
             jwks_max_age_s=oauth.jwks_max_age_s,
             jwks_min_interval_s=oauth.jwks_min_interval_s,
+            jwks_timeout_s=oauth.jwks_timeout_s,
+            share_static_ids=oauth.share_static_ids,
         )
     except ConfigError as exc:
         raise ConfigError(f"{key}: {exc.message}", key=key) from None

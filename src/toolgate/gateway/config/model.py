@@ -188,6 +188,8 @@ class OAuthConfig(_Model):
     required_scopes: list[str] = Field(default_factory=list)
     jwks_max_age_s: float = Field(300.0, gt=0)
     jwks_min_interval_s: float = Field(10.0, ge=0)
+    jwks_timeout_s: float = Field(5.0, gt=0)
+    share_static_ids: bool = False
 
     @field_validator("issuer", "jwks_url", "resource")
     @classmethod

@@ -1,11 +1,13 @@
 """Authentication's HTTP side of the way in: the guard's verdict (``CALLER``) as the SDK's
 authenticated user, ``/mcp`` refused to a caller without one as the SDK refuses it (401
-with ``WWW-Authenticate``), and OAuth's protected-resource metadata (RFC 9728). Ingress
+with ``WWW-Authenticate``), the required scopes held on ``/mcp`` and WebMCP's tool routes
+alike (403), and OAuth's protected-resource metadata (RFC 9728). Ingress
 layer: imports ``mcp``'s auth middleware and settings, Starlette and the gateway's config.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from urllib.parse import urlparse
 
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
@@ -29,6 +31,9 @@ from toolgate.identity import BearerTokens
 from toolgate.request import CALLER, Resolved
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
+#: The routes beside ``/mcp`` that list and call tools (``toolgate.webmcp``): the same
+#: required scopes hold there.
+TOOL_ROUTES = ("/webmcp/tools", "/webmcp/call")
 
 
 def oauth_settings(cfg: GatewayConfig) -> AuthSettings | None:
@@ -52,7 +57,8 @@ def oauth_settings(cfg: GatewayConfig) -> AuthSettings | None:
 def authentication(cfg: GatewayConfig) -> list[Middleware]:
     """When the config asks for a credential (bearer tokens, OAuth): the guard's verdict
     as the SDK's user (its session owners, its access-token context), then ``/mcp``
-    behind the SDK's ``RequireAuthMiddleware`` (401, 403 for a missing required scope)."""
+    behind the SDK's ``RequireAuthMiddleware`` (401, 403 for a missing required scope),
+    whose scope check holds on WebMCP's tool routes too."""
     tg = cfg.toolgate.identity
     if not tg.tokens and tg.oauth is None:
         return []
@@ -65,7 +71,7 @@ def authentication(cfg: GatewayConfig) -> list[Middleware]:
     return [
         Middleware(AuthenticationMiddleware, backend=backend),
         Middleware(AuthContextMiddleware),
-        Middleware(RequiredOn, path="/mcp", scopes=scopes, metadata=metadata),
+        Middleware(RequiredOn, path="/mcp", scopes=scopes, metadata=metadata, scoped=TOOL_ROUTES),
     ]
 
 
@@ -91,19 +97,39 @@ class Admitted(AuthenticationBackend):
 
 
 class RequiredOn:
-    """``path`` behind the SDK's ``RequireAuthMiddleware``; other paths (WebMCP, the
+    """``path`` behind the SDK's ``RequireAuthMiddleware``. On the ``scoped`` paths an
+    authenticated caller is held to the same required scopes (the same 403 and
+    ``WWW-Authenticate``); a caller without a credential, and a CORS preflight, are
+    theirs to answer (WebMCP's 401 carries its CORS headers). Other paths (the
     dashboard) answer for themselves."""
 
     def __init__(
-        self, app: ASGIApp, *, path: str, scopes: list[str], metadata: AnyHttpUrl | None
+        self,
+        app: ASGIApp,
+        *,
+        path: str,
+        scopes: list[str],
+        metadata: AnyHttpUrl | None,
+        scoped: Sequence[str] = (),
     ) -> None:
         self.app = app
         self.path = path
+        self.scoped = frozenset(scoped)
         self.required = RequireAuthMiddleware(app, scopes, metadata)
 
+    def _on(self, scope: Scope) -> bool:
+        if scope["type"] != "http":
+            return False
+        if scope["path"] == self.path:
+            return True
+        return (
+            scope["path"] in self.scoped
+            and scope["method"] != "OPTIONS"
+            and isinstance(scope.get("user"), AuthenticatedUser)
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        on = scope["type"] == "http" and scope["path"] == self.path
-        await (self.required if on else self.app)(scope, receive, send)
+        await (self.required if self._on(scope) else self.app)(scope, receive, send)
 
 
 def metadata_routes(cfg: GatewayConfig) -> list[Route]:
@@ -128,6 +154,7 @@ def metadata_routes(cfg: GatewayConfig) -> list[Route]:
 
 
 __all__ = [
+    "TOOL_ROUTES",
     "WELL_KNOWN",
     "Admitted",
     "RequiredOn",

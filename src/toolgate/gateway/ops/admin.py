@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Route
 
 from toolgate.gateway.commands.reload import PATH
 from toolgate.gateway.ops.dashboard.auth import OperatorAuth
-from toolgate.gateway.ops.operator import refusal
+from toolgate.gateway.ops.operator import NO_STORE, refusal
 from toolgate.gateway.ops.reload import Reloadable, reload
 
 REALM = "toolgate-admin"
@@ -42,9 +42,9 @@ def mount_admin(
         # query (another path, a partial config) would be ignored while the answer says
         # "applied", so it is refused and nothing is reloaded
         if request.url.query or await request.body():
-            return JSONResponse({"error": TAKES_NOTHING}, 400)
+            return JSONResponse({"error": TAKES_NOTHING}, 400, headers=NO_STORE)
         report = await reload(gateway)
-        return JSONResponse(report.to_json(), 200 if report.applied else 422)
+        return JSONResponse(report.to_json(), 200 if report.applied else 422, headers=NO_STORE)
 
     return [Route(PATH, reload_config, methods=["POST"])]
 

@@ -19,7 +19,7 @@ from toolgate.gateway.backends.backend import Backend
 from toolgate.gateway.config.model import GatewayConfig
 from toolgate.gateway.ingress.auth import metadata_routes
 from toolgate.gateway.ingress.drain import Drain
-from toolgate.gateway.ops.operator import refused
+from toolgate.gateway.ops.operator import NO_STORE, refused
 from toolgate.identity import IdentityResolver
 from toolgate.lowlevel import Binding
 from toolgate.oauth import OAuthResolver
@@ -131,7 +131,8 @@ def ops_routes(gateway: ServedGateway) -> list[Route]:
         ok = body["status"] == "ok" if strict else body["ready"]
         if refused(gateway.cfg, request, REALM) is not None:
             body = without_counts(body)  # a probe's answer; the catalog's size is the operator's
-        return JSONResponse(body, status_code=200 if ok else 503)
+        # backends' errors, and the operator's counts: for no cache to keep
+        return JSONResponse(body, status_code=200 if ok else 503, headers=NO_STORE)
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
@@ -146,7 +147,7 @@ def ops_routes(gateway: ServedGateway) -> list[Route]:
             refusal = refused(gateway.cfg, request, REALM)
             if refusal is not None:
                 return refusal
-            return Response(metrics.render(), media_type=CONTENT_TYPE)
+            return Response(metrics.render(), media_type=CONTENT_TYPE, headers=NO_STORE)
 
         routes.append(Route("/metrics", scrape, methods=["GET"]))
     return [*routes, *metadata_routes(gateway.cfg)]

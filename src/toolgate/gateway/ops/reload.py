@@ -5,8 +5,9 @@ A config ``toolgate check`` would fail (with the same lines), one changing a key
 restart applies, or a reload asked while the gateway starts or stops, is refused and
 nothing changes. Otherwise backends are added, removed or reconnected, the catalog is
 synced in place (``Gateway.sync``) and removed groups leave every stored session; the
-sessions and listen streams whose tools, prompts or resources list changed are told. A
-live session whose owner no token names any more ends, with a warning.
+sessions and listen streams whose tools, prompts or resources list changed are told, by
+their principal as the new tokens name it (its subscriptions too). A live session whose
+owner no token names any more ends, with a warning.
 Operations layer: reads a gateway through ``Reloadable``; never imports ``serve``.
 """
 
@@ -16,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,6 +36,8 @@ from toolgate.gateway.relay.primitives import Relay, attach
 from toolgate.identity import BearerTokens, IdentityResolver
 from toolgate.lowlevel import Binding
 from toolgate.oauth import OAuthResolver
+from toolgate.policy import Principal
+from toolgate.request import Live
 from toolgate.sdk_internals import live_transports, session_manager, session_owner
 from toolgate.state.base import SessionState, StateStore
 from toolgate.state.listing import SessionListing
@@ -204,6 +207,37 @@ def _retoken(current: IdentityResolver, fresh: IdentityResolver) -> None:
         mine.tokens = theirs.tokens
 
 
+def _tokens(identity: IdentityResolver) -> Mapping[str, Principal]:
+    """The principal of each bearer token digest ``identity`` holds (none: no tokens)."""
+    static = identity.static if isinstance(identity, OAuthResolver) else identity
+    return dict(static.tokens) if isinstance(static, BearerTokens) else {}
+
+
+def follow_principals(
+    live: Iterable[Live], was: Mapping[str, Principal], now: Mapping[str, Principal]
+) -> int:
+    """Give each live connection (legacy session, listen stream) whose principal a
+    bearer token named the principal of that id as the new tokens (``now``) name it:
+    what it is told outside a request (``list_changed``, resource updates) follows its
+    new scope, trust and attributes, as its next request does. By the token that named
+    it, when that token still names the same id; else by id. A principal no token names
+    is left alone (its sessions end: ``end_orphaned_sessions``). Returns how many
+    changed."""
+    changed = 0
+    for connection in live:
+        principal = connection.facts.principal
+        if principal is None:
+            continue
+        same = [now[d] for d, p in was.items() if p == principal and d in now]
+        found = [p for p in same if p.id == principal.id]
+        found = found or [p for p in now.values() if p.id == principal.id]
+        if not found or found[0] == principal:
+            continue
+        connection.facts = replace(connection.facts, principal=found[0])
+        changed += 1
+    return changed
+
+
 def _principal_ids(cfg: GatewayConfig) -> dict[str, str]:
     """Each bearer token's digest and the id of its principal."""
     return {digest: p.id for digest, p in cfg.toolgate.identity.tokens.items()}
@@ -366,8 +400,14 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
             backend = await fleet.remove(name)
             await gateway.relay.changed(backend, backend.declared())  # its prompts, resources
         gateway.cfg = new
+        was = _tokens(gateway.identity)
         _retoken(gateway.identity, fresh)
         ended, token_warnings = await end_orphaned_sessions(gateway, old, new)
+        binding = gateway.binding
+        if binding is not None and follow_principals(binding.live, was, _tokens(fresh)):
+            # tools/list as each one last listed it, against its new principal's
+            binding.live.soon(binding.watch.flush)
+            gateway.calls.levels.follow(binding.live)  # whom a backend's logs reach
         gateway.relay.reconfigure(new)
         if isinstance(gateway.relay.access, GroupExposure):
             gateway.relay.access.place(new)
@@ -419,6 +459,7 @@ __all__ = [
     "Reloadable",
     "drop_groups",
     "end_orphaned_sessions",
+    "follow_principals",
     "reload",
     "restart_keys",
 ]

@@ -11,6 +11,7 @@ import contextlib
 import logging
 from collections.abc import Hashable, Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as mt
@@ -111,6 +112,17 @@ class SessionCall:
 
 
 InFlight = SessionCall | ParkedCall
+
+
+@dataclass(frozen=True)
+class Unnamed:
+    """Why no call can be named for what a backend sent: ``during_calls`` when calls are
+    in flight but of several clients (not the same as no call at all)."""
+
+    reason: str
+    during_calls: bool
+
+
 #: the call whose backend request the running code serves (set by ``CallRelay._in_flight``)
 _CALLING: ContextVar[InFlight | None] = ContextVar("toolgate.relay.calling", default=None)
 
@@ -212,7 +224,7 @@ class CallRelay:
             _CALLING.reset(token)
             calls.remove(call)
 
-    def _caller(self, backend: Backend) -> InFlight | str:
+    def _caller(self, backend: Backend) -> InFlight | Unnamed:
         """The call a backend's request belongs to, or why none can be named. One that
         came on a call's own response stream is that call's: the HTTP transport hands it
         on in the call's own task (``on_call_stream``), where ``_in_flight`` named the
@@ -224,11 +236,12 @@ class CallRelay:
         if mine is not None and any(c is mine for c in calls):
             return mine
         if not calls:
-            return "no client call to this backend is in progress"
+            return Unnamed("no client call to this backend is in progress", during_calls=False)
         if len({c.origin for c in calls}) > 1:
-            return (
+            return Unnamed(
                 f"{len(calls)} calls from different clients are in progress on this "
-                "backend, and its request does not say which one it serves"
+                "backend, and its request does not say which one it serves",
+                during_calls=True,
             )
         return calls[-1]
 
@@ -237,9 +250,10 @@ class CallRelay:
         self, backend: Backend, request: mt.InputRequest
     ) -> mt.InputResponse | mt.ErrorData:
         caller = self._caller(backend)
-        if isinstance(caller, str):
-            logger.info("backend %s: %s refused: %s", backend.name, request.method, caller)
-            return error(f"toolgate cannot relay {request.method}: {caller}.")
+        if isinstance(caller, Unnamed):
+            reason = caller.reason
+            logger.info("backend %s: %s refused: %s", backend.name, request.method, reason)
+            return error(f"toolgate cannot relay {request.method}: {reason}.")
         session = caller.connection if isinstance(caller, SessionCall) else None
         opened = self.elicitations.open(backend.name, request, session)
         answer = await caller.ask(request)
@@ -252,11 +266,17 @@ class CallRelay:
         await self.elicitations.complete(backend, params)
 
     async def log(self, backend: Backend, params: mt.LoggingMessageNotificationParams) -> None:
+        """A backend's log message: to the call it belongs to; outside any call, to the
+        sessions that hear the backend (``LogLevels.outside_calls``). While calls of
+        several clients are in flight it may be any one's (its content one user's), so,
+        as a request for input then is refused, it goes to nobody."""
         caller = self._caller(backend)
-        if isinstance(caller, str):
+        if not isinstance(caller, Unnamed):
+            await caller.log(params)
+        elif not caller.during_calls:
             await self.levels.outside_calls(backend, params)
         else:
-            await caller.log(params)
+            logger.debug("backend %s: a log message dropped: %s", backend.name, caller.reason)
 
     # -- what clients send -------------------------------------------------------------
     async def roots_changed(self, ctx: Context, params: mt.NotificationParams | None) -> None:

@@ -11,7 +11,8 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any, get_args
 
 import mcp_types as mt
@@ -19,7 +20,7 @@ from mcp.server.connection import allowed_log_levels
 
 from toolgate.gateway.backends.backend import Backend
 from toolgate.gateway.relay.access import Audience, FactsOf
-from toolgate.request import Context, RequestFacts
+from toolgate.request import Context, Live, RequestFacts
 from toolgate.sdk_internals import connection_of
 
 logger = logging.getLogger("toolgate.gateway")
@@ -85,6 +86,17 @@ class LogLevels:
     def _left(self, connection: Any) -> None:
         """A session that set a level closed: the backends it heard may log less now."""
         self._levels.pop(connection, None)
+        self._spawn(self.apply())
+
+    def follow(self, live: Iterable[Live]) -> None:
+        """Judge each connection that set a level as the principal its live facts name
+        now (a reload gave it the principal as the new config has it): the backends it
+        hears outside any call, and the level they log at, follow its scope."""
+        for connection in live:
+            level, facts = self._levels.get(connection.connection, (None, None))
+            principal = connection.facts.principal
+            if level is not None and facts is not None and facts.principal != principal:
+                self._levels[connection.connection] = (level, replace(facts, principal=principal))
         self._spawn(self.apply())
 
     def admits(self, connection: Any, level: str) -> bool:

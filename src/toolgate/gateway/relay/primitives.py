@@ -198,6 +198,7 @@ class Relay:
             yield
         finally:
             self._held -= 1
+            self._recheck()
             after = self._seen(connections)
             for method in dict.fromkeys(spec.list_changed for spec in KINDS.values()):
 
@@ -226,10 +227,49 @@ class Relay:
 
     async def updated(self, backend: Backend, uri: str) -> None:
         """``Backend.on_updated``: pass ``notifications/resources/updated`` to the legacy
-        sessions and the listen streams subscribed to ``uri`` through this backend."""
-        subscribers = list(self._subscribers.get((backend.name, uri), ()))
+        sessions and the listen streams subscribed to ``uri`` through this backend that
+        may read it now."""
+        subscribers = self._readers(backend.name, uri)
         if subscribers:
             self._spawn(self._tell(subscribers, uri))
+
+    def _live_facts(self) -> dict[Any, RequestFacts] | None:
+        connections = self._connections()
+        return None if connections is None else {c.connection: c.facts for c in connections}
+
+    def _readers(
+        self, name: str, uri: str, facts: Mapping[Any, RequestFacts] | None = None
+    ) -> list[Any]:
+        """The subscribers to ``uri`` through backend ``name`` that may read it now, by
+        the facts their live connection has now (``facts``: those of every live one; a
+        reload may have changed its principal's scope, or the groups); one without live
+        facts is judged as it was when it joined."""
+        subscribers = list(self._subscribers.get((name, uri), ()))
+        facts = facts if facts is not None else self._live_facts()
+        if not subscribers or facts is None:
+            return subscribers
+        item = self._serving(uri) or Relayed("resource", name, uri, uri, {"uri": uri})
+        readers = []
+        for member in subscribers:
+            now = facts.get(member)
+            try:
+                if now is not None:
+                    self.access.check(now, item)
+            except ToolgateError:
+                continue
+            readers.append(member)
+        return readers
+
+    def _recheck(self) -> None:
+        """Drop each subscription whose member may no longer read its URI (after a
+        reload); a backend nobody listens to then is unsubscribed."""
+        facts = self._live_facts()
+        for (name, uri), subscribers in list(self._subscribers.items()):
+            readers = {id(m) for m in self._readers(name, uri, facts)}
+            left = [m for m in list(subscribers) if id(m) not in readers]
+            subscribers.difference_update(left)
+            if left and not subscribers:
+                self._spawn(self._drop_if_unused(name, uri))
 
     async def _tell(self, connections: Sequence[Any], uri: str) -> None:
         for connection in connections:
@@ -252,14 +292,19 @@ class Relay:
         cursor = cursor_of(params)
         try:
             items = self.access.visible(facts, self.namespace.of(kind))
-            page = paginate(items, lambda r: r.name, cursor, self.page_size)
+            page = paginate(items, lambda r: r.name, cursor, self.page_size, KINDS[kind].listed)
         except ToolgateError as exc:
             _fail(exc)
         return [dict(r.wire) for r in page.items], page.next_cursor
 
-    def _use(self, facts: RequestFacts, item: Relayed) -> Backend:
+    def _use(self, facts: RequestFacts, item: Relayed, asked: str | None = None) -> Backend:
+        """The backend serving ``item`` when ``facts`` may use it. A resource refused is
+        refused as one nobody has, so with ``asked``, the URI the client sent (the item
+        may be the template it instantiates, which a refusal must not name)."""
         try:
             self.access.check(facts, item)
+        except ResourceNotFound as exc:
+            _fail(exc if asked is None else ResourceNotFound(asked))
         except ToolgateError as exc:
             _fail(exc)
         return self.backends[item.backend]
@@ -295,6 +340,13 @@ class Relay:
         return mt.ListResourceTemplatesResult(resource_templates=templates, next_cursor=cursor)
 
     def _resource(self, uri: str) -> Relayed:
+        """Who serves ``uri`` (``_serving``); ``ResourceNotFound`` when nobody does."""
+        item = self._serving(uri)
+        if item is None:
+            _fail(ResourceNotFound(uri))
+        return item
+
+    def _serving(self, uri: str) -> Relayed | None:
         """Who serves ``uri``: its lister, else a matching template's backend, else the
         only backend that offers resources (servers may serve URIs they do not list)."""
         item = self.namespace.resource(uri)
@@ -303,7 +355,7 @@ class Relay:
         offering = [n for n, b in self.backends.items() if "resources" in b.declared()]
         if len(offering) == 1:
             return Relayed("resource", offering[0], uri, uri, {"uri": uri})
-        _fail(ResourceNotFound(uri))
+        return None
 
     async def read_resource(
         self, ctx: Context, params: mt.ReadResourceRequestParams
@@ -311,7 +363,7 @@ class Relay:
         facts = await self._request_facts(ctx)
         uri = str(params.uri)
         item = self._resource(uri)
-        return await self._use(facts, item).read_resource(uri)
+        return await self._use(facts, item, uri).read_resource(uri)
 
     async def subscribe(self, ctx: Context, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
         """Subscribe this session to ``uri``; the gateway subscribes once per backend."""
@@ -329,7 +381,7 @@ class Relay:
         access error is raised); the backend is subscribed for the first one. A member
         is recorded only once the backend's subscription stands: one that fails (raised
         to every member waiting to join) records none."""
-        backend = self._use(facts, self._resource(uri))
+        backend = self._use(facts, self._resource(uri), uri)
         key = (backend.name, uri)
         async with self._exclusive(key):
             subscribers = self._subscribers.get(key)
@@ -411,19 +463,20 @@ class Relay:
         """Completion for a prompt's or a resource template's argument, by its owner."""
         facts = await self._request_facts(ctx)
         ref: mt.PromptReference | mt.ResourceTemplateReference
+        asked: str | None = None  # a URI: refused as itself, never as its template
         if isinstance(params.ref, mt.PromptReference):
             item = self.namespace.prompt(params.ref.name)
             if item is None:
                 _fail(PromptNotFound(params.ref.name))
             ref = mt.PromptReference(type="ref/prompt", name=item.original)
         else:
-            uri = params.ref.uri
+            uri = asked = params.ref.uri
             found = self.namespace.template(uri) or self.namespace.resource(uri)
             if found is None:
                 _fail(ResourceNotFound(uri))
             item = found
             ref = mt.ResourceTemplateReference(type="ref/resource", uri=uri)
-        backend = self._use(facts, item)
+        backend = self._use(facts, item, asked)
         if backend.up and "completions" not in backend.capabilities:
             # the backend offers no completion: none, rather than its -32601
             return mt.CompleteResult(completion=mt.Completion(values=[]))

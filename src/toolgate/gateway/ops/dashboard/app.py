@@ -42,6 +42,7 @@ from toolgate.gateway.ops.dashboard.auth import COOKIE, OperatorAuth
 from toolgate.gateway.ops.dashboard.chart import Bar, bar_chart
 from toolgate.gateway.ops.dashboard.events import EventFilter, EventRing, RingEvent
 from toolgate.gateway.ops.dashboard.sessions import session_rows
+from toolgate.gateway.ops.operator import no_store
 from toolgate.gateway.relay.access import Relayed
 from toolgate.policy import Principal
 from toolgate.state.base import StateStore
@@ -111,7 +112,9 @@ class DashboardSource:
 
 class _Guard:
     """ASGI middleware: no operator token or cookie → 401, except for the login form and
-    static assets (``Host`` and ``Origin`` are the gateway's guard's, on every route)."""
+    static assets (``Host`` and ``Origin`` are the gateway's guard's, on every route).
+    Every answer but a static asset's is ``Cache-Control: no-store``: pages, JSON and
+    refusals are the operator's, for no cache to keep."""
 
     def __init__(self, app: ASGIApp, auth: OperatorAuth, page: Any) -> None:
         self.app = app
@@ -124,7 +127,11 @@ class _Guard:
             return
         conn = HTTPConnection(scope)
         path = scope["path"].removeprefix(scope.get("root_path", ""))
-        if path == "/login" or path.startswith("/static/"):
+        if path.startswith("/static/"):
+            await self.app(scope, receive, send)
+            return
+        send = no_store(send)
+        if path == "/login":
             await self.app(scope, receive, send)
             return
         if not self.auth.allows(conn.headers, conn.cookies):
