@@ -139,10 +139,6 @@ async def raw_session(http: httpx.AsyncClient, gateway: HttpGateway) -> dict[str
     return headers
 
 
-def base(gateway: HttpGateway) -> str:
-    return gateway.url.removesuffix("/mcp")
-
-
 async def text_of(c: Client[Any], tool: str, arguments: dict[str, Any] | None = None) -> str:
     result = await c.call_tool(tool, arguments or {}, raise_on_error=False)
     return str(result.content[0].text)  # type: ignore[union-attr]
@@ -265,13 +261,13 @@ async def test_a_lone_surrogate_is_refused_at_the_edge_and_the_backend_keeps_ser
             headers = await raw_session(http, gateway)
             refused = await http.post(gateway.url, content=SURROGATE_CALL, headers=headers)
             webmcp = await http.post(
-                f"{base(gateway)}/webmcp/call",
+                f"{gateway.origin}/webmcp/call",
                 content=b'{"name":"repeat","arguments":{"text":"\\ud800"}}',
                 headers={**ALICE, "Content-Type": "application/json"},
             )
             operator = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
-            events = await http.get(f"{base(gateway)}/dashboard/api/events", headers=operator)
-            page = await http.get(f"{base(gateway)}/dashboard/events", headers=operator)
+            events = await http.get(f"{gateway.origin}/dashboard/api/events", headers=operator)
+            page = await http.get(f"{gateway.origin}/dashboard/events", headers=operator)
         assert await text_of(alice, "pid") == pid
     assert (refused.status_code, refused.json()) == (
         400,
@@ -337,7 +333,7 @@ async def test_a_body_over_the_limit_is_refused_before_it_is_read(
 ) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         response = await http.post(
-            f"{base(gateway)}{path}", content=b"x" * (MAX_BODY + 1), headers={**MCP, **ALICE}
+            f"{gateway.origin}{path}", content=b"x" * (MAX_BODY + 1), headers={**MCP, **ALICE}
         )
     assert (response.status_code, response.text) == (
         413,
@@ -392,7 +388,7 @@ async def test_deeply_nested_json_is_a_400_not_a_crash(
     nested = b"[" * 20_000 + b"]" * 20_000
     headers = {**MCP, **ALICE, "Content-Type": content_type}
     async with httpx.AsyncClient(timeout=30) as http:
-        response = await http.post(f"{base(gateway)}{path}", content=nested, headers=headers)
+        response = await http.post(f"{gateway.origin}{path}", content=nested, headers=headers)
     assert response.status_code == 400
     assert "JSON nested deeper than 32 levels" in response.text
 
@@ -417,7 +413,7 @@ async def test_an_authorization_header_that_is_not_one_credential_is_a_400(
     async with httpx.AsyncClient(timeout=30) as http:
         for path in ("/mcp", "/webmcp/tools"):
             request = http.build_request(
-                "POST" if path == "/mcp" else "GET", f"{base(gateway)}{path}"
+                "POST" if path == "/mcp" else "GET", f"{gateway.origin}{path}"
             )
             request.headers = httpx.Headers(headers)
             request.headers["host"] = f"127.0.0.1:{gateway.port}"
@@ -579,7 +575,7 @@ async def test_every_route_refuses_a_foreign_host(
 ) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         response = await http.request(
-            method, f"{base(gateway)}{path}", headers={**ALICE, "Host": "evil.example"}
+            method, f"{gateway.origin}{path}", headers={**ALICE, "Host": "evil.example"}
         )
     assert (response.status_code, response.text) == (421, "Invalid Host header")
 
@@ -590,7 +586,7 @@ async def test_every_route_refuses_a_foreign_origin(
 ) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         response = await http.request(
-            method, f"{base(gateway)}{path}", headers={**ALICE, "Origin": "http://evil.example"}
+            method, f"{gateway.origin}{path}", headers={**ALICE, "Origin": "http://evil.example"}
         )
     assert (response.status_code, response.text) == (403, "Invalid Origin header")
     assert "access-control-allow-origin" not in response.headers
@@ -600,7 +596,7 @@ async def test_webmcp_names_the_allowed_origin_instead_of_any(gateway: HttpGatew
     origin = "http://127.0.0.1:9999"
     async with httpx.AsyncClient(timeout=30) as http:
         response = await http.get(
-            f"{base(gateway)}/webmcp/tools", headers={**ALICE, "Origin": origin}
+            f"{gateway.origin}/webmcp/tools", headers={**ALICE, "Origin": origin}
         )
     assert response.status_code == 200
     assert response.headers["access-control-allow-origin"] == origin
@@ -649,7 +645,7 @@ def test_clients_that_dribble_their_headers_are_disconnected(gateway: HttpGatewa
     finally:
         for s in sockets:
             s.close()
-    response = httpx.get(f"{base(gateway)}/webmcp.js", timeout=30)
+    response = httpx.get(f"{gateway.origin}/webmcp.js", timeout=30)
     assert response.status_code == 200
 
 
@@ -669,7 +665,7 @@ def test_a_request_head_over_the_size_limit_is_a_431_and_the_connection_closes(
     assert answer.startswith(b"HTTP/1.1 431 ")
     assert answer.endswith(b"Request header fields too large")
     # a head within the limit is served as before
-    assert httpx.get(f"{base(gateway)}/webmcp.js", headers={"X-Ok": "a" * 8000}).status_code == 200
+    assert httpx.get(f"{gateway.origin}/webmcp.js", headers={"X-Ok": "a" * 8000}).status_code == 200
 
 
 def test_a_client_still_sending_after_its_431_reads_the_answer_whole(

@@ -32,13 +32,8 @@ O200K = "tiktoken:o200k_base"
 
 
 @pytest.fixture(autouse=True)
-def no_ambient_vocabulary(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Each test sees only the vocabulary it sets up, never a developer's own cache."""
-    monkeypatch.delenv("TOOLGATE_TOKENIZER_DIR", raising=False)
-    monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
-    empty = tmp_path / "empty-tiktoken-cache"
-    empty.mkdir()
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(empty))
+def _only_the_vocabularies_set_up(no_ambient_vocabulary: None) -> None:
+    """Before any fixture that sets a vocabulary up (an autouse fixture comes first)."""
 
 
 @pytest.fixture

@@ -82,10 +82,6 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpGateway]:
         served.stop()
 
 
-def base(gateway: HttpGateway) -> str:
-    return f"http://127.0.0.1:{gateway.port}"
-
-
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
@@ -363,7 +359,7 @@ def test_a_reload_that_leaves_a_sessions_owner_no_token_ends_it_and_says_so(
         assert [ping(http, gateway, s, CAROL) for s in carols] == [200, 200]
 
         write_config(config.parent, carol="carol-renamed", eve=False)
-        reloaded = http.post(f"{base(gateway)}/admin/reload", headers=admin)
+        reloaded = http.post(f"{gateway.origin}/admin/reload", headers=admin)
         assert reloaded.status_code == 200, reloaded.text
         report = reloaded.json()
         assert report["applied"] is True
@@ -382,7 +378,7 @@ def test_a_reload_that_leaves_a_sessions_owner_no_token_ends_it_and_says_so(
         # ended, not hidden: the old name back does not bring them back, and their places
         # under the per-client bound are free again
         write_config(config.parent)
-        reloaded = http.post(f"{base(gateway)}/admin/reload", headers=admin)
+        reloaded = http.post(f"{gateway.origin}/admin/reload", headers=admin)
         assert reloaded.status_code == 200, reloaded.text
         assert reloaded.json()["sessions_ended"] == 0
         assert reloaded.json()["warnings"] == [

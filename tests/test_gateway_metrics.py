@@ -42,13 +42,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpGateway]:
         served.stop()
 
 
-def base(gateway: HttpGateway) -> str:
-    return f"http://127.0.0.1:{gateway.port}"
-
-
 async def scrape(gateway: HttpGateway) -> Samples:
     async with httpx.AsyncClient() as http:
-        response = await http.get(f"{base(gateway)}/metrics")
+        response = await http.get(f"{gateway.origin}/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
     return {
@@ -64,12 +60,12 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 async def readyz(gateway: HttpGateway, query: str = "") -> httpx.Response:
     async with httpx.AsyncClient() as http:
-        return await http.get(f"{base(gateway)}/readyz{query}")
+        return await http.get(f"{gateway.origin}/readyz{query}")
 
 
 async def test_healthz_and_readyz_answer_while_every_backend_is_up(gateway: HttpGateway) -> None:
     async with httpx.AsyncClient() as http:
-        health = await http.get(f"{base(gateway)}/healthz")
+        health = await http.get(f"{gateway.origin}/healthz")
     assert (health.status_code, health.json()) == (200, {"status": "ok"})
     ready = await readyz(gateway, "?strict")
     assert ready.status_code == 200
@@ -188,7 +184,7 @@ async def test_readyz_degrades_when_a_backend_goes_down(gateway: HttpGateway) ->
 async def test_health_and_metrics_refuse_a_foreign_host_header(gateway: HttpGateway) -> None:
     async with httpx.AsyncClient() as http:
         for path in ("/healthz", "/readyz", "/metrics"):
-            response = await http.get(f"{base(gateway)}{path}", headers={"Host": "evil.example"})
+            response = await http.get(f"{gateway.origin}{path}", headers={"Host": "evil.example"})
             assert (response.status_code, response.text) == (421, "Invalid Host header")
 
 

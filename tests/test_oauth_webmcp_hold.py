@@ -176,12 +176,8 @@ def gateway(keys: KeyServer, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         served.stop()
 
 
-def base(gateway: HttpGateway) -> str:
-    return f"http://127.0.0.1:{gateway.port}"
-
-
 def metadata_url(gateway: HttpGateway) -> str:
-    return f"{base(gateway)}/.well-known/oauth-protected-resource/mcp"
+    return f"{gateway.origin}/.well-known/oauth-protected-resource/mcp"
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -210,7 +206,7 @@ async def test_webmcp_refuses_a_token_without_the_required_scope_as_mcp_does(
     gateway: HttpGateway, k1: Signer
 ) -> None:
     lacking = k1.token(gateway.url, scp="tools:math")
-    async with httpx.AsyncClient(base_url=base(gateway), timeout=10) as http:
+    async with httpx.AsyncClient(base_url=gateway.origin, timeout=10) as http:
         on_mcp = await post_init(http, gateway, lacking)
         listed = await http.get("/webmcp/tools", headers=bearer(lacking))
         called = await http.post(
@@ -229,7 +225,7 @@ async def test_webmcp_refuses_a_token_without_the_required_scope_as_mcp_does(
 async def test_webmcp_serves_a_token_with_the_required_scope_and_the_static_token(
     gateway: HttpGateway, k1: Signer
 ) -> None:
-    async with httpx.AsyncClient(base_url=base(gateway), timeout=10) as http:
+    async with httpx.AsyncClient(base_url=gateway.origin, timeout=10) as http:
         for token in (k1.token(gateway.url), ALICE_TOKEN):
             listed = await http.get("/webmcp/tools", headers=bearer(token))
             assert listed.status_code == 200, listed.text
@@ -275,7 +271,7 @@ async def test_a_key_set_that_is_no_json_object_refuses_new_keys_and_keeps_the_o
 ) -> None:
     key_mode.mode = mode
     stranger = Signer("k-unknown").token(gateway.url)
-    async with httpx.AsyncClient(base_url=base(gateway), timeout=10) as http:
+    async with httpx.AsyncClient(base_url=gateway.origin, timeout=10) as http:
         refused = await post_init(http, gateway, stranger)
         assert_invalid_token(refused, gateway)
         elsewhere = await http.get("/healthz", headers=bearer(stranger))
@@ -336,7 +332,7 @@ async def test_a_slow_key_set_holds_up_no_held_key_and_an_unknown_kid_waits_at_m
 
 async def test_every_operator_answer_is_no_store(gateway: HttpGateway) -> None:
     operator = bearer(OPERATOR_TOKEN)
-    async with httpx.AsyncClient(base_url=base(gateway), timeout=10) as http:
+    async with httpx.AsyncClient(base_url=gateway.origin, timeout=10) as http:
         answers = {
             "page": await http.get("/dashboard/", headers=operator),
             "login": await http.get("/dashboard/login"),
@@ -365,7 +361,7 @@ async def test_an_oauth_token_naming_a_static_tokens_principal_is_refused(
     gateway: HttpGateway, k1: Signer
 ) -> None:
     impostor = k1.token(gateway.url, sub="alice")
-    async with httpx.AsyncClient(base_url=base(gateway), timeout=10) as http:
+    async with httpx.AsyncClient(base_url=gateway.origin, timeout=10) as http:
         assert_invalid_token(await post_init(http, gateway, impostor), gateway)
         webmcp = await http.get("/webmcp/tools", headers=bearer(impostor))
         assert webmcp.status_code == 401

@@ -38,13 +38,8 @@ KNOWN_COUNTS = [
 
 
 @pytest.fixture(autouse=True)
-def no_ambient_vocabulary(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Each test sees only the vocabularies it sets up, never a developer's own cache."""
-    monkeypatch.delenv("TOOLGATE_TOKENIZER_DIR", raising=False)
-    monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
-    empty = tmp_path / "empty-tiktoken-cache"
-    empty.mkdir()
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(empty))
+def _only_the_vocabularies_set_up(no_ambient_vocabulary: None) -> None:
+    """Before any fixture that sets a vocabulary up (an autouse fixture comes first)."""
 
 
 @pytest.fixture(scope="module")

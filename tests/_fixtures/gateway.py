@@ -173,6 +173,11 @@ class HttpGateway:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
+    @property
+    def origin(self) -> str:
+        """Where the gateway's other routes are (``/healthz``, ``/dashboard``, ...)."""
+        return f"http://127.0.0.1:{self.port}"
+
     def launch(self) -> subprocess.Popen[bytes]:
         """Start the gateway without waiting for its port (a test of its start-up)."""
         with self.log.open("wb") as log:
