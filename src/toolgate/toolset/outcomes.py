@@ -5,7 +5,6 @@ change's plan. Orchestration: imports the core and ``toolset.dispatch``.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -44,7 +43,6 @@ class ToolsetParts(CallingToolset, Protocol):
     def initial_state(self) -> SessionState: ...
     def tool_tokens(self, tool: Tool) -> int: ...
     def estimate(self, view: View) -> dict[str, Any]: ...
-    def change_lock(self, key: str) -> asyncio.Lock: ...
 
 
 @dataclass(frozen=True)

@@ -192,23 +192,30 @@ class Session:
         if self.key is None:
             plan = await self._plan(action, names, self._fresh(EMPTY))
             return self._report(action, plan.result)
-        key = self.key
-        async with ts.change_lock(key):  # in this process, one group change at a time
-            start = self._fresh(await ts.store.load(key))
-            first = await self._plan(action, names, start)
+        # the first read plans the request and runs its hooks, once; a compare-and-set
+        # retry (another writer came first) plans again over the fresh state, hooks not
+        # run again (``_plan`` with ``first``)
+        firsts: list[tuple[SessionState, ChangePlan]] = []
 
-            async def change(state: SessionState) -> tuple[SessionState, ChangePlan]:
-                state = self._fresh(state)
-                if state == start:  # nobody wrote since: the plan stands
-                    return first.state, first
-                return (plan := await self._plan(action, names, state, first)).state, plan
+        async def change(state: SessionState) -> tuple[SessionState, ChangePlan]:
+            state = self._fresh(state)
+            if not firsts:
+                firsts.append((state, await self._plan(action, names, state)))
+            start, first = firsts[0]
+            if state == start:  # nobody wrote since: the plan stands
+                return first.state, first
+            return (plan := await self._plan(action, names, state, first)).state, plan
 
-            try:
-                final: ChangePlan = await ts.store.mutate(key, change, baseline=self._fresh)
-            except BaseException:
-                # nothing was written: what the hooks did is undone, last first
+        # the store's mutation holds its per-key lock across the callback: in this
+        # process one group change of a session at a time, hooks included
+        try:
+            final: ChangePlan = await ts.store.mutate(self.key, change, baseline=self._fresh)
+        except BaseException:
+            # nothing was written: what the hooks did is undone, last first
+            for _, first in firsts:
                 await self._undo([h for ran in first.ran.values() for h in ran])
-                raise
+            raise
+        first = firsts[0][1]
         for group in reversed(final.undo):
             await self._undo(first.ran[group])
         return self._report(action, final.result)

@@ -7,10 +7,8 @@ and builds the error a refused call gets. Orchestration: imports the core and
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -171,9 +169,6 @@ class ToolSet:
         self._search_index: SearchIndex | None = None
         #: indexes without the text of some groups, for the principals who may not see them
         self._unseen_indexes: OrderedDict[frozenset[str], SearchIndex] = OrderedDict()
-        self._change_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
-            weakref.WeakValueDictionary()
-        )
 
     # -- registration ----------------------------------------------------------------
     def add_group(self, group: Group) -> Group:
@@ -421,16 +416,6 @@ class ToolSet:
         return Session(
             self, key, principal or self.default_principal, all_groups=all_groups, trial=trial
         )
-
-    def change_lock(self, key: str) -> asyncio.Lock:
-        """The lock a session's group change holds in this process across its hooks and
-        its store write (``Session._change_groups``), so two changes of one session here
-        never run hooks on the same state. Replicas are not held by it: their races are
-        the store's compare-and-set's."""
-        lock = self._change_locks.get(key)
-        if lock is None:
-            lock = self._change_locks[key] = asyncio.Lock()
-        return lock
 
     async def close(self) -> None:
         await self.store.close()
