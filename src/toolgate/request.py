@@ -354,10 +354,10 @@ class LiveConnections:
 TOOLS_LIST_CHANGED = "notifications/tools/list_changed"
 
 
-def listing_digest(wires: Sequence[Mapping[str, Any]]) -> str:
-    """A digest of a whole ``tools/list`` listing: every definition, not names only (a
-    tool redefined under its name changes it)."""
-    text = json.dumps(list(wires), sort_keys=True, separators=(",", ":"), default=str)
+def definition_digest(wire: Mapping[str, Any]) -> str:
+    """A digest of one listed definition, every field of it (a tool redefined under its
+    name changes it)."""
+    text = json.dumps(wire, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -370,13 +370,31 @@ class ToolListWatch:
     def __init__(self, delivery: Delivery, live: LiveConnections) -> None:
         self.delivery = delivery
         self.live = live
+        #: name -> (the definition last digested under it, its digest): a listing's
+        #: digest is on every first page, and comparing a definition with the one seen
+        #: is far cheaper than serializing it again
+        self._digests: dict[str, tuple[dict[str, Any], str]] = {}
         delivery.toolset.catalog.on_change(lambda _: live.soon(self.flush))
+
+    def digest(self, wires: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+        """What a listing is, for telling whether it changed: its definitions' digests
+        (shared strings: a connection holds a tuple of references)."""
+        parts = []
+        for wire in wires:
+            name = str(wire.get("name"))
+            seen = self._digests.get(name)
+            if seen is None or seen[0] != wire:
+                if len(self._digests) > 2 * len(self.delivery.toolset.catalog.tools) + 64:
+                    self._digests.clear()  # names the catalog no longer holds
+                seen = self._digests[name] = (dict(wire), definition_digest(wire))
+            parts.append(seen[1])
+        return tuple(parts)
 
     def listed(self, ctx: Context, facts: RequestFacts, wires: Sequence[Mapping[str, Any]]) -> None:
         """The connection behind ``ctx`` was shown ``wires`` (its whole listing)."""
         live = self.live.remember(ctx, facts)
         if live is not None:
-            live.shown["tools"] = listing_digest(wires)
+            live.shown["tools"] = self.digest(wires)
 
     def told(self, ctx: Context, facts: RequestFacts) -> None:
         """The connection behind ``ctx`` was sent ``list_changed`` in a request: it
@@ -394,7 +412,7 @@ class ToolListWatch:
             if shown is None:
                 return False
             strategy, request = live.facts.request(self.delivery)
-            if listing_digest(await strategy.list_tools(request)) == shown:
+            if self.digest(await strategy.list_tools(request)) == shown:
                 return False
             live.shown["tools"] = None
             return True
