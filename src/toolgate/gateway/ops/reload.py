@@ -238,20 +238,17 @@ def follow_principals(
     return changed
 
 
-def _principal_ids(cfg: GatewayConfig) -> dict[str, str]:
-    """Each bearer token's digest and the id of its principal."""
-    return {digest: p.id for digest, p in cfg.toolgate.identity.tokens.items()}
-
-
 async def end_orphaned_sessions(
-    gateway: Reloadable, old: GatewayConfig, new: GatewayConfig
+    gateway: Reloadable, old: Mapping[str, Principal], new: Mapping[str, Principal]
 ) -> tuple[int, list[str]]:
     """End the live sessions whose owner (the principal id that opened it; the SDK lets
-    no other use it) no token of ``new`` is any more: a token rebound to another
-    principal, or removed. Its requests would otherwise be "Session not found" while the
-    session held its place until ``idle_ttl``. Returns how many ended, and a warning per
-    token whose principal changed, or that was removed with sessions that end."""
-    was, now = _principal_ids(old), _principal_ids(new)
+    no other use it) no token of ``new`` (digest -> principal) names any more: a token
+    rebound to another principal, or removed. Its requests would otherwise be "Session
+    not found" while the session held its place until ``idle_ttl``. Returns how many
+    ended, and a warning per token whose principal changed, or that was removed with
+    sessions that end."""
+    was = {digest: p.id for digest, p in old.items()}
+    now = {digest: p.id for digest, p in new.items()}
     gone = set(was.values()) - set(now.values())
     manager = session_manager(gateway.binding.server) if gateway.binding is not None else None
     ending: dict[str, list[Any]] = {principal: [] for principal in gone}
@@ -400,11 +397,11 @@ async def _reload(gateway: Reloadable, where: str | Path) -> ReloadReport:
             backend = await fleet.remove(name)
             await gateway.relay.changed(backend, backend.declared())  # its prompts, resources
         gateway.cfg = new
-        was = _tokens(gateway.identity)
+        was, now = _tokens(gateway.identity), _tokens(fresh)
         _retoken(gateway.identity, fresh)
-        ended, token_warnings = await end_orphaned_sessions(gateway, old, new)
+        ended, token_warnings = await end_orphaned_sessions(gateway, was, now)
         binding = gateway.binding
-        if binding is not None and follow_principals(binding.live, was, _tokens(fresh)):
+        if binding is not None and follow_principals(binding.live, was, now):
             # tools/list as each one last listed it, against its new principal's
             binding.live.soon(binding.watch.flush)
             gateway.calls.levels.follow(binding.live)  # whom a backend's logs reach
