@@ -192,9 +192,8 @@ class Session:
         if self.key is None:
             plan = await self._plan(action, names, self._fresh(EMPTY))
             return self._report(action, plan.result)
-        # the first read plans the request and runs its hooks, once; a compare-and-set
-        # retry (another writer came first) plans again over the fresh state, hooks not
-        # run again (``_plan`` with ``first``)
+        # the first read plans and runs the hooks, once, under the store's per-key lock; a
+        # retry (another writer came first) plans again, hooks not run (``_plan``'s first)
         firsts: list[tuple[SessionState, ChangePlan]] = []
 
         async def change(state: SessionState) -> tuple[SessionState, ChangePlan]:
@@ -206,8 +205,6 @@ class Session:
                 return first.state, first
             return (plan := await self._plan(action, names, state, first)).state, plan
 
-        # the store's mutation holds its per-key lock across the callback: in this
-        # process one group change of a session at a time, hooks included
         try:
             final: ChangePlan = await ts.store.mutate(self.key, change, baseline=self._fresh)
         except BaseException:
